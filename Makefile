@@ -1,0 +1,44 @@
+# The two set-up commands of README.md: `make up` and `make test`. Both work on a fresh Debian
+# machine with only Python 3.11+: they create .venv, install the project and everything the real
+# local control plane needs (Debian's etcd, kube-apiserver built once from Debian's source package).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: up test venv deps lint typecheck importlint unit proto-gen clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+venv: $(STAMP)
+
+# Host prerequisites for the real API server: etcd from Debian, kube-apiserver built and cached.
+deps: venv
+	bash hack/install-deps.sh
+
+up: deps
+	$(BIN)/koord up
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: venv
+	$(BIN)/mypy --strict apis
+
+importlint: venv
+	$(BIN)/lint-imports
+
+test: deps lint typecheck importlint
+	$(BIN)/python -m pytest -q
+
+proto-gen: venv
+	$(BIN)/python hack/gen_proto.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,131 @@
+"""Regenerate (or check) the Python code of proto/koord/v1/*.proto.
+
+Runs ``grpc_tools.protoc`` from the repository root with ``-I .`` so the generated imports read
+``from proto.koord.v1 import metrichub_pb2``, plus mypy-protobuf's ``protoc-gen-mypy`` and
+``protoc-gen-mypy_grpc`` plugins (found next to the running Python) for the typed ``.pyi`` stubs.
+
+    python hack/gen_proto.py           # write the generated files into proto/koord/v1/
+    python hack/gen_proto.py --check   # generate into a temp dir; exit 1 and list the differences
+
+Imports: the standard library only (protoc runs as a subprocess of the same interpreter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROTO_DIR = Path("proto/koord/v1")
+PROTO_FILES: tuple[Path, ...] = (PROTO_DIR / "metrichub.proto",)
+
+
+def generated_names(proto: Path) -> tuple[Path, ...]:
+    """The four files generated for one .proto, relative to the repository root."""
+    stem = proto.with_suffix("")
+    return tuple(
+        stem.with_name(stem.name + suffix)
+        for suffix in ("_pb2.py", "_pb2_grpc.py", "_pb2.pyi", "_pb2_grpc.pyi")
+    )
+
+
+def _plugin(name: str) -> Path:
+    """A protoc plugin installed next to the running interpreter (the venv's bin/)."""
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        raise FileNotFoundError(f"{name} not found next to {sys.executable}; install mypy-protobuf")
+    return path
+
+
+def generate_into(out_root: Path, root: Path = REPO_ROOT) -> list[Path]:
+    """Run protoc on every proto file, writing below ``out_root``; return the generated paths."""
+    out = str(out_root)
+    cmd = [
+        sys.executable,
+        "-m",
+        "grpc_tools.protoc",
+        "-I",
+        ".",
+        f"--plugin=protoc-gen-mypy={_plugin('protoc-gen-mypy')}",
+        f"--plugin=protoc-gen-mypy_grpc={_plugin('protoc-gen-mypy_grpc')}",
+        f"--python_out={out}",
+        f"--grpc_python_out={out}",
+        f"--mypy_out={out}",
+        f"--mypy_grpc_out={out}",
+        *(str(p) for p in PROTO_FILES),
+    ]
+    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"protoc failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return [out_root / name for proto in PROTO_FILES for name in generated_names(proto)]
+
+
+def generate(root: Path = REPO_ROOT) -> dict[Path, bytes]:
+    """Freshly generated contents, keyed by path relative to the repository root."""
+    with tempfile.TemporaryDirectory(prefix="koord-proto-") as tmp:
+        out_root = Path(tmp)
+        generate_into(out_root, root)
+        return {
+            name: (out_root / name).read_bytes() for proto in PROTO_FILES for name in generated_names(proto)
+        }
+
+
+def check(root: Path = REPO_ROOT) -> list[str]:
+    """Differences between the committed generated files and a fresh generation ([] when equal)."""
+    problems: list[str] = []
+    for name, fresh in generate(root).items():
+        committed_path = root / name
+        if not committed_path.exists():
+            problems.append(f"missing: {name}")
+            continue
+        committed = committed_path.read_bytes()
+        if committed == fresh:
+            continue
+        problems.append(f"differs: {name}")
+        diff = difflib.unified_diff(
+            committed.decode("utf-8", "replace").splitlines(keepends=True),
+            fresh.decode("utf-8", "replace").splitlines(keepends=True),
+            fromfile=f"committed/{name}",
+            tofile=f"fresh/{name}",
+        )
+        problems.extend(line.rstrip("\n") for line in diff)
+    return problems
+
+
+def write(root: Path = REPO_ROOT) -> list[Path]:
+    """Regenerate the committed files in place; return the paths written."""
+    written: list[Path] = []
+    for name, content in generate(root).items():
+        path = root / name
+        path.write_bytes(content)
+        written.append(path)
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if the committed files differ from a fresh generation"
+    )
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = check()
+        if problems:
+            print("generated proto code is stale; run `python hack/gen_proto.py`:", file=sys.stderr)
+            for line in problems:
+                print(line, file=sys.stderr)
+            return 1
+        print("generated proto code is up to date")
+        return 0
+    for path in write():
+        print(f"wrote {path.relative_to(REPO_ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

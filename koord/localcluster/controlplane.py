@@ -1,0 +1,291 @@
+"""A real local Kubernetes control plane: etcd + kube-apiserver on 127.0.0.1 with free ports, a
+throw-away CA, a static admin token and a kubeconfig. Used by the test fixture and by `koord up`.
+
+Processes are started in their own session and stopped by PID (SIGTERM, then SIGKILL); a state file
+records the PIDs so a crashed run's leftovers are reaped by the next start in the same folder.
+Imports: standard library and koord.localcluster only (the kubernetes client is imported lazily).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from koord.localcluster.binaries import Binaries, find_binaries
+from koord.localcluster.pki import ADMIN_USER, PKI, make_pki
+
+SERVICE_CIDR = "10.0.0.0/24"
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane failed to start; the message carries the tail of the failing log."""
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1 (held open together so they differ)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stop_pid(pid: int, timeout: float = 10.0) -> None:
+    """SIGTERM the process group led by pid, wait, then SIGKILL it."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    return
+            if not _alive(pid):
+                return
+            time.sleep(0.05)
+
+
+class ControlPlane:
+    """etcd + kube-apiserver. `with ControlPlane() as cp:` starts and stops it."""
+
+    def __init__(self, state_dir: Path | None = None, binaries: Binaries | None = None) -> None:
+        self._own_dir = state_dir is None
+        self.state_dir = Path(tempfile.mkdtemp(prefix="koord-cp-")) if state_dir is None else state_dir
+        self.binaries = binaries
+        self.pki: PKI | None = None
+        self.etcd_port = 0
+        self.apiserver_port = 0
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._etcd_data: Path | None = None
+
+    # --- paths and client settings ------------------------------------------------------------
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    @property
+    def token(self) -> str:
+        assert self.pki is not None, "control plane not started"
+        return self.pki.admin_token
+
+    @property
+    def ca_cert(self) -> Path:
+        assert self.pki is not None, "control plane not started"
+        return self.pki.ca_cert
+
+    def log_path(self, name: str) -> Path:
+        return self.state_dir / "logs" / f"{name}.log"
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self, timeout: float = 90.0) -> ControlPlane:
+        reap_stale(self.state_dir)
+        binaries = self.binaries or find_binaries()
+        self.binaries = binaries
+        (self.state_dir / "logs").mkdir(parents=True, exist_ok=True)
+        self.pki = make_pki(self.state_dir / "pki")
+        self.etcd_port, etcd_peer, self.apiserver_port = free_ports(3)
+        try:
+            self._start_etcd(binaries, etcd_peer, timeout)
+            self._start_apiserver(binaries, timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self._write_kubeconfig()
+        return self
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = self.log_path(name).open("ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)  # fmt: skip
+        log.close()
+        self._procs[name] = proc
+        self._save_state()
+        return proc
+
+    def _start_etcd(self, binaries: Binaries, peer_port: int, timeout: float) -> None:
+        # tmpfs keeps etcd's fsyncs cheap (Debian's etcd 3.4 has no --unsafe-no-fsync).
+        shm = Path("/dev/shm")
+        base = shm if shm.is_dir() and os.access(shm, os.W_OK) else self.state_dir
+        self._etcd_data = Path(tempfile.mkdtemp(prefix="koord-etcd-", dir=base))
+        client = f"http://127.0.0.1:{self.etcd_port}"
+        peer = f"http://127.0.0.1:{peer_port}"
+        self._spawn("etcd", [
+            str(binaries.etcd), "--name", "default", "--data-dir", str(self._etcd_data),
+            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"default={peer}", "--log-level", "warn",
+        ])  # fmt: skip
+        self._wait("etcd", lambda: _http_ok(f"{client}/health"), timeout)
+
+    def _start_apiserver(self, binaries: Binaries, timeout: float) -> None:
+        pki = self.pki
+        assert pki is not None
+        self._spawn("kube-apiserver", [
+            str(binaries.kube_apiserver),
+            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={self.apiserver_port}", "--insecure-port=0",
+            f"--tls-cert-file={pki.server_cert}", f"--tls-private-key-file={pki.server_key}",
+            f"--client-ca-file={pki.ca_cert}", f"--token-auth-file={pki.token_file}",
+            "--authorization-mode=Node,RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--disable-admission-plugins=ServiceAccount",
+            "--allow-privileged=true", "--endpoint-reconciler-type=none",
+            f"--cert-dir={self.state_dir / 'apiserver-certs'}", "--v=1",
+        ])  # fmt: skip
+        ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+        url = f"{self.server}/readyz"
+        self._wait("kube-apiserver", lambda: _http_ok(url, ctx=ctx, token=pki.admin_token), timeout)
+
+    def _wait(self, name: str, probe: Any, timeout: float) -> None:
+        proc = self._procs[name]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ControlPlaneError(
+                    f"{name} exited with code {proc.returncode} during start; log {self.log_path(name)}:\n"
+                    f"{_tail(self.log_path(name))}"
+                )
+            if probe():
+                return
+            time.sleep(0.1)
+        raise ControlPlaneError(
+            f"{name} not ready after {timeout:.0f}s; log {self.log_path(name)}:\n{_tail(self.log_path(name))}"
+        )
+
+    def stop(self) -> None:
+        """Stops the API server, then etcd, by PID; removes etcd's data and a self-made state folder."""
+        for name in ("kube-apiserver", "etcd"):
+            proc = self._procs.pop(name, None)
+            if proc is not None:
+                _stop_pid(proc.pid)
+                with contextlib.suppress(Exception):
+                    proc.wait(timeout=1)
+        if self._etcd_data is not None:
+            shutil.rmtree(self._etcd_data, ignore_errors=True)
+            self._etcd_data = None
+        with contextlib.suppress(FileNotFoundError):
+            self.state_file.unlink()
+        if self._own_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def exited(self) -> dict[str, int]:
+        """Components that have exited since start, with their exit codes."""
+        return {n: rc for n, p in self._procs.items() if (rc := p.poll()) is not None}
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- state and kubeconfig -----------------------------------------------------------------
+    def _save_state(self) -> None:
+        state = {
+            "pids": {n: p.pid for n, p in self._procs.items()},
+            "cmd": {n: str(p.args[0]) for n, p in self._procs.items()},  # type: ignore[index]
+            "etcdData": str(self._etcd_data) if self._etcd_data else None,
+            "server": self.server,
+        }
+        self.state_file.write_text(json.dumps(state))
+
+    def _write_kubeconfig(self) -> None:
+        assert self.pki is not None
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "koord-local", "cluster": {
+                "server": self.server, "certificate-authority": str(self.pki.ca_cert)}}],
+            "users": [{"name": ADMIN_USER, "user": {"token": self.pki.admin_token}}],
+            "contexts": [{"name": "koord-local", "context": {"cluster": "koord-local", "user": ADMIN_USER}}],
+            "current-context": "koord-local",
+        }  # fmt: skip
+        # JSON is valid YAML, so every kubeconfig reader accepts it.
+        self.kubeconfig_path.write_text(json.dumps(cfg, indent=2))
+        self.kubeconfig_path.chmod(0o600)
+
+    def api_client(self) -> Any:
+        """A kubernetes.client.ApiClient authenticated as the admin."""
+        from kubernetes import client
+
+        conf = client.Configuration()
+        conf.host = self.server
+        conf.ssl_ca_cert = str(self.ca_cert)
+        conf.api_key = {"authorization": f"Bearer {self.token}"}
+        return client.ApiClient(conf)
+
+
+def _http_ok(url: str, ctx: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:
+            return bool(resp.status == 200)
+    except (urllib.error.URLError, OSError, ssl.SSLError):
+        return False
+
+
+def reap_stale(state_dir: Path) -> list[int]:
+    """Stops processes a crashed earlier run recorded in state_dir (only if they still run the same
+    binary), removes its etcd data, and returns the PIDs it stopped."""
+    state_file = state_dir / "state.json"
+    try:
+        state = json.loads(state_file.read_text())
+    except (OSError, ValueError):
+        return []
+    stopped = []
+    for name, pid in state.get("pids", {}).items():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        except OSError:
+            continue
+        if cmdline == state.get("cmd", {}).get(name):
+            _stop_pid(int(pid))
+            stopped.append(int(pid))
+    if state.get("etcdData"):
+        shutil.rmtree(state["etcdData"], ignore_errors=True)
+    state_file.unlink(missing_ok=True)
+    return stopped
