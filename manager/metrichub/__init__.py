@@ -1,0 +1,1 @@
+"""The MetricHub: agents stream NodeMetric reports in, schedulers List and Watch them."""
