@@ -13,7 +13,7 @@ from concurrent import futures
 
 import grpc
 
-from manager.metrichub.store import HubStore, RevisionTooOld
+from manager.metrichub.store import HubStore, RevisionTooOldError
 from proto.koord.v1 import metrichub_pb2 as pb
 from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
 
@@ -47,7 +47,7 @@ class MetricHubServicer(pb_grpc.MetricHubServicer):
         node = request.node_name if request.HasField("node_name") else None
         try:
             yield from self.store.watch(request.since_revision, node, alive)
-        except RevisionTooOld as e:
+        except RevisionTooOldError as e:
             context.abort(grpc.StatusCode.OUT_OF_RANGE, str(e))
 
 

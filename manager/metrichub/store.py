@@ -18,7 +18,7 @@ from proto.koord.v1 import metrichub_pb2 as pb
 DEFAULT_HISTORY = 65536
 
 
-class RevisionTooOld(LookupError):
+class RevisionTooOldError(LookupError):
     """A watcher asked to resume from a revision the bounded history no longer holds."""
 
 
@@ -56,20 +56,28 @@ class HubStore:
             if item is None:
                 return None
             self._revision += 1
-            self._history.append(pb.NodeMetricEvent(type=pb.EVENT_TYPE_DELETED, revision=self._revision, item=item))
+            self._history.append(
+                pb.NodeMetricEvent(type=pb.EVENT_TYPE_DELETED, revision=self._revision, item=item)
+            )
             self._cond.notify_all()
             return self._revision
 
     def list(self, node_name: str | None = None) -> pb.ListResponse:
         with self._cond:
-            names = sorted(self._items) if node_name is None else [n for n in (node_name,) if n in self._items]
+            names = (
+                sorted(self._items) if node_name is None else [n for n in (node_name,) if n in self._items]
+            )
             return pb.ListResponse(revision=self._revision, items=[self._items[n] for n in names])
 
     def watch(
-        self, since: int, node_name: str | None = None, alive: threading.Event | None = None, poll: float = 0.5
+        self,
+        since: int,
+        node_name: str | None = None,
+        alive: threading.Event | None = None,
+        poll: float = 0.5,
     ) -> Iterator[pb.NodeMetricEvent]:
         """Yields changes after revision `since` (since=0: the current entries as ADDED first) until
-        `alive` is cleared. Raises RevisionTooOld when history no longer reaches back to `since`."""
+        `alive` is cleared. Raises RevisionTooOldError when history no longer reaches back to `since`."""
         with self._cond:
             if since == 0:
                 backlog = [
@@ -80,10 +88,14 @@ class HubStore:
                 cursor = self._revision
             else:
                 if since > self._revision:
-                    raise RevisionTooOld(f"revision {since} is newer than the hub's {self._revision} (hub restarted)")
+                    raise RevisionTooOldError(
+                        f"revision {since} is newer than the hub's {self._revision} (hub restarted)"
+                    )
                 oldest = self._history[0].revision if self._history else self._revision + 1
                 if since < oldest - 1:
-                    raise RevisionTooOld(f"revision {since} is older than the hub's history (oldest {oldest})")
+                    raise RevisionTooOldError(
+                        f"revision {since} is older than the hub's history (oldest {oldest})"
+                    )
                 backlog = []
                 cursor = since
         yield from backlog
@@ -96,7 +108,7 @@ class HubStore:
                 # History is ordered by revision: the changes after cursor are its tail.
                 count = self._revision - cursor
                 if count > len(self._history):
-                    raise RevisionTooOld(f"watcher at revision {cursor} fell behind the hub's history")
+                    raise RevisionTooOldError(f"watcher at revision {cursor} fell behind the hub's history")
                 new = list(itertools.islice(reversed(self._history), count))[::-1]
                 cursor = self._revision
             for ev in new:

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from manager.metrichub.store import HubStore, RevisionTooOld
+from manager.metrichub.store import HubStore, RevisionTooOldError
 from proto.koord.v1 import metrichub_pb2 as pb
 
 
@@ -82,8 +82,8 @@ def test_watch_from_a_revision_outside_history_is_refused() -> None:
     s = HubStore(history=3)
     for i in range(6):
         s.put(report("n", str(i)))
-    with pytest.raises(RevisionTooOld, match="older"):
+    with pytest.raises(RevisionTooOldError, match="older"):
         next(iter(s.watch(1)))
-    with pytest.raises(RevisionTooOld, match="newer"):
+    with pytest.raises(RevisionTooOldError, match="newer"):
         next(iter(s.watch(99)))
     assert [e.revision for e in take(s.watch(3), 3)] == [4, 5, 6]
