@@ -35,13 +35,17 @@ def main() -> None:
         start.append(t1 - t0)
         boot.append(t2 - t1)
         stop.append(t3 - t2)
-    print(json.dumps({
-        "runs": runs,
-        "start_s_median": round(statistics.median(start), 2),
-        "bootstrap_s_median": round(statistics.median(boot), 2),
-        "stop_s_median": round(statistics.median(stop), 2),
-        "start_s_max": round(max(start), 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "runs": runs,
+                "start_s_median": round(statistics.median(start), 2),
+                "bootstrap_s_median": round(statistics.median(boot), 2),
+                "stop_s_median": round(statistics.median(stop), 2),
+                "start_s_max": round(max(start), 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -121,3 +121,49 @@ def test_schema_refuses_bad_status(kube: Any, path: tuple[Any, ...], value: Any)
         assert path[-1] in e.value.body
     finally:
         api.delete_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_METRIC_PLURAL, name)
+
+
+def _roundtrip_nodeslo(kube: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    api = client.CustomObjectsApi(kube)
+    name = f"node-{uuid.uuid4().hex[:8]}"
+    body = {
+        "apiVersion": f"{SLO_GROUP}/{SLO_VERSION}",
+        "kind": "NodeSLO",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    api.create_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_SLO_PLURAL, body)
+    try:
+        got: dict[str, Any] = api.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_SLO_PLURAL, name)
+        return got
+    finally:
+        api.delete_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_SLO_PLURAL, name)
+
+
+def test_fully_populated_nodeslo_reads_back_equal(kube: Any) -> None:
+    from apis.nodeslo import NodeSLOSpec
+    from tests.unit.apis.test_nodeslo import populated
+
+    spec = populated(NodeSLOSpec).to_dict()
+    got = _roundtrip_nodeslo(kube, spec)
+    assert got["spec"] == spec  # nothing pruned: the schema declares every field
+    assert NodeSLOSpec.from_dict(got["spec"]).to_dict() == spec
+
+
+def test_rendered_nodeslo_of_the_illustrative_configmap_is_accepted(kube: Any) -> None:
+    from apis.sloconfig import node_slo_spec, parse_slo_controller_config
+
+    data = {
+        "colocation-config": '{"enable": true, "cpuReclaimThresholdPercent": 70}',
+        "resource-threshold-config": '{"clusterStrategy": {"enable": true, "cpuSuppressThresholdPercent": 60,'
+        ' "memoryEvictThresholdPercent": 75}, "nodeStrategies": [{"name": "pool-a",'
+        ' "nodeSelector": {"matchLabels": {"pool": "a"}}, "cpuSuppressPolicy": "cfsQuota"}]}',
+        "cpu-burst-config": '{"clusterStrategy": {"policy": "auto"}}',
+        "resource-qos-config": '{"clusterStrategy": {"beClass": {"resctrlQOS": {"enable": true}}}}',
+    }
+    cfg, errors = parse_slo_controller_config(data, None)
+    assert errors == []
+    spec = node_slo_spec(cfg, {"pool": "a"}, {}).to_dict()
+    assert spec["resourceUsedThresholdWithBE"]["cpuSuppressPolicy"] == "cfsQuota"
+    got = _roundtrip_nodeslo(kube, spec)
+    assert got["spec"] == spec
