@@ -1,0 +1,66 @@
+"""The console scripts: `koord version`, every daemon's --version, koord-manager serving the hub."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+import pytest
+
+from koord import __version__
+from koord.cli import main as koord_main
+from koord.localcluster.controlplane import free_ports
+from proto.koord.v1 import metrichub_pb2 as pb
+from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
+
+
+def test_koord_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert koord_main(["version"]) == 0
+    assert capsys.readouterr().out.strip() == f"koord {__version__}"
+    assert __version__ != "0.0.0+unknown"
+
+
+@pytest.mark.parametrize("module", ["agent.daemon", "manager.main", "scheduler.main"])
+def test_daemons_print_their_version(module: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", module, "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().endswith(__version__)
+
+
+def test_unbuilt_daemons_fail_loudly() -> None:
+    out = subprocess.run([sys.executable, "-m", "scheduler.main"], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "not built yet" in out.stderr
+
+
+def test_koord_manager_serves_the_hub_until_sigterm() -> None:
+    [port] = free_ports(1)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "manager.main", f"--hub-addr=127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert f"listening on port {port}" in proc.stdout.readline()
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            stub = pb_grpc.MetricHubStub(ch)
+            ack = stub.Report(iter([pb.NodeMetricReport(node_name="n1")]), timeout=10)
+            assert ack.accepted == 1
+            assert [i.report.node_name for i in stub.List(pb.ListRequest(), timeout=10).items] == ["n1"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        proc.wait(timeout=20)
+    assert proc.returncode == 0
+    assert time.monotonic() - t0 < 10
+
+
+def test_koord_manager_rejects_a_bad_hub_address() -> None:
+    argv = [sys.executable, "-m", "manager.main", "--hub-addr=256.1.1.1:x"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1
+    assert "--hub-addr=256.1.1.1:x" in out.stderr
