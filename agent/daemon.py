@@ -1,23 +1,20 @@
 """koordlet entry point. Only `--version` works in this increment:
 the node agent (collection, reporting, QoS) arrives with issues 4 and 6.
 
-Imports: argparse and the standard library.
+Imports: argparse, apis.version.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from importlib import metadata
+
+from apis.version import koord_version
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        version = metadata.version("koord")
-    except metadata.PackageNotFoundError:
-        version = "0.0.0+unknown"
     p = argparse.ArgumentParser(prog="koordlet")
-    p.add_argument("--version", action="version", version=f"koordlet {version}")
+    p.add_argument("--version", action="version", version=f"koordlet {koord_version()}")
     p.parse_args(argv)
     print(
         "koordlet: not built yet: the node agent (collection, reporting, QoS) arrives with issues 4 and 6",

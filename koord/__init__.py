@@ -5,9 +5,6 @@ May import every other koord package (it is the composition layer), never the ot
 
 from __future__ import annotations
 
-from importlib import metadata
+from apis.version import koord_version
 
-try:
-    __version__ = metadata.version("koord")
-except metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+__version__ = koord_version()

@@ -1,7 +1,7 @@
 """koord-manager entry point (composition root). So far it serves the MetricHub gRPC service; the
 controllers, leader election and the embedded scheduler join it in later increments.
 
-Imports: argparse, signal, manager.metrichub, koord version metadata.
+Imports: argparse, signal, apis.version, manager.metrichub.
 """
 
 from __future__ import annotations
@@ -10,27 +10,20 @@ import argparse
 import signal
 import sys
 import threading
-from importlib import metadata
 from types import FrameType
 
+from apis.version import koord_version
 from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
 
 DEFAULT_HUB_ADDR = "0.0.0.0:9317"
 
 
-def _version() -> str:
-    try:
-        return metadata.version("koord")
-    except metadata.PackageNotFoundError:
-        return "0.0.0+unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="koord-manager", description="koord-manager: SLO controllers and the MetricHub"
     )
-    p.add_argument("--version", action="version", version=f"koord-manager {_version()}")
+    p.add_argument("--version", action="version", version=f"koord-manager {koord_version()}")
     p.add_argument(
         "--hub-addr", default=DEFAULT_HUB_ADDR, help=f"MetricHub gRPC listen address ({DEFAULT_HUB_ADDR})"
     )
@@ -51,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuntimeError) as e:
         print(f"koord-manager: --hub-addr={args.hub_addr}: {e}", file=sys.stderr)
         return 1
-    print(f"koord-manager {_version()}: MetricHub listening on port {port}", flush=True)
+    print(f"koord-manager {koord_version()}: MetricHub listening on port {port}", flush=True)
     stop.wait()
     server.stop(grace=5).wait()
     return 0

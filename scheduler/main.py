@@ -1,23 +1,20 @@
 """koord-scheduler entry point. Only `--version` works in this increment:
 the load-aware scheduler arrives with issue 3.
 
-Imports: argparse and the standard library.
+Imports: argparse, apis.version.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from importlib import metadata
+
+from apis.version import koord_version
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        version = metadata.version("koord")
-    except metadata.PackageNotFoundError:
-        version = "0.0.0+unknown"
     p = argparse.ArgumentParser(prog="koord-scheduler")
-    p.add_argument("--version", action="version", version=f"koord-scheduler {version}")
+    p.add_argument("--version", action="version", version=f"koord-scheduler {koord_version()}")
     p.parse_args(argv)
     print("koord-scheduler: not built yet: the load-aware scheduler arrives with issue 3", file=sys.stderr)
     return 2
