@@ -1,52 +1,45 @@
 """NodeMetric (slo.koordinator.sh/v1alpha1) spec and status as dataclasses, with Go's exact JSON form.
 
-Field names are upstream's (SPEC §2). ``to_dict()`` reproduces Go's ``encoding/json`` output: struct
-fields (every ResourceMap, ``AggregatedUsage.duration``) are never dropped by ``omitempty``, so an empty
-ResourceMap is ``{}``; empty lists and strings and nil pointers are omitted; ``numaNodeID`` is always
-written; ``extensions`` is ``{"Object": {...}}``; quantities are canonical strings, durations Go
-duration strings (``"5m0s"``), ``updateTime`` RFC 3339 in UTC at second precision. Map keys are
-written in Go's sorted order. ``from_dict()`` reads that form (plus ``"5m"`` durations, bare-number
-quantities, plain ``extensions`` objects and any RFC 3339 offset), ignores unknown keys like Go, and
-raises NodeMetricError naming the JSON path and the value on bad input.
-Imports: the standard library and apis (constants, duration, qos, quantity and the private
-_nodemetric_json codec helpers). Pure, no I/O.
+Field names are upstream's (SPEC §2); the JSON codec is ``apis.gojson`` (each field a ``jf`` spec).
+``to_dict()`` reproduces Go's ``encoding/json`` output: struct fields (every ResourceMap,
+``AggregatedUsage.duration``) are never dropped by ``omitempty``, so an empty ResourceMap is ``{}``;
+empty lists and strings and nil pointers are omitted; ``numaNodeID`` is always written; ``extensions``
+is ``{"Object": {...}}``; quantities are canonical strings, durations Go duration strings (``"5m0s"``),
+``updateTime`` RFC 3339 in UTC at second precision. Map keys are written in Go's sorted order.
+``from_dict()`` reads that form (plus ``"5m"`` durations, bare-number quantities, plain ``extensions``
+objects and any RFC 3339 offset), ignores unknown keys like Go, and raises NodeMetricError naming the
+JSON path and the value on bad input. ``AggregatePolicy`` and ``NodeMetricCollectPolicy`` are also the
+types of the slo-controller-config colocation strategy (``apis.sloconfig_types``).
+Imports: the standard library and apis (constants, duration, gojson, gojson_kinds, qos, quantity).
+Pure, no I/O.
 """
 
+# ruff: noqa: RUF009  -- jf() returns a dataclasses.field() with a default or default_factory
 from __future__ import annotations
 
-import copy
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, TypeVar
+from typing import Any, ClassVar, Final, Self, TypeVar
 
 from apis import constants as c
-from apis._nodemetric_json import (
-    ALWAYS,
-    INT32_RANGE,
-    INT64_RANGE,
-    JSON,
-    OPTIONAL,
-    Field,
-    Model,
-    NodeMetricError,
-    constant,
-    enum_field,
-    format_time,
-    int_field,
-    items,
-    join,
-    json_object,
-    list_of,
-    obj,
-    parse_duration,
-    parse_time,
-    str_field,
-    struct,
-)
 from apis.duration import Duration
+from apis.gojson import GoStruct, ListKind, MapKind, StructKind, jf
+from apis.gojson_kinds import (
+    DecodeError,
+    DurationKind,
+    EnumKind,
+    ExtensionsKind,
+    IntKind,
+    ObjectKind,
+    QuantityKind,
+    StrKind,
+    TimeKind,
+)
 from apis.qos import PriorityClass, QoSClass
-from apis.quantity import Quantity, QuantityError
+from apis.quantity import Quantity
+from apis.rfc3339 import format_rfc3339, parse_rfc3339
 
 __all__ = [
     "AggregatePolicy",
@@ -71,6 +64,45 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+JSON = dict[str, Any]
+
+
+class NodeMetricError(ValueError):
+    """Invalid NodeMetric input; ``path`` is the JSON path (e.g. ``status.podsMetric[1].qos``)."""
+
+    def __init__(self, path: str, reason: str, value: object) -> None:
+        super().__init__(f"{path or '<root>'}: {reason} (got {value!r})")
+        self.path = path
+        self.value = value
+
+
+def parse_time(v: object, path: str = "updateTime") -> datetime:
+    """An RFC 3339 time as an aware UTC datetime (fractions beyond microseconds are truncated)."""
+    try:
+        return parse_rfc3339(v)
+    except ValueError as e:
+        raise NodeMetricError(path, str(e), v) from None
+
+
+def format_time(t: datetime) -> str:
+    """Go's ``metav1.Time`` JSON: UTC, RFC 3339, whole seconds (``2026-11-22T02:16:47Z``)."""
+    return format_rfc3339(t, "updateTime")
+
+
+class _Model(GoStruct):
+    """``from_dict`` raising NodeMetricError (the first bad field) instead of DecodeError."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str = "") -> Self:
+        if not isinstance(data, Mapping):
+            raise NodeMetricError(path, "expected an object", data)
+        try:
+            return super().from_dict(data, path)
+        except DecodeError as e:
+            first = e.errors[0]
+            raise NodeMetricError(first.path, first.message, first.value) from None
 
 
 class AggregationType(enum.StrEnum):
@@ -97,199 +129,128 @@ DEFAULT_AGGREGATE_DURATIONS: Final = (Duration.parse("5m"), Duration.parse("10m"
 DEFAULT_MEMORY_COLLECT_POLICY: Final = MemoryCollectPolicy.USAGE_WITHOUT_PAGE_CACHE
 
 
+RESOURCES = MapKind(QuantityKind(), nullable=False, dotted=True)
+STR = StrKind(nullable=False)
+
+
+def _struct(cls: type[Any]) -> StructKind:
+    return StructKind(cls, pointer=False)
+
+
+def _items(cls: type[Any]) -> ListKind:
+    return ListKind(StructKind(cls, pointer=False), nullable=False, null_items=False)
+
+
 # --- status ------------------------------------------------------------------------------------------
-def _dec_resources(v: object, path: str) -> dict[str, Quantity]:
-    out: dict[str, Quantity] = {}
-    for name, q in obj(v, path).items():
-        try:
-            out[name] = Quantity.from_json(q)
-        except QuantityError as e:
-            raise NodeMetricError(join(path, name), f"invalid quantity: {e}", q) from None
-    return out
-
-
 @dataclass(slots=True)
-class ResourceMap(Model):
+class ResourceMap(_Model):
     """A resource list (``resources``) plus optional GPU ``devices`` kept as free-form JSON objects."""
 
-    resources: dict[str, Quantity] = field(default_factory=dict)
-    devices: list[JSON] | None = None
-
-    _FIELDS = (
-        Field("resources", "resources", _dec_resources, lambda r: {k: str(r[k]) for k in sorted(r)}),
-        Field("devices", "devices", list_of(json_object), copy.deepcopy),
-    )
-
-
-def _dec_usage(v: object, path: str) -> dict[AggregationType, ResourceMap]:
-    out: dict[AggregationType, ResourceMap] = {}
-    for key, rm in obj(v, path).items():
-        if key not in AggregationType.__members__.values():
-            raise NodeMetricError(
-                path, f"unknown aggregation type, not one of {list(map(str, AggregationType))}", key
-            )
-        out[AggregationType(key)] = (
-            ResourceMap() if rm is None else ResourceMap.from_dict(rm, join(path, key))
-        )
-    return out
+    resources: dict[str, Quantity] = jf("resources", RESOURCES)
+    devices: list[JSON] | None = jf("devices", ListKind(ObjectKind(), keep_empty=True, null_items=False))
 
 
 @dataclass(slots=True)
-class AggregatedUsage(Model):
+class AggregatedUsage(_Model):
     """Usages of one window by aggregation type; a cold type holds an empty ResourceMap."""
 
-    usage: dict[AggregationType, ResourceMap] = field(default_factory=dict)
-    duration: Duration = field(default_factory=lambda: Duration(0))
-
-    _FIELDS = (
-        Field("usage", "usage", _dec_usage, lambda u: {str(k): u[k].to_dict() for k in sorted(u, key=str)}),
-        Field("duration", "duration", parse_duration, str, ALWAYS),
+    usage: dict[AggregationType, ResourceMap] = jf(
+        "usage", MapKind(_struct(ResourceMap), keys=AggregationType, nullable=False, dotted=True)
     )
+    duration: Duration = jf("duration", DurationKind(null_ok=True))
 
 
 @dataclass(slots=True)
-class NUMAMetricInfo(Model):
+class NUMAMetricInfo(_Model):
     """Usage of one NUMA node (an item of ``nodeMetric.numaUsages``)."""
 
-    numa_node_id: int = 0
-    node_usage: ResourceMap = field(default_factory=ResourceMap)
-    system_usage: ResourceMap = field(default_factory=ResourceMap)
-
-    _FIELDS = (
-        int_field("numa_node_id", "numaNodeID", INT32_RANGE, ALWAYS),
-        struct("node_usage", "nodeUsage", ResourceMap),
-        struct("system_usage", "systemUsage", ResourceMap),
-    )
+    numa_node_id: int = jf("numaNodeID", IntKind(32, pointer=False), required=True)
+    node_usage: ResourceMap = jf("nodeUsage", _struct(ResourceMap))
+    system_usage: ResourceMap = jf("systemUsage", _struct(ResourceMap))
 
 
 @dataclass(slots=True)
-class NodeMetricInfo(Model):
+class NodeMetricInfo(_Model):
     """``status.nodeMetric``: node and system usages, their aggregated windows and per-NUMA usages."""
 
-    node_usage: ResourceMap = field(default_factory=ResourceMap)
-    aggregated_node_usages: list[AggregatedUsage] = field(default_factory=list)
-    system_usage: ResourceMap = field(default_factory=ResourceMap)
-    aggregated_system_usages: list[AggregatedUsage] = field(default_factory=list)
-    numa_usages: list[NUMAMetricInfo] = field(default_factory=list)
-
-    _FIELDS = (
-        struct("node_usage", "nodeUsage", ResourceMap),
-        items("aggregated_node_usages", "aggregatedNodeUsages", AggregatedUsage),
-        struct("system_usage", "systemUsage", ResourceMap),
-        items("aggregated_system_usages", "aggregatedSystemUsages", AggregatedUsage),
-        items("numa_usages", "numaUsages", NUMAMetricInfo),
-    )
-
-
-def _dec_extensions(v: object, path: str) -> JSON:
-    d = obj(v, path)
-    if set(d) == {"Object"}:  # Go's form: ExtensionsMap's only field under a literal "Object" key
-        return {} if d["Object"] is None else json_object(d["Object"], join(path, "Object"))
-    return json_object(d, path)
+    node_usage: ResourceMap = jf("nodeUsage", _struct(ResourceMap))
+    aggregated_node_usages: list[AggregatedUsage] = jf("aggregatedNodeUsages", _items(AggregatedUsage))
+    system_usage: ResourceMap = jf("systemUsage", _struct(ResourceMap))
+    aggregated_system_usages: list[AggregatedUsage] = jf("aggregatedSystemUsages", _items(AggregatedUsage))
+    numa_usages: list[NUMAMetricInfo] = jf("numaUsages", _items(NUMAMetricInfo))
 
 
 @dataclass(slots=True)
-class PodMetricInfo(Model):
+class PodMetricInfo(_Model):
     """An item of ``status.podsMetric``; ``extensions`` is the free-form object (None = absent)."""
 
-    name: str = ""
-    namespace: str = ""
-    pod_usage: ResourceMap = field(default_factory=ResourceMap)
-    priority: PriorityClass = PriorityClass.NONE
-    qos: QoSClass = QoSClass.NONE
-    extensions: JSON | None = None
-
-    _FIELDS = (
-        str_field("name", "name"),
-        str_field("namespace", "namespace"),
-        struct("pod_usage", "podUsage", ResourceMap),
-        enum_field("priority", "priority", PriorityClass),
-        enum_field("qos", "qos", QoSClass),
-        Field("extensions", "extensions", _dec_extensions, lambda e: {"Object": copy.deepcopy(e)}, OPTIONAL),
-    )
+    name: str = jf("name", STR)
+    namespace: str = jf("namespace", STR)
+    pod_usage: ResourceMap = jf("podUsage", _struct(ResourceMap))
+    priority: PriorityClass = jf("priority", EnumKind(PriorityClass))
+    qos: QoSClass = jf("qos", EnumKind(QoSClass))
+    extensions: JSON | None = jf("extensions", ExtensionsKind())
 
 
 @dataclass(slots=True)
-class HostApplicationMetricInfo(Model):
+class HostApplicationMetricInfo(_Model):
     """An item of ``status.hostApplicationMetric`` (priority and QoS copied from the NodeSLO spec)."""
 
-    name: str = ""
-    usage: ResourceMap = field(default_factory=ResourceMap)
-    priority: PriorityClass = PriorityClass.NONE
-    qos: QoSClass = QoSClass.NONE
-
-    _FIELDS = (
-        str_field("name", "name"),
-        struct("usage", "usage", ResourceMap),
-        enum_field("priority", "priority", PriorityClass),
-        enum_field("qos", "qos", QoSClass),
-    )
+    name: str = jf("name", STR)
+    usage: ResourceMap = jf("usage", _struct(ResourceMap))
+    priority: PriorityClass = jf("priority", EnumKind(PriorityClass))
+    qos: QoSClass = jf("qos", EnumKind(QoSClass))
 
 
 @dataclass(slots=True)
-class ReclaimableMetric(Model):
+class ReclaimableMetric(_Model):
     """``status.prodReclaimableMetric``: Prod resources predicted reclaimable."""
 
-    resource: ResourceMap = field(default_factory=ResourceMap)
-
-    _FIELDS = (struct("resource", "resource", ResourceMap),)
+    resource: ResourceMap = jf("resource", _struct(ResourceMap))
 
 
 @dataclass(slots=True)
-class PeakMetric(Model):
+class PeakMetric(_Model):
     """``status.prodPeakMetric``: predicted peak of Prod usage (system included, margin applied)."""
 
-    resource: ResourceMap = field(default_factory=ResourceMap)
-
-    _FIELDS = (struct("resource", "resource", ResourceMap),)
+    resource: ResourceMap = jf("resource", _struct(ResourceMap))
 
 
 @dataclass(slots=True)
-class NodeMetricStatus(Model):
+class NodeMetricStatus(_Model):
     """NodeMetric ``status``. Built with the defaults it carries an empty prodReclaimableMetric, as the
-    koordlet always writes one; None there means the object has none (e.g. freshly created)."""
+    koordlet always writes one; None there means the object has none (e.g. freshly created, or decoded
+    from a status without one)."""
 
-    update_time: datetime | None = None
-    node_metric: NodeMetricInfo | None = None
-    pods_metric: list[PodMetricInfo] = field(default_factory=list)
-    host_application_metric: list[HostApplicationMetricInfo] = field(default_factory=list)
-    prod_reclaimable_metric: ReclaimableMetric | None = field(default_factory=ReclaimableMetric)
-    prod_peak_metric: PeakMetric | None = None
-
-    _FIELDS = (
-        Field("update_time", "updateTime", parse_time, format_time, OPTIONAL),
-        struct("node_metric", "nodeMetric", NodeMetricInfo, OPTIONAL),
-        items("pods_metric", "podsMetric", PodMetricInfo),
-        items("host_application_metric", "hostApplicationMetric", HostApplicationMetricInfo),
-        struct("prod_reclaimable_metric", "prodReclaimableMetric", ReclaimableMetric, OPTIONAL),
-        struct("prod_peak_metric", "prodPeakMetric", PeakMetric, OPTIONAL),
+    update_time: datetime | None = jf("updateTime", TimeKind())
+    node_metric: NodeMetricInfo | None = jf("nodeMetric", StructKind(NodeMetricInfo))
+    pods_metric: list[PodMetricInfo] = jf("podsMetric", _items(PodMetricInfo))
+    host_application_metric: list[HostApplicationMetricInfo] = jf(
+        "hostApplicationMetric", _items(HostApplicationMetricInfo)
     )
+    prod_reclaimable_metric: ReclaimableMetric | None = jf(
+        "prodReclaimableMetric", StructKind(ReclaimableMetric), default_factory=ReclaimableMetric
+    )
+    prod_peak_metric: PeakMetric | None = jf("prodPeakMetric", StructKind(PeakMetric))
 
 
 # --- spec ------------------------------------------------------------------------------------------
 @dataclass(slots=True)
-class AggregatePolicy(Model):
-    """``nodeAggregatePolicy``: the windows of the aggregated usages, in order."""
+class AggregatePolicy(_Model):
+    """``nodeAggregatePolicy`` / ``metricAggregatePolicy``: the windows of the aggregated usages, in order."""
 
-    durations: list[Duration] = field(default_factory=list)
-
-    _FIELDS = (Field("durations", "durations", list_of(parse_duration), lambda ds: [str(x) for x in ds]),)
+    durations: list[Duration] = jf("durations", ListKind(DurationKind(), nullable=False, null_items=False))
 
 
 @dataclass(slots=True)
-class NodeMetricCollectPolicy(Model):
+class NodeMetricCollectPolicy(_Model):
     """``spec.metricCollectPolicy``; every field optional (None = not set, the agent defaults it)."""
 
-    aggregate_duration_seconds: int | None = None
-    report_interval_seconds: int | None = None
-    node_aggregate_policy: AggregatePolicy | None = None
-    node_memory_collect_policy: MemoryCollectPolicy | None = None
-
-    _FIELDS = (
-        int_field("aggregate_duration_seconds", "aggregateDurationSeconds", INT64_RANGE, OPTIONAL),
-        int_field("report_interval_seconds", "reportIntervalSeconds", INT64_RANGE, OPTIONAL),
-        struct("node_aggregate_policy", "nodeAggregatePolicy", AggregatePolicy, OPTIONAL),
-        enum_field("node_memory_collect_policy", "nodeMemoryCollectPolicy", MemoryCollectPolicy, OPTIONAL),
+    aggregate_duration_seconds: int | None = jf("aggregateDurationSeconds", IntKind(64))
+    report_interval_seconds: int | None = jf("reportIntervalSeconds", IntKind(64))
+    node_aggregate_policy: AggregatePolicy | None = jf("nodeAggregatePolicy", StructKind(AggregatePolicy))
+    node_memory_collect_policy: MemoryCollectPolicy | None = jf(
+        "nodeMemoryCollectPolicy", EnumKind(MemoryCollectPolicy, pointer=True)
     )
 
     def with_defaults(self) -> NodeMetricCollectPolicy:
@@ -328,36 +289,28 @@ def default_collect_policy() -> NodeMetricCollectPolicy:
 
 
 @dataclass(slots=True)
-class NodeMetricSpec(Model):
+class NodeMetricSpec(_Model):
     """NodeMetric ``spec``, written by koord-manager."""
 
-    collect_policy: NodeMetricCollectPolicy | None = None
-
-    _FIELDS = (struct("collect_policy", "metricCollectPolicy", NodeMetricCollectPolicy, OPTIONAL),)
-
-
-def _empty_status() -> NodeMetricStatus:
-    return NodeMetricStatus(prod_reclaimable_metric=None)
+    collect_policy: NodeMetricCollectPolicy | None = jf(
+        "metricCollectPolicy", StructKind(NodeMetricCollectPolicy)
+    )
 
 
 @dataclass(slots=True)
-class NodeMetric(Model):
+class NodeMetric(_Model):
     """A whole NodeMetric object (cluster-scoped, name = node name); ``metadata`` is kept verbatim.
     A default NodeMetric has an empty status (``{}``), like the object koord-manager creates."""
 
-    metadata: JSON = field(default_factory=dict)
-    spec: NodeMetricSpec = field(default_factory=NodeMetricSpec)
-    status: NodeMetricStatus = field(default_factory=_empty_status)
-    api_version: str = c.SLO_API_VERSION
-    kind: str = c.NODE_METRIC_KIND
-
-    _FIELDS = (
-        Field("api_version", "apiVersion", constant(c.SLO_API_VERSION)),
-        Field("kind", "kind", constant(c.NODE_METRIC_KIND)),
-        Field("metadata", "metadata", json_object, copy.deepcopy, ALWAYS),
-        struct("spec", "spec", NodeMetricSpec),
-        struct("status", "status", NodeMetricStatus),
+    metadata: JSON = jf("metadata", ObjectKind(pointer=False))
+    spec: NodeMetricSpec = jf("spec", _struct(NodeMetricSpec))
+    status: NodeMetricStatus = jf("status", _struct(NodeMetricStatus))
+    api_version: str = jf(
+        "apiVersion", EnumKind((c.SLO_API_VERSION,)), default_factory=lambda: c.SLO_API_VERSION
     )
+    kind: str = jf("kind", EnumKind((c.NODE_METRIC_KIND,)), default_factory=lambda: c.NODE_METRIC_KIND)
+
+    _JSON_ORDER: ClassVar[tuple[str, ...]] = ("apiVersion", "kind")
 
     @property
     def name(self) -> str:

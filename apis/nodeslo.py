@@ -5,7 +5,7 @@ Optional fields are ``None`` when unset (Go pointers); ``to_dict()`` omits them 
 strings, …). Go facts kept: ``systemStrategy.totalNetworkBandwidth`` is a non-pointer quantity, always
 written (``"0"`` by default); ``blocks[].ioCfg`` is a non-pointer struct, always written; ``extensions``
 is written as ``{"Object": {...}}`` and read in that form or as a plain object. Value bounds and enums
-(webhook rules) are declared per field and checked only by ``apis.nodeslo_codec.validate``.
+(webhook rules) are declared per field and checked only by ``apis.gojson.validate``.
 The memoryQOS page-cache knobs use the names of SPEC §3.2 (``pageCacheEnable``,
 ``pageCacheLimitPercent``, ``pageCacheLimitSize``, ``pageCacheReclaimSync``), typed int64 like the
 other 0/1 memcg switches.
@@ -18,18 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from apis.nodeslo_codec import (
-    BoolKind,
-    ExtensionsKind,
+from apis.gojson import (
     GoStruct,
-    IntKind,
-    IntOrStrKind,
     ListKind,
     MapKind,
-    QuantityKind,
-    StrKind,
     StructKind,
     jf,
+)
+from apis.gojson_kinds import (
+    BoolKind,
+    ExtensionsKind,
+    IntKind,
+    IntOrStrKind,
+    QuantityKind,
+    StrKind,
 )
 from apis.qos import PriorityClass, QoSClass
 from apis.quantity import Quantity, QuantityError

@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Final
 
+from apis.gojson import (
+    overlay,
+)
 from apis.nodeslo import (
     BlkIOQOSCfg,
     CPUBurstStrategy,
@@ -27,7 +30,6 @@ from apis.nodeslo import (
     ResourceThresholdStrategy,
     SystemStrategy,
 )
-from apis.nodeslo_codec import overlay
 from apis.qos import QoSClass
 
 # (groupIdentity, schedIdle, coreExpeller) per class, §3.2

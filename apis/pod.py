@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from apis.quantity import Quantity, parse_resource_list
+from apis.rfc3339 import parse_rfc3339
 
 ResourceList = dict[str, Quantity]
 
@@ -204,17 +205,10 @@ def pod_condition(pod: Mapping[str, Any], condition_type: str) -> Mapping[str, A
 def parse_time(value: Any) -> _dt.datetime | None:
     """An RFC 3339 timestamp (``metav1.Time``/``MicroTime``) as an aware UTC datetime.
 
-    None for absent, empty, malformed or offset-less values. Fractional seconds beyond microseconds
-    are truncated.
+    None for absent, empty or malformed values (offset-less ones included). Fractional seconds beyond
+    microseconds are truncated.
     """
-    if not isinstance(value, str) or not value:
-        return None
-    if "T" not in value:  # a date alone is not a timestamp
-        return None
     try:
-        parsed = _dt.datetime.fromisoformat(value)
+        return parse_rfc3339(value)
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        return None
-    return parsed.astimezone(_dt.UTC)

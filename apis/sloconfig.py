@@ -19,9 +19,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from apis import constants as c
+from apis.gojson import (
+    decode_into,
+    overlay,
+    validate,
+)
 from apis.labelselector import selector_matches
+from apis.nodemetric import AggregatePolicy, MemoryCollectPolicy, NodeMetricCollectPolicy
 from apis.nodeslo import NodeSLOSpec
-from apis.nodeslo_codec import decode_into, overlay, validate
 from apis.quantity import Quantity, QuantityError
 from apis.sloconfig_merge import (
     NODE_SLO_DEFAULTS,
@@ -49,7 +54,6 @@ from apis.sloconfig_types import (
     CPUBurstCfg,
     CPUNormalizationCfg,
     HostApplicationCfg,
-    NodeMetricCollectPolicy,
     ResourceAmplificationCfg,
     ResourceQOSCfg,
     ResourceThresholdCfg,
@@ -247,13 +251,7 @@ def node_colocation_enabled(
 
 def default_node_metric_collect_policy() -> NodeMetricCollectPolicy:
     """300 s / 60 s / [5m, 10m, 30m] / usageWithoutPageCache (§2.1)."""
-    defaults = default_colocation_strategy()
-    return NodeMetricCollectPolicy(
-        aggregate_duration_seconds=defaults.metric_aggregate_duration_seconds,
-        report_interval_seconds=defaults.metric_report_interval_seconds,
-        node_aggregate_policy=defaults.metric_aggregate_policy,
-        node_memory_collect_policy=defaults.metric_memory_collect_policy,
-    )
+    return _collect_policy(default_colocation_strategy())
 
 
 def node_metric_collect_policy(strategy: ColocationStrategy | None) -> NodeMetricCollectPolicy:
@@ -263,11 +261,21 @@ def node_metric_collect_policy(strategy: ColocationStrategy | None) -> NodeMetri
     """
     if strategy is None or strategy.enable is not True or validate(strategy):
         return default_node_metric_collect_policy()
+    return _collect_policy(strategy)
+
+
+def _collect_policy(strategy: ColocationStrategy) -> NodeMetricCollectPolicy:
+    """The strategy's metric fields (copied: the policy is mutable). A memory collect policy that is no
+    ``MemoryCollectPolicy`` value is left unset: the koordlet then reports usage without page cache,
+    as upstream's does for any unknown policy."""
+    aggregate = strategy.metric_aggregate_policy
+    memory = strategy.metric_memory_collect_policy
+    known = {m.value for m in MemoryCollectPolicy}
     return NodeMetricCollectPolicy(
         aggregate_duration_seconds=strategy.metric_aggregate_duration_seconds,
         report_interval_seconds=strategy.metric_report_interval_seconds,
-        node_aggregate_policy=strategy.metric_aggregate_policy,
-        node_memory_collect_policy=strategy.metric_memory_collect_policy,
+        node_aggregate_policy=None if aggregate is None else AggregatePolicy(list(aggregate.durations)),
+        node_memory_collect_policy=MemoryCollectPolicy(memory) if memory in known else None,
     )
 
 

@@ -19,7 +19,15 @@ from typing import Any, Final, TypeVar
 
 from apis import constants as c
 from apis.duration import Duration
-from apis.nodeslo_codec import FieldError, decode_into, overlay, validate
+from apis.gojson import (
+    decode_into,
+    overlay,
+    validate,
+)
+from apis.gojson_kinds import (
+    FieldError,
+)
+from apis.nodemetric import AggregatePolicy
 from apis.nodeslo_defaults import (
     default_cpu_burst_strategy,
     default_resource_threshold_strategy,
@@ -27,7 +35,6 @@ from apis.nodeslo_defaults import (
     manager_default_resource_qos_strategy,
 )
 from apis.sloconfig_types import (
-    AggregatePolicy,
     ColocationCfg,
     ColocationStrategy,
     CPUBurstCfg,
@@ -72,7 +79,7 @@ class ConfigKeyError(ValueError):
 
 
 def merge_cfg(old: T, new: T | None) -> T:
-    """Upstream ``util.MergeCfg``: the JSON overlay of ``new`` on ``old`` (see ``nodeslo_codec.overlay``)."""
+    """Upstream ``util.MergeCfg``: the JSON overlay of ``new`` on ``old`` (see ``gojson.overlay``)."""
     return overlay(old, new)
 
 

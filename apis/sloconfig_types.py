@@ -2,9 +2,10 @@
 
 ``ColocationStrategy`` (cluster fields of ``colocation-config``, with the manager's validity rules of
 §4.2 as field bounds), the ``{clusterStrategy, nodeStrategies}`` documents of the NodeSLO keys, the
-host-application, cpu-normalization and resource-amplification documents, and the NodeMetric
-collect policy derived from a colocation strategy (§5.1). Node entries ("profiles") carry ``name`` and
-``nodeSelector`` with the strategy fields inline at the same JSON level, as the Go structs embed them.
+host-application, cpu-normalization and resource-amplification documents. ``metricAggregatePolicy``
+is ``apis.nodemetric.AggregatePolicy`` (one definition, shared with the NodeMetric spec). Node entries
+("profiles") carry ``name`` and ``nodeSelector`` with the strategy fields inline at the same JSON
+level, as the Go structs embed them.
 Imports: the standard library and ``apis`` modules. Pure, no I/O.
 """
 
@@ -14,29 +15,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from apis.duration import Duration
+from apis.gojson import (
+    GoStruct,
+    ListKind,
+    MapKind,
+    StructKind,
+    inline,
+    jf,
+)
+from apis.gojson_kinds import (
+    AnyKind,
+    BoolKind,
+    FloatKind,
+    IntKind,
+    SelectorKind,
+    StrKind,
+)
 from apis.labelselector import LabelSelector
+from apis.nodemetric import AggregatePolicy
 from apis.nodeslo import (
     CPUBurstStrategy,
     HostApplicationSpec,
     ResourceQOSStrategy,
     ResourceThresholdStrategy,
     SystemStrategy,
-)
-from apis.nodeslo_codec import (
-    AnyKind,
-    BoolKind,
-    DurationKind,
-    FloatKind,
-    GoStruct,
-    IntKind,
-    ListKind,
-    MapKind,
-    SelectorKind,
-    StrKind,
-    StructKind,
-    inline,
-    jf,
 )
 
 CALCULATE_POLICIES: Final = ("usage", "request", "maxUsageRequest")
@@ -60,11 +62,6 @@ def _ratios_at_least_one(value: Any) -> str | None:
 
 
 # --- colocation-config (§4.2) -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class AggregatePolicy(GoStruct):
-    durations: list[Duration] | None = jf("durations", ListKind(DurationKind()))
-
-
 @dataclass(frozen=True)
 class ColocationStrategy(GoStruct):
     enable: bool | None = jf("enable", B)
@@ -247,12 +244,3 @@ class ResourceAmplificationCfg(GoStruct):
     node_configs: list[NodeResourceAmplificationCfg] | None = jf(
         "nodeConfigs", ListKind(StructKind(NodeResourceAmplificationCfg, pointer=False))
     )
-
-
-# --- NodeMetric collect policy (§2.1, §5.1) ------------------------------------------------------------
-@dataclass(frozen=True)
-class NodeMetricCollectPolicy(GoStruct):
-    aggregate_duration_seconds: int | None = jf("aggregateDurationSeconds", I64)
-    report_interval_seconds: int | None = jf("reportIntervalSeconds", I64)
-    node_aggregate_policy: AggregatePolicy | None = jf("nodeAggregatePolicy", StructKind(AggregatePolicy))
-    node_memory_collect_policy: str | None = jf("nodeMemoryCollectPolicy", SP)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from apis.crds import node_metric_crd
 from apis.duration import Duration
 from apis.nodemetric import (
     AggregatedUsage,
@@ -289,6 +290,26 @@ def _schema(crd: dict[str, Any]) -> dict[str, Any]:
     schema = version["schema"]["openAPIV3Schema"]
     assert isinstance(schema, dict)
     return schema
+
+
+def test_crd_file_matches_generated(crd: dict[str, Any]) -> None:
+    assert crd == node_metric_crd()
+
+
+def test_go_field_order_and_sloconfig_share_the_policy_types() -> None:
+    from apis.sloconfig_types import ColocationStrategy
+
+    assert list(NodeMetric().to_dict()) == ["apiVersion", "kind", "metadata", "spec", "status"]
+    strategy = ColocationStrategy.from_dict({"metricAggregatePolicy": {"durations": ["1m"]}})
+    assert type(strategy.metric_aggregate_policy) is AggregatePolicy
+    assert strategy.metric_aggregate_policy == AggregatePolicy([Duration.parse("1m")])
+
+
+def test_null_items_are_rejected() -> None:
+    for path in ("status.podsMetric[0]", "status.nodeMetric.nodeUsage.devices[0]"):
+        with pytest.raises(NodeMetricError) as info:
+            NodeMetric.from_dict(_set(full_nodemetric_dict(), path, None))
+        assert info.value.path == path
 
 
 def test_crd_identity(crd: dict[str, Any]) -> None:

@@ -10,6 +10,26 @@ from typing import Any
 import pytest
 import yaml
 
+from apis.crds import node_slo_crd
+from apis.gojson import (
+    SPEC_KEY,
+    FieldSpec,
+    ListKind,
+    MapKind,
+    StructKind,
+    overlay,
+    validate,
+)
+from apis.gojson_kinds import (
+    BoolKind,
+    DecodeError,
+    ExtensionsKind,
+    FloatKind,
+    IntKind,
+    IntOrStrKind,
+    QuantityKind,
+    StrKind,
+)
 from apis.nodeslo import (
     BlkIOQOSCfg,
     BlockCfg,
@@ -26,24 +46,6 @@ from apis.nodeslo import (
     ResourceThresholdStrategy,
     SystemStrategy,
 )
-from apis.nodeslo_codec import (
-    SPEC_KEY,
-    BoolKind,
-    DecodeError,
-    ExtensionsKind,
-    FieldSpec,
-    FloatKind,
-    IntKind,
-    IntOrStrKind,
-    ListKind,
-    MapKind,
-    QuantityKind,
-    StrKind,
-    StructKind,
-    overlay,
-    validate,
-)
-from apis.nodeslo_crd import node_slo_crd
 from apis.nodeslo_defaults import (
     default_cpu_burst_strategy,
     default_node_slo_spec,

@@ -12,26 +12,28 @@ from hypothesis import strategies as st
 
 from apis import constants as c
 from apis.duration import Duration, DurationError, format_go_duration, parse_go_duration
-from apis.nodeslo import BlockCfg, IOCfg, SystemStrategy
-from apis.nodeslo_codec import (
+from apis.gojson import (
     SPEC_KEY,
+    FieldSpec,
+    ListKind,
+    MapKind,
+    StructKind,
+    validate,
+)
+from apis.gojson_kinds import (
     AnyKind,
     BoolKind,
     DurationKind,
     ExtensionsKind,
-    FieldSpec,
     FloatKind,
     IntKind,
     IntOrStrKind,
     Kind,
-    ListKind,
-    MapKind,
     QuantityKind,
     SelectorKind,
     StrKind,
-    StructKind,
-    validate,
 )
+from apis.nodeslo import BlockCfg, IOCfg, SystemStrategy
 from apis.nodeslo_defaults import (
     default_cpu_burst_strategy,
     default_resource_threshold_strategy,

@@ -1,17 +1,20 @@
-"""Value kinds of the Go-JSON codec (``apis.nodeslo_codec``): how one Go type decodes, encodes, validates.
+"""Value kinds of the Go-JSON codec (``apis.gojson``): how one Go type decodes, encodes, validates.
 
 A ``Kind`` decodes raw JSON *into an existing value* like Go's ``encoding/json`` (pointer fields: null
 → ``None``; non-pointer fields: null has no effect; ints must be integer literals within int64/int32;
 lists take the new length and decode element i into the old element i; maps gain keys and replace each
 value whole; ``interface{}`` values are replaced), encodes with ``omitempty`` and describes itself in
 OpenAPI v3. Unset Go pointers are ``None``; an empty list, map or non-pointer string is normalised to
-``None`` because Go writes none of them. Errors are collected as ``FieldError`` with a JSON path.
+``None`` because Go writes none of them, unless the kind is built ``nullable=False`` (the Python value
+is then always a list/dict). Also: enum strings, RFC 3339 times (``metav1.Time``), free-form objects.
+Errors are collected as ``FieldError`` with a JSON path.
 Imports: the standard library, ``apis.duration``, ``apis.labelselector``, ``apis.quantity``. Pure, no I/O.
 """
 
 from __future__ import annotations
 
 import copy
+import enum
 import math
 from collections.abc import Mapping
 from typing import Any, Final
@@ -19,8 +22,11 @@ from typing import Any, Final
 from apis.duration import Duration, DurationError
 from apis.labelselector import LabelSelector, LabelSelectorError
 from apis.quantity import Quantity, QuantityError
+from apis.rfc3339 import format_rfc3339, parse_rfc3339
 
 _INT_RANGES: Final = {64: (-(1 << 63), (1 << 63) - 1), 32: (-(1 << 31), (1 << 31) - 1)}
+_NUMBER: Final = r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+QUANTITY_PATTERN: Final = rf"^(\+|-)?{_NUMBER}(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?{_NUMBER}))?$"
 
 
 class FieldError(ValueError):
@@ -96,12 +102,18 @@ class BoolKind(Kind):
 
 
 class IntKind(Kind):
-    def __init__(self, bits: int = 64) -> None:
+    """``*int64``/``*int32``; ``pointer=False``: a plain int without ``omitempty`` (0, always written)."""
+
+    def __init__(self, bits: int = 64, pointer: bool = True) -> None:
         self.bits = bits
+        self.pointer = pointer
+
+    def zero(self) -> Any:
+        return None if self.pointer else 0
 
     def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
         if raw is None:
-            return None
+            return None if self.pointer else old
         if isinstance(raw, bool) or not isinstance(raw, int):
             errs.append(
                 FieldError(path, raw, f"must be an integer (int{self.bits}), not {type(raw).__name__}")
@@ -150,10 +162,15 @@ class FloatKind(Kind):
 
 
 class StrKind(Kind):
-    """A string; non-pointer strings are ``None`` when empty (``omitempty`` drops them)."""
+    """A string; non-pointer strings are ``None`` when empty (``omitempty`` drops them), or ``""`` when
+    built ``nullable=False``."""
 
-    def __init__(self, pointer: bool = False) -> None:
+    def __init__(self, pointer: bool = False, nullable: bool = True) -> None:
         self.pointer = pointer
+        self.nullable = nullable or pointer
+
+    def zero(self) -> Any:
+        return None if self.nullable else ""
 
     def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
         if raw is None:
@@ -161,7 +178,7 @@ class StrKind(Kind):
         if not isinstance(raw, str):
             errs.append(FieldError(path, raw, "must be a string"))
             return old
-        return raw if (raw or self.pointer) else None
+        return raw if (raw or self.pointer) else self.zero()
 
     def omit(self, value: Any) -> bool:
         return value is None or (not self.pointer and value == "")
@@ -192,7 +209,11 @@ class QuantityKind(Kind):
         return False
 
     def openapi(self) -> dict[str, Any]:
-        return {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+        return {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "pattern": QUANTITY_PATTERN,
+            "x-kubernetes-int-or-string": True,
+        }
 
 
 class IntOrStrKind(Kind):
@@ -208,11 +229,20 @@ class IntOrStrKind(Kind):
 
 
 class DurationKind(Kind):
-    """``metav1.Duration`` (a list element here): a Go duration string; null is rejected like Go."""
+    """``metav1.Duration``: a Go duration string; null is rejected like Go unless ``null_ok`` (then it
+    has no effect). The zero value is ``0s``."""
 
     pointer = False
 
+    def __init__(self, null_ok: bool = False) -> None:
+        self.null_ok = null_ok
+
+    def zero(self) -> Any:
+        return Duration(0)
+
     def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
+        if raw is None and self.null_ok:
+            return old
         try:
             return Duration.parse(raw if raw is not None else "")
         except DurationError as exc:
@@ -239,72 +269,79 @@ class AnyKind(Kind):
         return {"x-kubernetes-preserve-unknown-fields": True}
 
 
-class ListKind(Kind):
-    """A slice: takes the new length, element i decoded into the old element i."""
+class EnumKind(Kind):
+    """A string restricted to a StrEnum's values (decoded to the member) or to a tuple of strings.
+    Non-pointer: omitted when ``""`` (the zero value: the ``""`` member if the enum has one)."""
 
-    def __init__(self, elem: Kind) -> None:
-        self.elem = elem
+    def __init__(self, values: type[enum.StrEnum] | tuple[str, ...], pointer: bool = False) -> None:
+        self.cls = None if isinstance(values, tuple) else values
+        self.values = values if isinstance(values, tuple) else tuple(m.value for m in values)
+        self.pointer = pointer
+
+    def zero(self) -> Any:
+        return None if self.pointer else ("" if self.cls is None or "" not in self.values else self.cls(""))
 
     def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
         if raw is None:
-            return None
-        if not isinstance(raw, list):
-            errs.append(FieldError(path, raw, "must be a list"))
+            return None if self.pointer else old
+        if not isinstance(raw, str) or raw not in self.values:
+            errs.append(FieldError(path, raw, f"must be one of {list(self.values)}"))
             return old
-        previous = old or []
-        out = []
-        for i, item in enumerate(raw):
-            prev = previous[i] if i < len(previous) else self.elem.zero()
-            out.append(self.elem.decode(prev, item, f"{path}[{i}]", errs))
-        return out or None
+        return raw if self.cls is None else self.cls(raw)
 
     def encode(self, value: Any) -> Any:
-        return [None if v is None else self.elem.encode(v) for v in value]
+        return str(value)
 
     def omit(self, value: Any) -> bool:
-        return not value
-
-    def validate(self, value: Any, path: str, errs: list[FieldError]) -> None:
-        for i, item in enumerate(value or []):
-            if item is None:  # a null element of a []*T list: the CRD schema has no nullable items
-                errs.append(FieldError(f"{path}[{i}]", None, "must not be null"))
-            else:
-                self.elem.validate(item, f"{path}[{i}]", errs)
+        return value is None or (not self.pointer and value == "")
 
     def openapi(self) -> dict[str, Any]:
-        return {"type": "array", "items": self.elem.openapi()}
+        return {"type": "string", "enum": list(self.values)}
 
 
-class MapKind(Kind):
-    """A map with string keys: keys gained/overwritten, each new value replaces the old one whole."""
-
-    def __init__(self, elem: Kind) -> None:
-        self.elem = elem
+class TimeKind(Kind):
+    """``*metav1.Time``: an RFC 3339 string (any offset, any fraction) as an aware UTC ``datetime``;
+    written in UTC at second precision."""
 
     def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
         if raw is None:
             return None
+        try:
+            return parse_rfc3339(raw)
+        except ValueError as exc:
+            errs.append(FieldError(path, raw, str(exc)))
+            return old
+
+    def encode(self, value: Any) -> Any:
+        return format_rfc3339(value)
+
+    def openapi(self) -> dict[str, Any]:
+        return {"type": "string", "format": "date-time"}
+
+
+class ObjectKind(Kind):
+    """A free-form JSON object (``map[string]interface{}`` / raw object), replaced whole and deep-copied.
+    Non-pointer: ``{}`` when unset and always written."""
+
+    def __init__(self, pointer: bool = True) -> None:
+        self.pointer = pointer
+
+    def zero(self) -> Any:
+        return None if self.pointer else {}
+
+    def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
+        if raw is None:
+            return None if self.pointer else old
         if not isinstance(raw, Mapping):
             errs.append(FieldError(path, raw, "must be an object"))
             return old
-        out = dict(old or {})
-        for key, item in raw.items():
-            out[key] = self.elem.decode(self.elem.zero(), item, f"{path}[{key}]", errs)
-        return out or None
+        return copy.deepcopy(dict(raw))
 
     def encode(self, value: Any) -> Any:
-        return {k: None if v is None else self.elem.encode(v) for k, v in value.items()}
-
-    def omit(self, value: Any) -> bool:
-        return not value
-
-    def validate(self, value: Any, path: str, errs: list[FieldError]) -> None:
-        for key, item in (value or {}).items():
-            if item is not None:
-                self.elem.validate(item, f"{path}[{key}]", errs)
+        return copy.deepcopy(value)
 
     def openapi(self) -> dict[str, Any]:
-        return {"type": "object", "additionalProperties": self.elem.openapi()}
+        return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 
 class SelectorKind(Kind):
@@ -338,7 +375,7 @@ class SelectorKind(Kind):
         }
 
 
-class ExtensionsKind(Kind):
+class ExtensionsKind(ObjectKind):
     """NodeSLO ``*ExtensionsMap``: Go writes ``{"Object": {...}}``; a plain object is accepted too."""
 
     def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
@@ -362,6 +399,3 @@ class ExtensionsKind(Kind):
 
     def encode(self, value: Any) -> Any:
         return {"Object": copy.deepcopy(value)}
-
-    def openapi(self) -> dict[str, Any]:
-        return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}

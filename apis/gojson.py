@@ -1,0 +1,394 @@
+"""Go ``encoding/json`` semantics over typed dataclasses: the codec behind NodeSLO, slo-controller-config
+and NodeMetric.
+
+Each dataclass field carries a ``FieldSpec`` (JSON name, value ``Kind``, optional bounds/enum). The
+scalar kinds live in ``apis.gojson_kinds``; the container kinds (``ListKind``, ``MapKind``,
+``StructKind``) live here. From the specs: ``decode_into`` reproduces Go's decode-into-an-existing-value
+rules with case-insensitive keys and ignored unknown keys, ``encode`` reproduces ``omitempty``
+marshalling, ``overlay`` is upstream's ``MergeCfg`` (marshal new, unmarshal onto a copy of old),
+``validate`` checks the declared bounds and ``struct_openapi`` derives a structural OpenAPI v3 schema.
+Imports: the standard library and ``apis.gojson_kinds``. Pure, no I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Final, TypeVar
+
+from apis.gojson_kinds import DecodeError, FieldError, Kind, join_path
+
+__all__ = [
+    "SPEC_KEY",
+    "FieldSpec",
+    "GoStruct",
+    "ListKind",
+    "MapKind",
+    "StructKind",
+    "decode_into",
+    "encode",
+    "go_zero",
+    "inline",
+    "jf",
+    "overlay",
+    "struct_openapi",
+    "validate",
+]
+
+SPEC_KEY: Final = "koord.gojson"
+T = TypeVar("T")
+
+
+class ListKind(Kind):
+    """A slice: takes the new length, element i decoded into the old element i. ``nullable=False``: the
+    value is always a list (``[]`` for null); ``keep_empty``: a decoded ``[]`` stays ``[]``;
+    ``null_items=False``: a null element is a decode error."""
+
+    def __init__(
+        self, elem: Kind, *, nullable: bool = True, keep_empty: bool = False, null_items: bool = True
+    ) -> None:
+        self.elem = elem
+        self.pointer = nullable
+        self.keep_empty = keep_empty or not nullable
+        self.null_items = null_items
+
+    def zero(self) -> Any:
+        return None if self.pointer else []
+
+    def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
+        if raw is None:
+            return self.zero()
+        if not isinstance(raw, list):
+            errs.append(FieldError(path, raw, "must be a list"))
+            return old
+        previous = old or []
+        out = []
+        for i, item in enumerate(raw):
+            if item is None and not self.null_items:
+                errs.append(FieldError(f"{path}[{i}]", None, "must not be null"))
+                continue
+            prev = previous[i] if i < len(previous) else self.elem.zero()
+            out.append(self.elem.decode(prev, item, f"{path}[{i}]", errs))
+        return out if out or self.keep_empty else None
+
+    def encode(self, value: Any) -> Any:
+        return [None if v is None else self.elem.encode(v) for v in value]
+
+    def omit(self, value: Any) -> bool:
+        return not value
+
+    def validate(self, value: Any, path: str, errs: list[FieldError]) -> None:
+        for i, item in enumerate(value or []):
+            if item is None:  # a null element of a []*T list: the CRD schema has no nullable items
+                errs.append(FieldError(f"{path}[{i}]", None, "must not be null"))
+            else:
+                self.elem.validate(item, f"{path}[{i}]", errs)
+
+    def openapi(self) -> dict[str, Any]:
+        return {"type": "array", "items": self.elem.openapi()}
+
+
+class MapKind(Kind):
+    """A map with string keys: keys gained/overwritten, each new value replaces the old one whole.
+    Encoded in Go's sorted key order. ``keys``: a StrEnum the keys must belong to (converted to it);
+    ``nullable=False``: the value is always a dict; ``dotted``: element paths ``a.key``, not ``a[key]``."""
+
+    def __init__(
+        self,
+        elem: Kind,
+        *,
+        keys: type[enum.StrEnum] | None = None,
+        nullable: bool = True,
+        dotted: bool = False,
+    ) -> None:
+        self.elem = elem
+        self.keys = keys
+        self.pointer = nullable
+        self.dotted = dotted
+
+    def zero(self) -> Any:
+        return None if self.pointer else {}
+
+    def _path(self, path: str, key: str) -> str:
+        return join_path(path, key) if self.dotted else f"{path}[{key}]"
+
+    def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
+        if raw is None:
+            return self.zero()
+        if not isinstance(raw, Mapping):
+            errs.append(FieldError(path, raw, "must be an object"))
+            return old
+        out = dict(old or {})
+        allowed = None if self.keys is None else [m.value for m in self.keys]
+        for key, item in raw.items():
+            if allowed is not None and key not in allowed:
+                errs.append(FieldError(path, key, f"has a key not in {allowed}"))
+                continue
+            name = key if self.keys is None else self.keys(key)
+            out[name] = self.elem.decode(self.elem.zero(), item, self._path(path, key), errs)
+        return out if out or not self.pointer else None
+
+    def encode(self, value: Any) -> Any:
+        return {
+            str(k): None if value[k] is None else self.elem.encode(value[k]) for k in sorted(value, key=str)
+        }
+
+    def omit(self, value: Any) -> bool:
+        return not value
+
+    def validate(self, value: Any, path: str, errs: list[FieldError]) -> None:
+        for key, item in (value or {}).items():
+            if item is not None:
+                self.elem.validate(item, self._path(path, str(key)), errs)
+
+    def openapi(self) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": self.elem.openapi()}
+
+
+class StructKind(Kind):
+    """A Go struct (``pointer``: ``*T``, omitted when nil; else always written, null has no effect)."""
+
+    def __init__(self, cls: type[Any], pointer: bool = True) -> None:
+        self.cls = cls
+        self.pointer = pointer
+
+    def zero(self) -> Any:
+        return None if self.pointer else go_zero(self.cls)
+
+    def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
+        if raw is None:
+            return None if self.pointer else old
+        if not isinstance(raw, Mapping):
+            errs.append(FieldError(path, raw, "must be an object"))
+            return old
+        return _decode_struct(self.cls, old if old is not None else go_zero(self.cls), raw, path, errs)
+
+    def encode(self, value: Any) -> Any:
+        return encode(value)
+
+    def validate(self, value: Any, path: str, errs: list[FieldError]) -> None:
+        errs.extend(validate(value, path))
+
+    def openapi(self) -> dict[str, Any]:
+        return struct_openapi(self.cls)
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldSpec:
+    """JSON name and kind of a field, plus optional bounds checked by ``validate``.
+
+    ``inline`` embeds a struct's fields at the parent's level (Go's embedded struct); ``required`` lists
+    the field under the CRD schema's ``required``.
+    """
+
+    name: str
+    kind: Kind
+    inline: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: float | None = None
+    enum: tuple[str, ...] | None = None
+    check: Callable[[Any], str | None] | None = None
+    required: bool = False
+
+
+def jf(name: str, kind: Kind, *, default_factory: Callable[[], Any] | None = None, **options: Any) -> Any:
+    """A dataclass field described by a ``FieldSpec``; defaults to the kind's zero value (or to
+    ``default_factory()``: decoding still starts from the zero value, see ``go_zero``)."""
+    spec = FieldSpec(name, kind, **options)
+    meta = {SPEC_KEY: spec}
+    if default_factory is not None:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    zero = kind.zero()
+    if zero is None or isinstance(zero, (bool, float, str, enum.Enum)):
+        return dataclasses.field(default=zero, metadata=meta)
+    return dataclasses.field(default_factory=kind.zero, metadata=meta)
+
+
+def inline(cls: type[Any], pointer: bool = True) -> Any:
+    """An embedded struct whose JSON fields sit at the parent's level."""
+    return jf("", StructKind(cls, pointer), inline=True)
+
+
+class GoStruct:
+    """Mixin for the typed dataclasses: ``to_dict`` / ``from_dict`` with Go JSON semantics.
+
+    ``_GREATER`` lists (field, other) JSON-name pairs that must satisfy field > other when both are set;
+    ``_JSON_ORDER`` lists JSON names written first (Go's field order when it differs from the
+    dataclass's constructor order).
+    """
+
+    __slots__ = ()
+    _GREATER: ClassVar[tuple[tuple[str, str], ...]] = ()
+    _JSON_ORDER: ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Go ``json.Marshal`` output (``omitempty`` applied)."""
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls: type[T], data: Any, path: str = "") -> T:
+        """Decode a JSON object (``path``: where it sits, prefixing error paths) into the Go zero value;
+        raises DecodeError listing every type error (paths and values)."""
+        errs: list[FieldError] = []
+        obj = StructKind(cls).decode(go_zero(cls), data if data is not None else {}, path, errs)
+        fatal = [e for e in errs if e.fatal]
+        if fatal:
+            raise DecodeError(fatal)
+        return obj  # type: ignore[no-any-return]
+
+
+_Table = tuple[list[tuple[str, "FieldSpec"]], dict[str, str], dict[str, str]]
+_TABLES: dict[type[Any], _Table] = {}
+
+
+def _table(cls: type[Any]) -> _Table:
+    """(attr, spec) pairs plus exact and case-folded JSON-name → attr maps (inline fields expanded)."""
+    cached = _TABLES.get(cls)
+    if cached is not None:
+        return cached
+    specs = [(f.name, f.metadata[SPEC_KEY]) for f in dataclasses.fields(cls) if SPEC_KEY in f.metadata]
+    first: tuple[str, ...] = getattr(cls, "_JSON_ORDER", ())
+    specs.sort(key=lambda item: first.index(item[1].name) if item[1].name in first else len(first))
+    exact: dict[str, str] = {}
+    folded: dict[str, str] = {}
+    for attr, spec in specs:
+        names = [spec.name]
+        if spec.inline:
+            assert isinstance(spec.kind, StructKind)
+            inner = _table(spec.kind.cls)
+            names = list(inner[1])
+        for name in names:
+            exact.setdefault(name, attr)
+            folded.setdefault(name.lower(), attr)
+    _TABLES[cls] = (specs, exact, folded)
+    return specs, exact, folded
+
+
+def go_zero(cls: type[T]) -> T:
+    """What Go decodes into: the dataclass defaults with every pointer-kind field ``None``."""
+    obj = cls()
+    nils = {a: None for a, spec in _table(cls)[0] if spec.kind.pointer and getattr(obj, a) is not None}
+    return dataclasses.replace(obj, **nils) if nils else obj  # type: ignore[type-var]
+
+
+def _decode_struct(
+    cls: type[Any], base: Any, raw: Mapping[str, Any], path: str, errs: list[FieldError]
+) -> Any:
+    specs, exact, folded = _table(cls)
+    by_attr = dict(specs)
+    values = {attr: getattr(base, attr) for attr, _ in specs}
+    for key, item in raw.items():
+        if not isinstance(key, str):
+            continue
+        attr = exact.get(key) or folded.get(key.lower())
+        if attr is None:
+            continue  # unknown keys are ignored, as in Go
+        spec = by_attr[attr]
+        if spec.inline:
+            kind = spec.kind
+            assert isinstance(kind, StructKind)
+            current = values[attr] if values[attr] is not None else go_zero(kind.cls)
+            values[attr] = _decode_struct(kind.cls, current, {key: item}, path, errs)
+        else:
+            values[attr] = spec.kind.decode(values[attr], item, join_path(path, spec.name), errs)
+    return dataclasses.replace(base, **values)
+
+
+def encode(obj: Any) -> dict[str, Any]:
+    """Marshal a typed dataclass to a JSON-ready dict (Go ``omitempty`` rules)."""
+    out: dict[str, Any] = {}
+    for attr, spec in _table(type(obj))[0]:
+        value = getattr(obj, attr)
+        if spec.inline:
+            if value is not None:
+                out.update(encode(value))
+        elif not spec.kind.omit(value):
+            out[spec.name] = spec.kind.encode(value)
+    return out
+
+
+def decode_into(old: T, raw: Any, path: str = "") -> tuple[T, list[FieldError]]:
+    """Go ``json.Unmarshal(raw, &old)`` on a copy of ``old``: the result and every error met."""
+    errs: list[FieldError] = []
+    result = StructKind(type(old)).decode(old, raw, path, errs)
+    return result, errs
+
+
+def overlay(old: T, new: T | None) -> T:
+    """Upstream ``MergeCfg(old, new)``: marshal ``new`` (dropping unset/empty fields) onto ``old``."""
+    if new is None:
+        return old
+    base = old if old is not None else type(new)()
+    result, _ = decode_into(base, encode(new))
+    return result
+
+
+def validate(obj: Any, path: str = "") -> list[FieldError]:
+    """Bounds/enum/check violations of every set field, recursively, with JSON paths."""
+    errs: list[FieldError] = []
+    for attr, spec in _table(type(obj))[0]:
+        value = getattr(obj, attr)
+        if value is None:
+            continue
+        if spec.inline:
+            errs.extend(validate(value, path))
+            continue
+        where = join_path(path, spec.name)
+        message = _check_scalar(spec, value)
+        if message:
+            shown = value if isinstance(value, (bool, int, float, str)) else spec.kind.encode(value)
+            errs.append(FieldError(where, shown, message))
+        spec.kind.validate(value, where, errs)
+    rules: tuple[tuple[str, str], ...] = getattr(type(obj), "_GREATER", ())
+    values = encode(obj)
+    for upper, lower in rules:
+        if upper in values and lower in values and not values[upper] > values[lower]:
+            errs.append(
+                FieldError(
+                    join_path(path, upper), values[upper], f"must be greater than {lower}={values[lower]}"
+                )
+            )
+    return errs
+
+
+def _check_scalar(spec: FieldSpec, value: Any) -> str | None:
+    if spec.enum is not None and value not in spec.enum:
+        return f"must be one of {', '.join(spec.enum)}"
+    if spec.check is not None:
+        return spec.check(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if spec.minimum is not None and value < spec.minimum:
+        return f"must be >= {spec.minimum:g}"
+    if spec.maximum is not None and value > spec.maximum:
+        return f"must be <= {spec.maximum:g}"
+    if spec.exclusive_minimum is not None and value <= spec.exclusive_minimum:
+        return f"must be > {spec.exclusive_minimum:g}"
+    return None
+
+
+def struct_openapi(cls: type[Any]) -> dict[str, Any]:
+    """Structural OpenAPI v3 schema of a typed dataclass (inline fields expanded, enums included)."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for _, spec in _table(cls)[0]:
+        if spec.inline:
+            assert isinstance(spec.kind, StructKind)
+            inner = struct_openapi(spec.kind.cls)
+            props.update(inner.get("properties", {}))
+            required += inner.get("required", [])
+            continue
+        schema = spec.kind.openapi()
+        if spec.enum is not None:
+            schema["enum"] = list(spec.enum)
+        props[spec.name] = schema
+        if spec.required:
+            required.append(spec.name)
+    out: dict[str, Any] = {"type": "object"}
+    if props:
+        out["properties"] = props
+    if required:
+        out["required"] = required
+    return out
