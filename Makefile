@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: up test venv deps lint typecheck importlint unit proto-gen clean
+.PHONY: up test venv deps lint typecheck importlint proto-gen crd-gen clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,8 +37,12 @@ importlint: venv
 test: deps lint typecheck importlint
 	$(BIN)/python -m pytest -q
 
+# Generated files (tests fail when the committed ones differ from a fresh generation).
 proto-gen: venv
 	$(BIN)/python hack/gen_proto.py
+
+crd-gen: venv
+	$(BIN)/python hack/gen_crds.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
