@@ -6,13 +6,11 @@ the object's key order; apis/crds.py builds the objects from the typed dataclass
     python hack/gen_crds.py           # write deploy/crds/*.yaml
     python hack/gen_crds.py --check   # exit 1 and list the differences if a committed file is stale
 
-Imports: the standard library, PyYAML and apis.crds (the repository root is put on sys.path).
+Imports: the standard library, PyYAML, apis.crds and koord.generated (the repository root is put on sys.path).
 """
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +23,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from apis.crds import CRDS  # noqa: E402  -- needs the repository root on sys.path
+from koord import generated  # noqa: E402
 
 
 def render(name: str) -> str:
@@ -47,53 +46,18 @@ def generate() -> dict[Path, str]:
 
 def check(root: Path = REPO_ROOT) -> list[str]:
     """Differences between the committed files and a fresh generation ([] when equal)."""
-    problems: list[str] = []
-    for name, fresh in generate().items():
-        path = root / name
-        if not path.exists():
-            problems.append(f"missing: {name}")
-            continue
-        committed = path.read_text()
-        if committed != fresh:
-            problems.append(f"differs: {name}")
-            diff = difflib.unified_diff(
-                committed.splitlines(keepends=True),
-                fresh.splitlines(keepends=True),
-                fromfile=f"committed/{name}",
-                tofile=f"fresh/{name}",
-            )
-            problems.extend(line.rstrip("\n") for line in diff)
-    return problems
+    return generated.stale(root, generate())
 
 
 def write(root: Path = REPO_ROOT) -> list[Path]:
     """Regenerate the committed files in place; return the paths written."""
-    written: list[Path] = []
-    for name, content in generate().items():
-        path = root / name
-        path.write_text(content)
-        written.append(path)
-    return written
+    return generated.write(root, generate())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 if the committed files differ from a fresh generation"
+    return generated.main(
+        argv, doc=__doc__, what="CRD manifests", script="hack/gen_crds.py", root=REPO_ROOT, generate=generate
     )
-    args = parser.parse_args(argv)
-    if args.check:
-        problems = check()
-        if problems:
-            print("CRD manifests are stale; run `python hack/gen_crds.py`:", file=sys.stderr)
-            for line in problems:
-                print(line, file=sys.stderr)
-            return 1
-        print("CRD manifests are up to date")
-        return 0
-    for path in write():
-        print(f"wrote {path.relative_to(REPO_ROOT)}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -7,13 +7,11 @@ Runs ``grpc_tools.protoc`` from the repository root with ``-I .`` so the generat
     python hack/gen_proto.py           # write the generated files into proto/koord/v1/
     python hack/gen_proto.py --check   # generate into a temp dir; exit 1 and list the differences
 
-Imports: the standard library only (protoc runs as a subprocess of the same interpreter).
+Imports: the standard library and koord.generated (protoc runs as a subprocess of the same interpreter).
 """
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import subprocess
 import sys
 import tempfile
@@ -21,6 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from koord import generated  # noqa: E402  -- needs the repository root on sys.path
+
 PROTO_DIR = Path("proto/koord/v1")
 PROTO_FILES: tuple[Path, ...] = (PROTO_DIR / "metrichub.proto",)
 
@@ -76,55 +79,24 @@ def generate(root: Path = REPO_ROOT) -> dict[Path, bytes]:
 
 
 def check(root: Path = REPO_ROOT) -> list[str]:
-    """Differences between the committed generated files and a fresh generation ([] when equal)."""
-    problems: list[str] = []
-    for name, fresh in generate(root).items():
-        committed_path = root / name
-        if not committed_path.exists():
-            problems.append(f"missing: {name}")
-            continue
-        committed = committed_path.read_bytes()
-        if committed == fresh:
-            continue
-        problems.append(f"differs: {name}")
-        diff = difflib.unified_diff(
-            committed.decode("utf-8", "replace").splitlines(keepends=True),
-            fresh.decode("utf-8", "replace").splitlines(keepends=True),
-            fromfile=f"committed/{name}",
-            tofile=f"fresh/{name}",
-        )
-        problems.extend(line.rstrip("\n") for line in diff)
-    return problems
+    """Differences between the committed files and a fresh generation ([] when equal)."""
+    return generated.stale(root, generate(root))
 
 
 def write(root: Path = REPO_ROOT) -> list[Path]:
     """Regenerate the committed files in place; return the paths written."""
-    written: list[Path] = []
-    for name, content in generate(root).items():
-        path = root / name
-        path.write_bytes(content)
-        written.append(path)
-    return written
+    return generated.write(root, generate(root))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 if the committed files differ from a fresh generation"
+    return generated.main(
+        argv,
+        doc=__doc__,
+        what="generated proto code",
+        script="hack/gen_proto.py",
+        root=REPO_ROOT,
+        generate=generate,
     )
-    args = parser.parse_args(argv)
-    if args.check:
-        problems = check()
-        if problems:
-            print("generated proto code is stale; run `python hack/gen_proto.py`:", file=sys.stderr)
-            for line in problems:
-                print(line, file=sys.stderr)
-            return 1
-        print("generated proto code is up to date")
-        return 0
-    for path in write():
-        print(f"wrote {path.relative_to(REPO_ROOT)}")
-    return 0
 
 
 if __name__ == "__main__":
