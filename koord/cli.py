@@ -1,5 +1,5 @@
 """The `koord` command: `koord version`, `koord up` (a local control plane with koord's CRDs and
-defaults, until interrupted).
+defaults, until interrupted), `koord simulate FILE...` (scenario evaluation).
 
 Imports: koord.localcluster; argparse and the standard library.
 """
@@ -65,6 +65,12 @@ def _cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from koord.simulate import main as simulate_main
+
+    return simulate_main(args.files)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="koord", description="koord: colocation for Kubernetes")
     sub = p.add_subparsers(dest="command", required=True)
@@ -75,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-build", dest="build", action="store_false",
                     help="fail instead of building kube-apiserver when it is missing")  # fmt: skip
     up.set_defaults(func=_cmd_up)
+    sim = sub.add_parser("simulate", help="evaluate scenario files with the daemons' own decision code")
+    sim.add_argument("files", nargs="+", metavar="FILE")
+    sim.set_defaults(func=_cmd_simulate)
     return p
 
 

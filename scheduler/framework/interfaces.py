@@ -1,0 +1,141 @@
+"""Extension points of the scheduling framework, one small Protocol each, as in Kubernetes.
+
+Filter and Score come in two forms with identical results: a per-node form (`filter`, `score`:
+node i of the snapshot, plain Python, the readable reference) and an all-nodes form (`filter_all`,
+`score_all`: numpy arrays over the snapshot's rows) that the scheduler runs. Tests compare the two.
+Pods and nodes are Kubernetes JSON objects (dicts). Imports: numpy, scheduler.framework.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Status
+
+Pod = dict[str, Any]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class FilterResult:
+    """The outcome of one Filter plugin over all rows: `which[i]` is -1 when node i passes, else the
+    index into `statuses` of the (rejecting) status node i gets."""
+
+    which: npt.NDArray[np.int32]
+    statuses: tuple[Status, ...] = ()
+
+    @classmethod
+    def all_pass(cls, n: int) -> FilterResult:
+        return cls(np.full(n, -1, np.int32))
+
+    @classmethod
+    def from_mask(cls, failed: BoolArray, status: Status) -> FilterResult:
+        """Nodes where `failed` is true get `status`; the others pass."""
+        return cls(np.where(failed, 0, -1).astype(np.int32), (status,))
+
+    @property
+    def passed(self) -> BoolArray:
+        return self.which < 0
+
+    def status_of(self, i: int) -> Status:
+        k = int(self.which[i])
+        return Status.success() if k < 0 else self.statuses[k]
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status: ...
+
+    def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, statuses: dict[str, Status]
+    ) -> Status: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    """Scores are integers in [MIN_NODE_SCORE, MAX_NODE_SCORE] after normalisation."""
+
+    def score(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> tuple[int, Status]: ...
+
+    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+        """Scores of the rows listed in `feasible`, in that order."""
+        ...
+
+
+@runtime_checkable
+class NormalizeScorePlugin(Plugin, Protocol):
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:
+        """Rewrites `scores` (aligned with the feasible rows) in place."""
+        ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
+        """A WAIT status comes with a timeout in seconds."""
+        ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """SKIP passes the pod to the next bind plugin."""
+        ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A change that may make parked pods schedulable: resource kind and action."""
+
+    resource: str  # "Pod", "Node", "NodeMetric"
+    action: str  # "Add", "Update", "Delete"
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    def events_to_register(self) -> list[ClusterEvent]: ...

@@ -1,0 +1,221 @@
+"""The framework runtime: runs one profile's plugins for a pod. `schedule` evaluates every node at
+once through the plugins' array forms; `schedule_reference` walks node by node through their
+per-node forms. Both must pick the same node (tests and bench/scheduler_throughput.py check it).
+
+Kubernetes semantics kept: PreFilter, then Filter where a node's status is that of the first plugin
+that rejects it; the FitError message `0/N nodes are available: <count> <reason>, ….` with the
+histogram sorted as strings; no scoring when a single node is feasible; a score is the weighted sum
+of the plugins' scores. koord differs in one place: among equal top scores the first node in name
+order wins (kube draws at random) so decisions are reproducible.
+Imports: numpy, scheduler.framework.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import (
+    BindPlugin,
+    FilterPlugin,
+    IntArray,
+    NormalizeScorePlugin,
+    Plugin,
+    Pod,
+    PostBindPlugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code, Status
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    """`node` is the chosen node, or None with `status` saying why (rejections per node in `diagnosis`)."""
+
+    node: str | None
+    status: Status
+    feasible: int = 0
+    evaluated: int = 0
+    diagnosis: dict[str, Status] = field(default_factory=dict)
+
+
+def fit_error_message(num_nodes: int, statuses: Iterable[Status]) -> str:
+    """kube-scheduler's FitError text: reasons counted over nodes, `"<count> <reason>"` sorted."""
+    hist: Counter[str] = Counter()
+    for st in statuses:
+        hist.update(st.reasons)
+    parts = sorted(f"{count} {reason}" for reason, count in hist.items())
+    return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
+
+
+class Framework:
+    """One scheduling profile: its plugins in order and the score weight of each score plugin."""
+
+    def __init__(self, plugins: Sequence[Plugin], score_weights: Mapping[str, int] | None = None) -> None:
+        self.plugins = list(plugins)
+        names = [p.name for p in self.plugins]
+        if len(set(names)) != len(names):
+            raise ValueError(f"plugins: duplicate names in {names}")
+        weights = dict(score_weights or {})
+        self.pre_filters = [p for p in self.plugins if isinstance(p, PreFilterPlugin)]
+        self.filters = [p for p in self.plugins if isinstance(p, FilterPlugin)]
+        self.pre_scores = [p for p in self.plugins if isinstance(p, PreScorePlugin)]
+        self.scores = [p for p in self.plugins if isinstance(p, ScorePlugin)]
+        self.reserves = [p for p in self.plugins if isinstance(p, ReservePlugin)]
+        self.pre_binds = [p for p in self.plugins if isinstance(p, PreBindPlugin)]
+        self.binds = [p for p in self.plugins if isinstance(p, BindPlugin)]
+        self.post_binds = [p for p in self.plugins if isinstance(p, PostBindPlugin)]
+        for name, w in weights.items():
+            if name not in names:
+                raise ValueError(f"scoreWeights.{name}: no such plugin in the profile")
+            if not isinstance(w, int) or isinstance(w, bool) or w < 1:
+                raise ValueError(f"scoreWeights.{name}={w!r}: must be a positive integer")
+        self.weights = [weights.get(p.name, 1) for p in self.scores]
+
+    # --- filtering --------------------------------------------------------------------------------
+    def _pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        for p in self.pre_filters:
+            st = p.pre_filter(state, pod, snapshot)
+            if not st.is_success() and not st.is_skip():
+                return st.with_plugin(p.name)
+        return Status.success()
+
+    def filter_all(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[IntArray, dict[str, Status]]:
+        """Feasible rows (ascending) and the status of every rejected node."""
+        n = snapshot.n
+        rejected_by = np.full(n, -1, np.int32)  # index into `found` of the first rejecting status
+        found: list[Status] = []
+        for p in self.filters:
+            res = p.filter_all(state, pod, snapshot)
+            newly = (rejected_by < 0) & (res.which >= 0)
+            if not newly.any():
+                continue
+            for k, st in enumerate(res.statuses):
+                sel = newly & (res.which == k)
+                if sel.any():
+                    rejected_by[sel] = len(found)
+                    found.append(st.with_plugin(p.name))
+        feasible = np.flatnonzero(rejected_by < 0).astype(np.int64)
+        diagnosis = {snapshot.names[i]: found[rejected_by[i]] for i in np.flatnonzero(rejected_by >= 0)}
+        return feasible, diagnosis
+
+    def filter_reference(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[IntArray, dict[str, Status]]:
+        feasible: list[int] = []
+        diagnosis: dict[str, Status] = {}
+        for i in range(snapshot.n):
+            for p in self.filters:
+                st = p.filter(state, pod, snapshot, i)
+                if not st.is_success():
+                    diagnosis[snapshot.names[i]] = st.with_plugin(p.name)
+                    break
+            else:
+                feasible.append(i)
+        return np.asarray(feasible, np.int64), diagnosis
+
+    # --- scoring ----------------------------------------------------------------------------------
+    def _pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
+        for p in self.pre_scores:
+            st = p.pre_score(state, pod, snapshot, feasible)
+            if not st.is_success() and not st.is_skip():
+                return st.with_plugin(p.name)
+        return Status.success()
+
+    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+        total = np.zeros(len(feasible), np.int64)
+        for p, w in zip(self.scores, self.weights, strict=True):
+            s = np.asarray(p.score_all(state, pod, snapshot, feasible), np.int64)
+            if isinstance(p, NormalizeScorePlugin):
+                p.normalize_scores(state, pod, s)
+            total += s * w
+        return total
+
+    def score_reference(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray
+    ) -> IntArray:
+        total = np.zeros(len(feasible), np.int64)
+        for p, w in zip(self.scores, self.weights, strict=True):
+            s = np.zeros(len(feasible), np.int64)
+            for k, i in enumerate(feasible):
+                score, st = p.score(state, pod, snapshot, int(i))
+                if not st.is_success():
+                    raise RuntimeError(f"{p.name}: score of {snapshot.names[int(i)]}: {st.message()}")
+                s[k] = score
+            if isinstance(p, NormalizeScorePlugin):
+                p.normalize_scores(state, pod, s)
+            total += s * w
+        return total
+
+    # --- one pod ------------------------------------------------------------------------------------
+    def schedule(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, reference: bool = False
+    ) -> ScheduleResult:
+        """Picks a node for pod (no side effects; Reserve is separate)."""
+        n = snapshot.n
+        if n == 0:
+            return ScheduleResult(None, Status.unschedulable("0/0 nodes are available."))
+        st = self._pre_filter(state, pod, snapshot)
+        if not st.is_success():
+            return ScheduleResult(None, st, evaluated=n)
+        run_filter = self.filter_reference if reference else self.filter_all
+        feasible, diagnosis = run_filter(state, pod, snapshot)
+        errors = [s for s in diagnosis.values() if s.code == Code.ERROR]
+        if errors:
+            return ScheduleResult(None, errors[0], evaluated=n, diagnosis=diagnosis)
+        if len(feasible) == 0:
+            msg = fit_error_message(n, diagnosis.values())
+            return ScheduleResult(None, Status.unschedulable(msg), evaluated=n, diagnosis=diagnosis)
+        if len(feasible) == 1:
+            return ScheduleResult(snapshot.names[int(feasible[0])], Status.success(), 1, n, diagnosis)
+        st = self._pre_score(state, pod, snapshot, feasible)
+        if not st.is_success():
+            return ScheduleResult(None, st, len(feasible), n, diagnosis)
+        run_score = self.score_reference if reference else self.score_all
+        scores = run_score(state, pod, snapshot, feasible)
+        best = int(feasible[int(np.argmax(scores))])  # first maximum = first in name order
+        return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), n, diagnosis)
+
+    # --- after a node is chosen -----------------------------------------------------------------------
+    def reserve(self, state: CycleState, pod: Pod, node: str) -> Status:
+        """Runs Reserve in order; on a failure runs Unreserve of every reserve plugin in reverse."""
+        for p in self.reserves:
+            st = p.reserve(state, pod, node)
+            if not st.is_success():
+                self.unreserve(state, pod, node)
+                return st.with_plugin(p.name)
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: Pod, node: str) -> None:
+        for p in reversed(self.reserves):
+            p.unreserve(state, pod, node)
+
+    def pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status:
+        for p in self.pre_binds:
+            st = p.pre_bind(state, pod, node)
+            if not st.is_success():
+                return st.with_plugin(p.name)
+        return Status.success()
+
+    def bind(self, state: CycleState, pod: Pod, node: str) -> Status:
+        """The first bind plugin that does not SKIP binds the pod."""
+        for p in self.binds:
+            st = p.bind(state, pod, node)
+            if not st.is_skip():
+                return st.with_plugin(p.name)
+        return Status.error("no bind plugin bound the pod")
+
+    def post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
+        for p in self.post_binds:
+            p.post_bind(state, pod, node)

@@ -1,0 +1,176 @@
+"""The scheduling snapshot: every node of the cluster in a stable order (row i is node i in every
+array), its pods, and columnar int64 matrices of allocatable and requested resources, so plugins can
+filter and score a pod against all nodes in one numpy pass.
+
+Resource values: cpu (and any resource named in MILLI_RESOURCES) in milli-units (`MilliValue()`),
+everything else `Value()`. A new resource name adds a column (a rare full rebuild of the matrices).
+Imports: numpy, apis (quantity, pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.pod import pod_key, pod_requests
+from apis.quantity import Quantity, parse_resource_list
+
+I64 = npt.NDArray[np.int64]
+MILLI_RESOURCES = frozenset({"cpu"})
+BASE_RESOURCES: tuple[str, ...] = ("cpu", "memory")
+
+
+def resource_value(name: str, q: Quantity) -> int:
+    return q.milli_value() if name in MILLI_RESOURCES else q.value()
+
+
+def to_values(resources: Mapping[str, Quantity]) -> dict[str, int]:
+    return {n: resource_value(n, q) for n, q in resources.items()}
+
+
+@dataclass(slots=True)
+class PodInfo:
+    """A pod as the scheduler keeps it: the object and its effective requests in snapshot units."""
+
+    key: str
+    pod: dict[str, Any]
+    requests: dict[str, int]
+
+    @classmethod
+    def of(cls, pod: dict[str, Any]) -> PodInfo:
+        return cls(pod_key(pod), pod, to_values(pod_requests(pod)))
+
+    @property
+    def node_name(self) -> str:
+        return str(self.pod.get("spec", {}).get("nodeName") or "")
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """One node and the pods on it (bound and assumed). `generation` grows on every change."""
+
+    name: str
+    node: dict[str, Any]
+    allocatable: dict[str, int] = field(default_factory=dict)
+    pods: dict[str, PodInfo] = field(default_factory=dict)
+    requested: dict[str, int] = field(default_factory=dict)
+    generation: int = 0
+
+    @classmethod
+    def of(cls, node: dict[str, Any], generation: int = 0) -> NodeInfo:
+        alloc = parse_resource_list(node.get("status", {}).get("allocatable") or {})
+        return cls(node["metadata"]["name"], node, to_values(alloc), generation=generation)
+
+    def set_node(self, node: dict[str, Any], generation: int) -> None:
+        self.node = node
+        self.allocatable = to_values(parse_resource_list(node.get("status", {}).get("allocatable") or {}))
+        self.generation = generation
+
+    def add_pod(self, info: PodInfo, generation: int) -> None:
+        if info.key in self.pods:
+            self.remove_pod(info.key, generation)
+        self.pods[info.key] = info
+        for r, v in info.requests.items():
+            self.requested[r] = self.requested.get(r, 0) + v
+        self.generation = generation
+
+    def remove_pod(self, key: str, generation: int) -> PodInfo | None:
+        info = self.pods.pop(key, None)
+        if info is not None:
+            for r, v in info.requests.items():
+                self.requested[r] = self.requested.get(r, 0) - v
+            self.generation = generation
+        return info
+
+
+class Snapshot:
+    """Columnar view of the nodes for scheduling cycles. `layout` changes whenever rows or columns
+    change (plugins that keep arrays aligned to the rows re-align then); `generation[i]` is the
+    NodeInfo generation row i was last copied at."""
+
+    def __init__(self, infos: Iterable[NodeInfo] = (), resources: Iterable[str] = BASE_RESOURCES) -> None:
+        self.layout = 0
+        self.infos: list[NodeInfo] = []
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.resources: tuple[str, ...] = ()
+        self.col: dict[str, int] = {}
+        self.allocatable: I64 = np.zeros((0, 0), np.int64)
+        self.requested: I64 = np.zeros((0, 0), np.int64)
+        self.pod_count: I64 = np.zeros(0, np.int64)
+        self.generation: I64 = np.zeros(0, np.int64)
+        self.rebuild(list(infos), resources)
+
+    @property
+    def n(self) -> int:
+        return len(self.infos)
+
+    @classmethod
+    def build(cls, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]] = ()) -> Snapshot:
+        """A snapshot of nodes and the pods assigned to them (pods on unknown nodes are ignored)."""
+        infos = {n["metadata"]["name"]: NodeInfo.of(n) for n in nodes}
+        for p in pods:
+            info = PodInfo.of(p)
+            node = infos.get(info.node_name)
+            if node is not None:
+                node.add_pod(info, 0)
+        return cls(infos.values())
+
+    def rebuild(self, infos: list[NodeInfo], resources: Iterable[str] = BASE_RESOURCES) -> None:
+        """New rows (sorted by node name) and columns; copies every row."""
+        self.infos = sorted(infos, key=lambda i: i.name)
+        self.names = [i.name for i in self.infos]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        names = set(resources)
+        for info in self.infos:
+            names.update(info.allocatable)
+            names.update(info.requested)
+        self.resources = tuple(sorted(names))
+        self.col = {r: j for j, r in enumerate(self.resources)}
+        n, r = len(self.infos), len(self.resources)
+        self.allocatable = np.zeros((n, r), np.int64)
+        self.requested = np.zeros((n, r), np.int64)
+        self.pod_count = np.zeros(n, np.int64)
+        self.generation = np.zeros(n, np.int64)
+        for i in range(n):
+            self._copy_row(i)
+        self.layout += 1
+
+    def _copy_row(self, i: int) -> None:
+        info = self.infos[i]
+        col = self.col
+        arow, rrow = self.allocatable[i], self.requested[i]
+        arow[:] = 0
+        rrow[:] = 0
+        for r, v in info.allocatable.items():
+            arow[col[r]] = v
+        for r, v in info.requested.items():
+            rrow[col[r]] = v
+        self.pod_count[i] = len(info.pods)
+        self.generation[i] = info.generation
+
+    def refresh(self, changed: Iterable[NodeInfo]) -> None:
+        """Re-copies the rows of changed NodeInfos already in the snapshot (same node set). A resource
+        name not seen before triggers a full rebuild."""
+        for info in changed:
+            i = self.index[info.name]
+            self.infos[i] = info
+            if any(r not in self.col for r in info.allocatable) or any(
+                r not in self.col for r in info.requested
+            ):
+                self.rebuild(self.infos, self.resources)
+                return
+            self._copy_row(i)
+
+    def vector(self, values: Mapping[str, int]) -> I64:
+        """A resource vector in column order; resources without a column are dropped."""
+        v = np.zeros(len(self.resources), np.int64)
+        for r, x in values.items():
+            j = self.col.get(r)
+            if j is not None:
+                v[j] = x
+        return v

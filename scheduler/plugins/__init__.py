@@ -1,0 +1,1 @@
+"""Scheduler plugins, one module (or package) each. Imports: scheduler.framework, apis, numpy."""

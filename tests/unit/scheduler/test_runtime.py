@@ -1,0 +1,157 @@
+"""The framework runtime: first rejecting filter per node, FitError text, weights, tie-break,
+single-feasible shortcut, Reserve rollback, and the array path equal to the per-node path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import FilterResult, IntArray
+from scheduler.framework.runtime import Framework, fit_error_message
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code, Status
+
+
+def node(name: str, cpu: str = "4", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    }
+
+
+POD: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
+
+
+class NeedsLabel:
+    """Rejects nodes without label `key` (UNSCHEDULABLE, reason names the key)."""
+
+    def __init__(self, key: str, name: str | None = None) -> None:
+        self.key = key
+        self._name = name or f"NeedsLabel-{key}"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _status(self) -> Status:
+        return Status.unschedulable(f"node(s) lack label {self.key}")
+
+    def filter(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, i: int) -> Status:
+        labels = snapshot.infos[i].node["metadata"].get("labels", {})
+        return Status.success() if self.key in labels else self._status()
+
+    def filter_all(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot) -> FilterResult:
+        failed = np.array(
+            [self.key not in i.node["metadata"].get("labels", {}) for i in snapshot.infos], bool
+        )
+        return FilterResult.from_mask(failed, self._status())
+
+
+class CPUScore:
+    """Scores allocatable cpu in cores, capped at 100."""
+
+    calls = 0
+
+    @property
+    def name(self) -> str:
+        return "CPUScore"
+
+    def score(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, i: int) -> tuple[int, Status]:
+        CPUScore.calls += 1
+        return min(100, int(snapshot.allocatable[i, snapshot.col["cpu"]]) // 1000), Status.success()
+
+    def score_all(
+        self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, feasible: IntArray
+    ) -> IntArray:
+        CPUScore.calls += 1
+        return np.minimum(100, snapshot.allocatable[feasible, snapshot.col["cpu"]] // 1000)
+
+
+class Recorder:
+    def __init__(self, name: str, log: list[str], fail: bool = False) -> None:
+        self._name, self.log, self.fail = name, log, fail
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def reserve(self, state: CycleState, pod: dict[str, Any], node_name: str) -> Status:
+        self.log.append(f"reserve {self._name}")
+        return Status.unschedulable("full") if self.fail else Status.success()
+
+    def unreserve(self, state: CycleState, pod: dict[str, Any], node_name: str) -> None:
+        self.log.append(f"unreserve {self._name}")
+
+
+def test_first_rejecting_filter_decides_and_the_fit_error_is_kube_text() -> None:
+    snap = Snapshot.build([node("a", labels={"x": "1"}), node("b"), node("c", labels={"y": "1"})])
+    fw = Framework([NeedsLabel("x"), NeedsLabel("y")])
+    for reference in (False, True):
+        res = fw.schedule(CycleState(0), POD, snap, reference=reference)
+        assert res.node is None and res.status.code == Code.UNSCHEDULABLE
+        assert res.diagnosis["a"].plugin == "NeedsLabel-y"
+        assert res.diagnosis["b"].plugin == "NeedsLabel-x"
+        assert res.diagnosis["c"].plugin == "NeedsLabel-x"
+        assert (
+            res.status.message() == "0/3 nodes are available: 1 node(s) lack label y, 2 node(s) lack label x."
+        )
+
+
+def test_fit_error_sorts_count_reason_strings() -> None:
+    msg = fit_error_message(12, [Status.unschedulable("b", "a")] * 10 + [Status.unschedulable("z")] * 2)
+    assert msg == "0/12 nodes are available: 10 a, 10 b, 2 z."
+
+
+def test_weights_and_first_in_name_order_among_ties() -> None:
+    snap = Snapshot.build([node("c", "8"), node("a", "8"), node("b", "2")])
+    fw = Framework([CPUScore()], {"CPUScore": 3})
+    assert fw.schedule(CycleState(0), POD, snap).node == "a"
+    assert fw.schedule(CycleState(0), POD, snap, reference=True).node == "a"
+    total = fw.score_all(CycleState(0), POD, snap, np.arange(3, dtype=np.int64))
+    assert total.tolist() == [24, 6, 24]
+
+
+def test_a_single_feasible_node_is_not_scored() -> None:
+    snap = Snapshot.build([node("a", labels={"x": "1"}), node("b")])
+    CPUScore.calls = 0
+    res = Framework([NeedsLabel("x"), CPUScore()]).schedule(CycleState(0), POD, snap)
+    assert (res.node, res.feasible, CPUScore.calls) == ("a", 1, 0)
+
+
+def test_reserve_failure_unreserves_everything_in_reverse() -> None:
+    log: list[str] = []
+    fw = Framework([Recorder("r1", log), Recorder("r2", log, fail=True), Recorder("r3", log)])
+    st = fw.reserve(CycleState(0), POD, "a")
+    assert st.code == Code.UNSCHEDULABLE and st.plugin == "r2"
+    assert log == ["reserve r1", "reserve r2", "unreserve r3", "unreserve r2", "unreserve r1"]
+
+
+def test_profile_errors_name_the_plugin() -> None:
+    with pytest.raises(ValueError, match="duplicate"):
+        Framework([CPUScore(), CPUScore()])
+    with pytest.raises(ValueError, match=r"scoreWeights\.Nope"):
+        Framework([CPUScore()], {"Nope": 1})
+    with pytest.raises(ValueError, match=r"scoreWeights\.CPUScore=0"):
+        Framework([CPUScore()], {"CPUScore": 0})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 64), st.sets(st.sampled_from(["x", "y", "z"]))), min_size=1, max_size=12
+    )
+)
+def test_array_path_equals_per_node_path(spec: list[tuple[int, set[str]]]) -> None:
+    nodes = [
+        node(f"n{k:02d}", str(cpu), {lab: "1" for lab in labels}) for k, (cpu, labels) in enumerate(spec)
+    ]
+    snap = Snapshot.build(nodes)
+    fw = Framework([NeedsLabel("x"), NeedsLabel("y"), CPUScore()], {"CPUScore": 2})
+    fast = fw.schedule(CycleState(0), POD, snap)
+    ref = fw.schedule(CycleState(0), POD, snap, reference=True)
+    assert (fast.node, fast.status, fast.diagnosis) == (ref.node, ref.status, ref.diagnosis)
