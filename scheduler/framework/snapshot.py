@@ -155,16 +155,16 @@ class Snapshot:
 
     def refresh(self, changed: Iterable[NodeInfo]) -> None:
         """Re-copies the rows of changed NodeInfos already in the snapshot (same node set). A resource
-        name not seen before triggers a full rebuild."""
-        for info in changed:
-            i = self.index[info.name]
-            self.infos[i] = info
-            if any(r not in self.col for r in info.allocatable) or any(
-                r not in self.col for r in info.requested
-            ):
-                self.rebuild(self.infos, self.resources)
-                return
-            self._copy_row(i)
+        name without a column triggers one full rebuild that includes every changed row."""
+        infos = list(changed)
+        for info in infos:
+            self.infos[self.index[info.name]] = info
+        col = self.col
+        if any(r not in col for info in infos for r in (*info.allocatable, *info.requested)):
+            self.rebuild(self.infos, self.resources)
+            return
+        for info in infos:
+            self._copy_row(self.index[info.name])
 
     def vector(self, values: Mapping[str, int]) -> I64:
         """A resource vector in column order; resources without a column are dropped."""

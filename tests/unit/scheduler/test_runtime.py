@@ -155,3 +155,17 @@ def test_array_path_equals_per_node_path(spec: list[tuple[int, set[str]]]) -> No
     fast = fw.schedule(CycleState(0), POD, snap)
     ref = fw.schedule(CycleState(0), POD, snap, reference=True)
     assert (fast.node, fast.status, fast.diagnosis) == (ref.node, ref.status, ref.diagnosis)
+
+
+def test_snapshot_refresh_with_a_new_resource_keeps_every_changed_row() -> None:
+    from scheduler.framework.snapshot import NodeInfo
+
+    snap = Snapshot.build([node("a"), node("b")])
+    a = NodeInfo.of(node("a", "16"), generation=5)
+    b = NodeInfo.of(node("b", "32"), generation=6)
+    b.allocatable["example.com/gpu"] = 2
+    snap.refresh([b, a])  # b brings a new column; a's change must not be lost
+    assert "example.com/gpu" in snap.col
+    assert snap.allocatable[snap.index["a"], snap.col["cpu"]] == 16000
+    assert snap.allocatable[snap.index["b"], snap.col["example.com/gpu"]] == 2
+    assert snap.generation.tolist() == [5, 6]
