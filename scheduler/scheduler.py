@@ -1,0 +1,179 @@
+"""The scheduling loop: pop a pod, bring the snapshot up to date (incrementally), run the profile,
+Reserve, assume the pod in the cache, and bind asynchronously on a bounded worker pool. A failed
+bind forgets the assumed pod, runs Unreserve and sends the pod back to the queue (backoff).
+Unschedulable pods are parked with the plugins that rejected them and reported to a callback (the
+API adapter turns that into the PodScheduled=False condition and an Event).
+
+The Binder is injected: the API binder in production, a recording binder in benchmarks and tests.
+Imports: standard library, scheduler.framework, scheduler.queue, scheduler.cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from scheduler.cache import SchedulerCache
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import ClusterEvent, Pod
+from scheduler.framework.runtime import Framework, ScheduleResult
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code, Status
+from scheduler.queue import QueuedPodInfo, SchedulingQueue
+
+
+class Binder(Protocol):
+    def bind(self, pod: Pod, node: str) -> Status: ...
+
+
+@dataclass(slots=True)
+class Decision:
+    """What happened to one pod in one attempt (for metrics, tests and benchmarks)."""
+
+    pod: str
+    node: str | None
+    status: Status
+    seconds: float
+
+
+class Scheduler:
+    def __init__(
+        self,
+        framework: Framework,
+        cache: SchedulerCache,
+        queue: SchedulingQueue,
+        binder: Binder,
+        *,
+        clock: Callable[[], float] = time.time,
+        bind_workers: int = 16,
+        on_unschedulable: Callable[[Pod, Status], None] | None = None,
+        on_decision: Callable[[Decision], None] | None = None,
+    ) -> None:
+        self.framework = framework
+        self.cache = cache
+        self.queue = queue
+        self.binder = binder
+        self.clock = clock
+        self.snapshot = Snapshot()
+        self.on_unschedulable = on_unschedulable
+        self.on_decision = on_decision
+        self._binds = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
+        self._inflight = threading.Semaphore(bind_workers * 4)  # bounds queued bind work
+        self._futures: set[Future[None]] = set()
+        self._futures_lock = threading.Lock()
+        self.interested: dict[str, set[ClusterEvent]] = {}
+        for p in framework.plugins:
+            events = getattr(p, "events_to_register", None)
+            if callable(events):
+                self.interested[p.name] = set(events())
+
+    # --- one cycle ------------------------------------------------------------------------------------
+    def schedule_one(self, timeout: float | None = None) -> bool:
+        """Schedules the next pod; False when nothing was popped (timeout, or queue closed)."""
+        qpi = self.queue.pop(timeout)
+        if qpi is None:
+            return False
+        self.schedule_pod(qpi)
+        return True
+
+    def schedule_pod(self, qpi: QueuedPodInfo) -> ScheduleResult:
+        start = time.perf_counter()
+        pod = qpi.pod
+        self.cache.update_snapshot(self.snapshot)
+        state = CycleState(self.clock())
+        result = self.framework.schedule(state, pod, self.snapshot)
+        if result.node is None:
+            self._unschedulable(qpi, result)
+            self._decided(pod, None, result.status, start)
+            return result
+        node = result.node
+        assumed = _with_node(pod, node)
+        st = self.framework.reserve(state, assumed, node)
+        if not st.is_success():
+            self._unschedulable(qpi, ScheduleResult(None, st))
+            self._decided(pod, None, st, start)
+            return result
+        self.cache.assume_pod(assumed, node)
+        self._inflight.acquire()
+        fut = self._binds.submit(self._bind, qpi, state, assumed, node, start)
+        with self._futures_lock:
+            self._futures.add(fut)
+        fut.add_done_callback(self._forget_future)
+        return result
+
+    def _bind(self, qpi: QueuedPodInfo, state: CycleState, pod: Pod, node: str, start: float) -> None:
+        try:
+            st = self.framework.pre_bind(state, pod, node)
+            if st.is_success():
+                st = self.binder.bind(pod, node)
+            if not st.is_success():
+                self.cache.forget_pod(pod)
+                self.framework.unreserve(state, pod, node)
+                self.queue.add_unschedulable(qpi, set())  # an error, not unschedulability: backoff
+                self._decided(pod, None, st, start)
+                return
+            self.cache.finish_binding(pod)
+            self.framework.post_bind(state, pod, node)
+            self.queue.done(pod)
+            self._decided(pod, node, st, start)
+        finally:
+            self._inflight.release()
+
+    def _unschedulable(self, qpi: QueuedPodInfo, result: ScheduleResult) -> None:
+        if result.status.code == Code.ERROR:
+            rejected: set[str] = set()  # errors retry after backoff whatever the events
+        else:
+            rejected = {s.plugin for s in result.diagnosis.values()} | {result.status.plugin}
+        self.queue.add_unschedulable(qpi, rejected - {""})
+        if self.on_unschedulable is not None:
+            self.on_unschedulable(qpi.pod, result.status)
+
+    def _decided(self, pod: Pod, node: str | None, status: Status, start: float) -> None:
+        if self.on_decision is not None:
+            meta = pod.get("metadata", {})
+            key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+            self.on_decision(Decision(key, node, status, time.perf_counter() - start))
+
+    # --- cluster events -----------------------------------------------------------------------------
+    def on_event(self, event: ClusterEvent) -> None:
+        """Moves parked pods whose rejecting plugins care about this event."""
+        self.queue.move_to_active_or_backoff(event, self.interested)
+
+    # --- loop ------------------------------------------------------------------------------------------
+    def run(self, stop: threading.Event, flush_every: float = 1.0) -> None:
+        next_flush = time.monotonic() + flush_every
+        while not stop.is_set():
+            self.schedule_one(timeout=0.2)
+            if time.monotonic() >= next_flush:
+                self.queue.flush_backoff()
+                self.queue.flush_unschedulable()
+                self.cache.cleanup_expired_assumed()
+                next_flush = time.monotonic() + flush_every
+
+    def _forget_future(self, fut: Future[None]) -> None:
+        with self._futures_lock:
+            self._futures.discard(fut)
+
+    def drain_binds(self, timeout: float | None = None) -> bool:
+        """Waits until the binds submitted so far have finished; False on timeout."""
+        with self._futures_lock:
+            pending = list(self._futures)
+        _, not_done = wait(pending, timeout=timeout)
+        return not not_done
+
+    def wait_for_binds(self) -> None:
+        """Blocks until every submitted bind has finished, then shuts the bind pool down."""
+        self._binds.shutdown(wait=True)
+
+
+def _with_node(pod: Pod, node: str) -> Pod:
+    """A copy of pod with spec.nodeName set (the assumed pod); metadata and spec are copied shallowly."""
+    out: dict[str, Any] = dict(pod)
+    out["spec"] = dict(pod.get("spec") or {}, nodeName=node)
+    out["metadata"] = copy.copy(pod.get("metadata") or {})
+    return out

@@ -1,0 +1,110 @@
+"""The scheduling loop with the real queue and cache: bind, unschedulable then rescued by an event,
+and a failed bind rolled back and retried."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from scheduler.cache import SchedulerCache
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import ClusterEvent
+from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Status
+from scheduler.queue import SchedulingQueue
+from scheduler.scheduler import Decision, Scheduler
+from tests.unit.scheduler.test_runtime import CPUScore, NeedsLabel, node
+
+
+def pod(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": {"containers": []}}
+
+
+class RecordingBinder:
+    def __init__(self, fail_first: int = 0) -> None:
+        self.bound: list[tuple[str, str]] = []
+        self.fail_left = fail_first
+        self.lock = threading.Lock()
+
+    def bind(self, p: dict[str, Any], node_name: str) -> Status:
+        with self.lock:
+            if self.fail_left > 0:
+                self.fail_left -= 1
+                return Status.error("apiserver said no", plugin="DefaultBinder")
+            self.bound.append((p["metadata"]["name"], node_name))
+        return Status.success()
+
+
+class ReserveLog:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return "ReserveLog"
+
+    def reserve(self, state: CycleState, p: dict[str, Any], node_name: str) -> Status:
+        self.log.append(f"+{p['metadata']['name']}@{node_name}")
+        return Status.success()
+
+    def unreserve(self, state: CycleState, p: dict[str, Any], node_name: str) -> None:
+        self.log.append(f"-{p['metadata']['name']}@{node_name}")
+
+
+def make(binder: RecordingBinder, *plugins: Any) -> tuple[Scheduler, list[Decision], list[str]]:
+    decisions: list[Decision] = []
+    unsched: list[str] = []
+    cache = SchedulerCache()
+    queue = SchedulingQueue(initial_backoff=0.01, max_backoff=0.02)
+    s = Scheduler(
+        Framework(list(plugins)), cache, queue, binder,
+        on_decision=decisions.append, on_unschedulable=lambda p, st: unsched.append(st.message()),
+    )  # fmt: skip
+    return s, decisions, unsched
+
+
+def test_pods_are_scheduled_bound_and_assumed() -> None:
+    binder = RecordingBinder()
+    s, decisions, _ = make(binder, CPUScore())
+    s.cache.add_node(node("small", "2"))
+    s.cache.add_node(node("big", "16"))
+    for k in range(3):
+        s.queue.add(pod(f"p{k}"))
+    for _ in range(3):
+        assert s.schedule_one(timeout=1)
+    s.wait_for_binds()
+    assert sorted(binder.bound) == [("p0", "big"), ("p1", "big"), ("p2", "big")]
+    assert [d.node for d in decisions] == ["big"] * 3
+    assert all(s.cache.is_assumed(pod(f"p{k}") | {"spec": {"nodeName": "big"}}) for k in range(3))
+
+
+def test_unschedulable_pod_waits_for_a_relevant_event() -> None:
+    binder = RecordingBinder()
+    s, _, unsched = make(binder, NeedsLabel("gpu", name="NeedsGPU"))
+    s.cache.add_node(node("a"))
+    s.queue.add(pod("p"))
+    assert s.schedule_one(timeout=1)
+    assert unsched == ["0/1 nodes are available: 1 node(s) lack label gpu."]
+    assert s.queue.pending()["unschedulable"] == 1
+    s.cache.add_node(node("b", labels={"gpu": "1"}))
+    s.on_event(ClusterEvent("Node", "Add"))
+    assert s.schedule_one(timeout=2)
+    s.wait_for_binds()
+    assert binder.bound == [("p", "b")]
+
+
+def test_a_failed_bind_is_rolled_back_and_retried() -> None:
+    binder = RecordingBinder(fail_first=1)
+    log = ReserveLog()
+    s, decisions, _ = make(binder, CPUScore(), log)
+    s.cache.add_node(node("a"))
+    s.queue.add(pod("p"))
+    assert s.schedule_one(timeout=1)
+    assert s.drain_binds(timeout=5)  # let the failing bind finish before the retry
+    assert decisions[0].node is None and decisions[0].status.plugin == "DefaultBinder"
+    assert log.log == ["+p@a", "-p@a"]
+    assert not s.cache.is_assumed(pod("p") | {"spec": {"nodeName": "a"}})
+    assert s.schedule_one(timeout=2)  # back from backoff
+    s.wait_for_binds()
+    assert binder.bound == [("p", "a")]
+    assert log.log == ["+p@a", "-p@a", "+p@a"]
