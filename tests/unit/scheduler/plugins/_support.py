@@ -1,0 +1,157 @@
+"""Shared helpers for the plugin tests: object builders, Hypothesis strategies for nodes and pods, and
+the check that a plugin's all-nodes form equals its per-node form on every row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import FilterPlugin
+from scheduler.framework.snapshot import PodInfo, Snapshot
+from scheduler.framework.status import Code, Status
+
+Obj = dict[str, Any]
+
+
+def make_node(
+    name: str,
+    *,
+    labels: dict[str, str] | None = None,
+    taints: list[Obj] | None = None,
+    unschedulable: bool | None = None,
+    allocatable: dict[str, str] | None = None,
+) -> Obj:
+    spec: Obj = {}
+    if taints is not None:
+        spec["taints"] = taints
+    if unschedulable is not None:
+        spec["unschedulable"] = unschedulable
+    alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"} if allocatable is None else allocatable
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": spec,
+        "status": {"allocatable": alloc},
+    }
+
+
+def make_pod(
+    name: str = "p",
+    *,
+    node: str | None = None,
+    requests: list[dict[str, str] | None] | None = None,
+    init_requests: list[dict[str, str] | None] | None = None,
+    **spec: Any,
+) -> Obj:
+    """A pod with one container per entry of `requests` (None: a container without requests)."""
+
+    def container(i: int, r: dict[str, str] | None, prefix: str) -> Obj:
+        c: Obj = {"name": f"{prefix}{i}"}
+        if r is not None:
+            c["resources"] = {"requests": r}
+        return c
+
+    s: Obj = {"containers": [container(i, r, "c") for i, r in enumerate(requests or [])], **spec}
+    if init_requests:
+        s["initContainers"] = [container(i, r, "i") for i, r in enumerate(init_requests)]
+    if node is not None:
+        s["nodeName"] = node
+    return {"metadata": {"name": name, "namespace": "ns"}, "spec": s}
+
+
+def run_pre_filter(plugin: object, state: CycleState, pod: Obj, snapshot: Snapshot) -> None:
+    pre = getattr(plugin, "pre_filter", None)
+    if pre is not None:
+        st_ = pre(state, pod, snapshot)
+        assert isinstance(st_, Status)
+
+
+def filter_one(plugin: FilterPlugin, pod: Obj, node: Obj, pods: list[Obj] | None = None) -> Status:
+    """The status of a one-node snapshot, after checking the all-nodes form agrees."""
+    snap = Snapshot.build([node], pods or [])
+    statuses = assert_forms_agree(plugin, pod, snap)
+    return statuses[0]
+
+
+def assert_forms_agree(plugin: FilterPlugin, pod: Obj, snap: Snapshot) -> list[Status]:
+    """filter_all equals filter on every row (code, reasons, plugin); returns the per-node statuses."""
+    state = CycleState(0.0)
+    run_pre_filter(plugin, state, pod, snap)
+    res = plugin.filter_all(state, pod, snap)
+    assert res.which.shape == (snap.n,)
+    ref = [plugin.filter(state, pod, snap, i) for i in range(snap.n)]
+    got = [res.status_of(i) for i in range(snap.n)]
+    assert got == ref
+    assert all(s.is_rejected() or s.code == Code.ERROR for s in res.statuses)
+    # a fresh cycle without PreFilter gives the same answer too
+    fresh = CycleState(0.0)
+    assert [plugin.filter(fresh, pod, snap, i) for i in range(snap.n)] == ref
+    return ref
+
+
+def refresh_nodes(snap: Snapshot, changes: dict[int, Obj], generation: int) -> None:
+    """Replace the node object of some rows (same names) the way the scheduler cache does."""
+    infos = []
+    for i, node in changes.items():
+        info = snap.infos[i]
+        info.set_node(node, generation)
+        infos.append(info)
+    snap.refresh(infos)
+
+
+def add_pods(snap: Snapshot, pods: list[Obj], generation: int) -> None:
+    infos = []
+    for p in pods:
+        pi = PodInfo.of(p)
+        info = snap.infos[snap.index[pi.node_name]]
+        info.add_pod(pi, generation)
+        infos.append(info)
+    snap.refresh(infos)
+
+
+# --- strategies ---------------------------------------------------------------------------------
+
+LABEL_KEYS = ["zone", "tier", "example.com/gpu", "n", "bad key"]
+LABEL_VALUES = ["", "a", "b", "1", "7", "10", "-3", "+4", "x_y", "99999999999999999999"]
+TAINT_KEYS = ["k1", "k2", "node.kubernetes.io/unschedulable", ""]
+TAINT_VALUES = ["", "v1", "v2"]
+EFFECTS = ["NoSchedule", "NoExecute", "PreferNoSchedule", ""]
+
+label_sets = st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES), max_size=4)
+taints = st.lists(
+    st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(TAINT_KEYS),
+            "value": st.sampled_from(TAINT_VALUES),
+            "effect": st.sampled_from(EFFECTS),
+        }
+    ),
+    max_size=3,
+)
+tolerations = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "key": st.sampled_from(TAINT_KEYS),
+            "operator": st.sampled_from(["Exists", "Equal", "", "Bogus"]),
+            "value": st.sampled_from(TAINT_VALUES),
+            "effect": st.sampled_from(EFFECTS),
+        },
+    ),
+    max_size=3,
+)
+
+
+@st.composite
+def node_lists(draw: st.DrawFn, max_nodes: int = 8) -> list[Obj]:
+    n = draw(st.integers(0, max_nodes))
+    return [
+        make_node(
+            f"n{i}",
+            labels=draw(label_sets),
+            taints=draw(taints),
+            unschedulable=draw(st.sampled_from([None, False, True])),
+        )
+        for i in range(n)
+    ]
