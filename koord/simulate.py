@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -52,6 +53,14 @@ def simulate_file(path: str) -> dict[str, Any]:
 
 
 def main(files: Sequence[str]) -> int:
+    try:
+        return _run(files)
+    except BrokenPipeError:  # e.g. `koord simulate *.json | head`: the reader left, stop quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 -- keeps the interpreter's final flush quiet
+        return 0
+
+
+def _run(files: Sequence[str]) -> int:
     if len(files) == 1:
         try:
             result = simulate_file(files[0])

@@ -1,0 +1,193 @@
+"""The LoadAwareScheduling plugin (SPEC §8): PreFilter, Filter, Score, Reserve/Unreserve and
+EnqueueExtensions, fed by the scheduler's informers through ``on_node_metric`` and ``on_pod_*``.
+
+``filter``/``score`` are the readable per-node forms (``reference``, reading the caches directly);
+``filter_all``/``score_all`` evaluate every snapshot row at once from the aligned arrays of ``table``.
+The Filter/Score clock is ``CycleState.now``; the injectable ``clock`` stamps assignments (Reserve, pods
+seen by the informer without a PodScheduled condition).
+Imports: the standard library, numpy, apis (nodemetric, pod, qos), scheduler.framework,
+scheduler.plugins.loadaware.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.nodemetric import NodeMetric
+from apis.pod import is_daemonset_pod
+from apis.qos import PriorityClass, priority_class_with_default
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import ClusterEvent, FilterResult, IntArray
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Status
+from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
+from scheduler.plugins.loadaware.assign_cache import AssignCache
+from scheduler.plugins.loadaware.estimator import Estimator
+from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
+from scheduler.plugins.loadaware.profile import node_capacity, node_profile
+from scheduler.plugins.loadaware.reference import (
+    NAME,
+    REASON_AGGREGATED,
+    REASON_EXPIRED,
+    REASON_USAGE,
+    IncomingPod,
+    filter_node,
+    score_node,
+)
+from scheduler.plugins.loadaware.table import RowTable
+
+Pod = dict[str, Any]
+STATE_KEY: Final = f"{NAME}/preFilter"
+
+__all__ = ["NAME", "LoadAwareScheduling"]
+
+
+class _PodState:
+    """PreFilter's result for one pod: the incoming-pod facts and its estimate as an int64 vector."""
+
+    __slots__ = ("incoming", "vector")
+
+    def __init__(self, incoming: IncomingPod) -> None:
+        self.incoming = incoming
+        self.vector: npt.NDArray[np.int64] = np.asarray(incoming.estimate, np.int64)
+
+
+class LoadAwareScheduling:
+    """``LoadAwareScheduling(args, clock=time.time)``; ``args`` may be the v1 JSON dict (None = defaults).
+    Invalid args raise ``ArgsError`` (the plugin is not constructed)."""
+
+    def __init__(
+        self,
+        args: LoadAwareSchedulingArgs | Mapping[str, Any] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.args = (
+            args if isinstance(args, LoadAwareSchedulingArgs) else LoadAwareSchedulingArgs.from_dict(args)
+        )
+        self.clock = clock
+        self.resources = self.args.resources
+        self.estimator = Estimator(self.args, self.resources)
+        self.metrics = NodeMetricCache(self.resources)
+        self.assign = AssignCache(self.args, self.estimator, self.metrics)
+        self.table = RowTable(self.args, self.resources, self.metrics, self.assign)
+        r = len(self.resources)
+        self.weights: npt.NDArray[np.int64] = np.array(
+            [self.args.resource_weights.get(x, 0) for x in self.resources], np.int64
+        )
+        self.weight_sum = int(self.weights.sum())
+        self.score_disabled = self.args.dominant_resource_weight == 0 and not self.weights.any()
+        self.statuses: tuple[Status, ...] = (
+            Status.unschedulable(REASON_EXPIRED, plugin=NAME),
+            *(Status.unschedulable(REASON_USAGE.format(x), plugin=NAME) for x in self.resources),
+            *(Status.unschedulable(REASON_AGGREGATED.format(x), plugin=NAME) for x in self.resources),
+        )
+        assert len(self.statuses) == 1 + 2 * r
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        return [
+            ClusterEvent("Pod", "Delete"),
+            ClusterEvent("NodeMetric", "Add"),
+            ClusterEvent("NodeMetric", "Update"),
+            ClusterEvent("NodeMetric", "Delete"),
+        ]
+
+    # --- informer events --------------------------------------------------------------------------
+    def on_node_metric(self, name: str, nm: NodeMetric | None) -> None:
+        """NodeMetric added/updated (``nm``) or deleted (None); recomputes that node's sums."""
+        self.metrics.update(name, nm)
+        self.assign.recompute(name)
+
+    def on_pod_add(self, pod: Pod) -> None:
+        self.assign.on_add(pod, self.clock())
+
+    def on_pod_update(self, old: Pod | None, new: Pod) -> None:
+        self.assign.on_update(old, new, self.clock())
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        self.assign.on_delete(pod)
+
+    # --- PreFilter --------------------------------------------------------------------------------
+    def _incoming(self, pod: Pod) -> IncomingPod:
+        return IncomingPod(
+            estimate=self.estimator.estimate_or_empty(pod),
+            prod=priority_class_with_default(pod) is PriorityClass.PROD,
+            daemonset=is_daemonset_pod(pod),
+        )
+
+    def _state(self, state: CycleState, pod: Pod) -> _PodState:
+        found = state.get(STATE_KEY)
+        if isinstance(found, _PodState):
+            return found
+        ps = _PodState(self._incoming(pod))
+        state.write(STATE_KEY, ps)
+        return ps
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        """Estimates the pod once per cycle and brings the per-node arrays up to date."""
+        state.write(STATE_KEY, _PodState(self._incoming(pod)))
+        self.table.sync(snapshot)
+        return Status.success()
+
+    # --- Filter -----------------------------------------------------------------------------------
+    def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
+        info = snapshot.infos[i]
+        return filter_node(
+            self.args,
+            self.resources,
+            self._state(state, pod).incoming,
+            node_profile(self.args, self.resources, info.node),
+            node_capacity(self.resources, info.node),
+            self.metrics.get(info.name),
+            self.assign.sums_of(info.name),
+            state.now,
+        )
+
+    def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
+        ps = self._state(state, pod)
+        if ps.incoming.daemonset:
+            return FilterResult.all_pass(snapshot.n)
+        self.table.sync(snapshot)
+        which = self.table.filter_which(ps.vector, ps.incoming.prod, state.now)
+        return FilterResult(which, self.statuses)
+
+    # --- Score ------------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> tuple[int, Status]:
+        info = snapshot.infos[i]
+        value = score_node(
+            self.args,
+            self.resources,
+            self._state(state, pod).incoming,
+            node_capacity(self.resources, info.node),
+            self.metrics.get(info.name),
+            self.assign.sums_of(info.name),
+            state.now,
+        )
+        return value, Status.success()
+
+    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+        if self.score_disabled:
+            return np.zeros(len(feasible), np.int64)
+        ps = self._state(state, pod)
+        self.table.sync(snapshot)
+        scores = self.table.scores(ps.vector, ps.incoming.prod, state.now, self.weights, self.weight_sum)
+        out: IntArray = scores[feasible]
+        return out
+
+    # --- Reserve ----------------------------------------------------------------------------------
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Assigns the pod to ``node_name`` in the cache (timestamp = the plugin clock)."""
+        self.assign.assign(node_name, pod, self.clock())
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        self.assign.unassign(node_name, pod)
