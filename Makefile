@@ -29,7 +29,7 @@ lint: venv
 	$(BIN)/ruff format --check .
 
 typecheck: venv
-	$(BIN)/mypy --strict apis agent manager scheduler koord
+	$(BIN)/mypy --strict apis kube agent manager scheduler koord
 
 importlint: venv
 	$(BIN)/lint-imports

@@ -1,0 +1,1 @@
+"""Integration tests of the shared kube/ adapters against the real local kube-apiserver + etcd."""
