@@ -277,4 +277,3 @@ class SchedulerCache:
                 if changed:
                     snapshot.refresh(changed)
             self._synced[snapshot] = (self._generation, self._node_set_version, snapshot.layout)
-
