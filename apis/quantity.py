@@ -11,11 +11,12 @@ Imports: standard library only (and the private helper ``apis._quantity_format``
 from __future__ import annotations
 
 import enum
+import functools
 import operator
 import re
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, Final, NoReturn, Self
+from typing import Any, Final, NoReturn, Self, cast
 
 from apis import _quantity_format as _fmt
 
@@ -65,7 +66,24 @@ def _suffix(text: str, suffix: str) -> tuple[Format, int, int]:
 
 
 def _parse(text: str) -> tuple[int, int, Format]:
-    """Go's ``ParseQuantity`` as a normalized ``(m, e, format)``; raises ``QuantityError``."""
+    """Go's ``ParseQuantity`` as a normalized ``(m, e, format)``; raises ``QuantityError``.
+    Memoised: the same few strings ("500m", "1Gi") recur across every pod and node."""
+    if isinstance(text, str) and len(text) <= 64:
+        return _parse_cached(text)
+    return _parse_uncached(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_cached(text: str) -> tuple[int, int, Format]:
+    return _parse_uncached(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_shared(text: str) -> Quantity:
+    return Quantity._new(*_parse_cached(text))
+
+
+def _parse_uncached(text: str) -> tuple[int, int, Format]:
     if not isinstance(text, str):
         raise QuantityError(f"invalid quantity {text!r}: not a string")
     if not text:
@@ -135,7 +153,10 @@ class Quantity:
     # --- constructors -------------------------------------------------------------------------
     @classmethod
     def parse(cls, s: str) -> Self:
-        """Go ``ParseQuantity``: sign, digits with optional ``.``, then a suffix; no whitespace."""
+        """Go ``ParseQuantity``: sign, digits with optional ``.``, then a suffix; no whitespace.
+        Quantities are immutable, so a recurring string yields one shared instance."""
+        if cls is Quantity and isinstance(s, str) and len(s) <= 64:
+            return cast(Self, _parse_shared(s))
         return cls._new(*_parse(s))
 
     @classmethod

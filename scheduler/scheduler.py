@@ -53,6 +53,7 @@ class Scheduler:
         bind_workers: int = 16,
         on_unschedulable: Callable[[Pod, Status], None] | None = None,
         on_decision: Callable[[Decision], None] | None = None,
+        reference: bool = False,
     ) -> None:
         self.framework = framework
         self.cache = cache
@@ -62,8 +63,12 @@ class Scheduler:
         self.snapshot = Snapshot()
         self.on_unschedulable = on_unschedulable
         self.on_decision = on_decision
-        self._binds = ThreadPoolExecutor(max_workers=bind_workers, thread_name_prefix="bind")
-        self._inflight = threading.Semaphore(bind_workers * 4)  # bounds queued bind work
+        self.reference = reference  # per-node plugin forms: the slow, readable path (benchmarks, tests)
+        # bind_workers=0 binds inline on the scheduling thread: for in-process binders (benchmarks,
+        # simulation) where there is no I/O to overlap and thread hand-offs would only cost time.
+        self._inline_bind = bind_workers == 0
+        self._binds = ThreadPoolExecutor(max_workers=max(1, bind_workers), thread_name_prefix="bind")
+        self._inflight = threading.Semaphore(max(1, bind_workers) * 4)  # bounds queued bind work
         self._futures: set[Future[None]] = set()
         self._futures_lock = threading.Lock()
         self.interested: dict[str, set[ClusterEvent]] = {}
@@ -86,7 +91,7 @@ class Scheduler:
         pod = qpi.pod
         self.cache.update_snapshot(self.snapshot)
         state = CycleState(self.clock())
-        result = self.framework.schedule(state, pod, self.snapshot)
+        result = self.framework.schedule(state, pod, self.snapshot, reference=self.reference)
         if result.node is None:
             self._unschedulable(qpi, result)
             self._decided(pod, None, result.status, start)
@@ -99,6 +104,10 @@ class Scheduler:
             self._decided(pod, None, st, start)
             return result
         self.cache.assume_pod(assumed, node)
+        if self._inline_bind:
+            self._inflight.acquire()
+            self._bind(qpi, state, assumed, node, start)
+            return result
         self._inflight.acquire()
         fut = self._binds.submit(self._bind, qpi, state, assumed, node, start)
         with self._futures_lock:
@@ -128,7 +137,7 @@ class Scheduler:
         if result.status.code == Code.ERROR:
             rejected: set[str] = set()  # errors retry after backoff whatever the events
         else:
-            rejected = {s.plugin for s in result.diagnosis.values()} | {result.status.plugin}
+            rejected = result.rejections.plugins() | {result.status.plugin}
         self.queue.add_unschedulable(qpi, rejected - {""})
         if self.on_unschedulable is not None:
             self.on_unschedulable(qpi.pod, result.status)

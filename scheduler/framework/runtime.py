@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
@@ -37,15 +38,42 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 
 
+@dataclass(frozen=True, slots=True)
+class Rejections:
+    """Which nodes the filters rejected and why, kept as arrays: `which[i]` indexes `statuses` (-1 =
+    not rejected). Expanding it to a per-node dict costs O(rejected), so that happens only on demand."""
+
+    which: npt.NDArray[np.int32]
+    statuses: tuple[Status, ...]
+    names: Sequence[str]
+
+    @classmethod
+    def none(cls, names: Sequence[str] = ()) -> Rejections:
+        return cls(np.full(len(names), -1, np.int32), (), names)
+
+    def as_dict(self) -> dict[str, Status]:
+        return {self.names[int(i)]: self.statuses[self.which[i]] for i in np.flatnonzero(self.which >= 0)}
+
+    def plugins(self) -> set[str]:
+        return {st.plugin for st in self.statuses}
+
+    def first_error(self) -> Status | None:
+        return next((st for st in self.statuses if st.code == Code.ERROR), None)
+
+
 @dataclass(slots=True)
 class ScheduleResult:
-    """`node` is the chosen node, or None with `status` saying why (rejections per node in `diagnosis`)."""
+    """`node` is the chosen node, or None with `status` saying why (per-node reasons in `rejections`)."""
 
     node: str | None
     status: Status
     feasible: int = 0
     evaluated: int = 0
-    diagnosis: dict[str, Status] = field(default_factory=dict)
+    rejections: Rejections = field(default_factory=Rejections.none)
+
+    @property
+    def diagnosis(self) -> dict[str, Status]:
+        return self.rejections.as_dict()
 
 
 def fit_error_message(num_nodes: int, statuses: Iterable[Status]) -> str:
@@ -89,11 +117,11 @@ class Framework:
                 return st.with_plugin(p.name)
         return Status.success()
 
-    def filter_all(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot
-    ) -> tuple[IntArray, dict[str, Status]]:
-        """Feasible rows (ascending) and the status of every rejected node."""
+    def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> tuple[IntArray, Rejections]:
+        """Feasible rows (ascending) and why the others were rejected."""
         n = snapshot.n
+        if not self.filters:
+            return np.arange(n, dtype=np.int64), Rejections.none(snapshot.names)
         rejected_by = np.full(n, -1, np.int32)  # index into `found` of the first rejecting status
         found: list[Status] = []
         for p in self.filters:
@@ -106,24 +134,24 @@ class Framework:
                 if sel.any():
                     rejected_by[sel] = len(found)
                     found.append(st.with_plugin(p.name))
-        feasible = np.flatnonzero(rejected_by < 0).astype(np.int64)
-        diagnosis = {snapshot.names[i]: found[rejected_by[i]] for i in np.flatnonzero(rejected_by >= 0)}
-        return feasible, diagnosis
+        feasible = np.flatnonzero(rejected_by < 0)
+        return feasible, Rejections(rejected_by, tuple(found), snapshot.names)
 
     def filter_reference(
         self, state: CycleState, pod: Pod, snapshot: Snapshot
-    ) -> tuple[IntArray, dict[str, Status]]:
+    ) -> tuple[IntArray, Rejections]:
         feasible: list[int] = []
-        diagnosis: dict[str, Status] = {}
+        which = np.full(snapshot.n, -1, np.int32)
+        found: dict[Status, int] = {}
         for i in range(snapshot.n):
             for p in self.filters:
                 st = p.filter(state, pod, snapshot, i)
                 if not st.is_success():
-                    diagnosis[snapshot.names[i]] = st.with_plugin(p.name)
+                    which[i] = found.setdefault(st.with_plugin(p.name), len(found))
                     break
             else:
                 feasible.append(i)
-        return np.asarray(feasible, np.int64), diagnosis
+        return np.asarray(feasible, np.int64), Rejections(which, tuple(found), snapshot.names)
 
     # --- scoring ----------------------------------------------------------------------------------
     def _pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
@@ -170,22 +198,22 @@ class Framework:
         if not st.is_success():
             return ScheduleResult(None, st, evaluated=n)
         run_filter = self.filter_reference if reference else self.filter_all
-        feasible, diagnosis = run_filter(state, pod, snapshot)
-        errors = [s for s in diagnosis.values() if s.code == Code.ERROR]
-        if errors:
-            return ScheduleResult(None, errors[0], evaluated=n, diagnosis=diagnosis)
+        feasible, rejections = run_filter(state, pod, snapshot)
+        error = rejections.first_error()
+        if error is not None:
+            return ScheduleResult(None, error, evaluated=n, rejections=rejections)
         if len(feasible) == 0:
-            msg = fit_error_message(n, diagnosis.values())
-            return ScheduleResult(None, Status.unschedulable(msg), evaluated=n, diagnosis=diagnosis)
+            msg = fit_error_message(n, rejections.as_dict().values())
+            return ScheduleResult(None, Status.unschedulable(msg), evaluated=n, rejections=rejections)
         if len(feasible) == 1:
-            return ScheduleResult(snapshot.names[int(feasible[0])], Status.success(), 1, n, diagnosis)
+            return ScheduleResult(snapshot.names[int(feasible[0])], Status.success(), 1, n, rejections)
         st = self._pre_score(state, pod, snapshot, feasible)
         if not st.is_success():
-            return ScheduleResult(None, st, len(feasible), n, diagnosis)
+            return ScheduleResult(None, st, len(feasible), n, rejections)
         run_score = self.score_reference if reference else self.score_all
         scores = run_score(state, pod, snapshot, feasible)
         best = int(feasible[int(np.argmax(scores))])  # first maximum = first in name order
-        return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), n, diagnosis)
+        return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), n, rejections)
 
     # --- after a node is chosen -----------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node: str) -> Status:
