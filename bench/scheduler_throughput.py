@@ -53,20 +53,37 @@ def make_world(
     for i in range(n_nodes):
         name = f"node-{i:05d}"
         cpu, mem = rnd.choice([(32, 128), (64, 256), (16, 64)])
-        nodes.append({
-            "metadata": {"name": name, "labels": {"zone": f"z{i % 3}", "kubernetes.io/hostname": name}},
-            "spec": {},
-            "status": {"allocatable": {"cpu": str(cpu), "memory": f"{mem}Gi", "pods": "110",
-                                       "kubernetes.io/batch-cpu": str(cpu * 400), "kubernetes.io/batch-memory": f"{mem // 3}Gi"}},
-        })  # fmt: skip
+        nodes.append(
+            {
+                "metadata": {"name": name, "labels": {"zone": f"z{i % 3}", "kubernetes.io/hostname": name}},
+                "spec": {},
+                "status": {
+                    "allocatable": {
+                        "cpu": str(cpu),
+                        "memory": f"{mem}Gi",
+                        "pods": "110",
+                        "kubernetes.io/batch-cpu": str(cpu * 400),
+                        "kubernetes.io/batch-memory": f"{mem // 3}Gi",
+                    }
+                },
+            }
+        )
         used_cpu = int(cpu * 1000 * rnd.uniform(0.05, 0.55))
         used_mem = int(mem * GI * rnd.uniform(0.1, 0.7))
-        metrics.append(NodeMetric.from_dict({
-            "metadata": {"name": name},
-            "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60}},
-            "status": {"updateTime": datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                       "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{used_cpu}m", "memory": str(used_mem)}}}},
-        }))  # fmt: skip
+        metrics.append(
+            NodeMetric.from_dict(
+                {
+                    "metadata": {"name": name},
+                    "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60}},
+                    "status": {
+                        "updateTime": datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "nodeMetric": {
+                            "nodeUsage": {"resources": {"cpu": f"{used_cpu}m", "memory": str(used_mem)}}
+                        },
+                    },
+                }
+            )
+        )
     pods = []
     for k in range(n_pods):
         batch = k % 3 == 0
@@ -81,14 +98,27 @@ def make_world(
             }
             extra = {"priorityClassName": "koord-batch", "priority": 5000}
         else:
-            res = {"requests": {"cpu": f"{cpu_m}m", "memory": f"{mem_mi}Mi"},
-                   "limits": {"cpu": f"{cpu_m * 2}m", "memory": f"{mem_mi}Mi"}}  # fmt: skip
+            res = {
+                "requests": {"cpu": f"{cpu_m}m", "memory": f"{mem_mi}Mi"},
+                "limits": {"cpu": f"{cpu_m * 2}m", "memory": f"{mem_mi}Mi"},
+            }
             extra = {"priority": 9000}
-        pods.append({
-            "metadata": {"name": f"pod-{k:05d}", "namespace": "bench", "uid": f"uid-{k:05d}", "labels": {}},
-            "spec": {"schedulerName": "koord-scheduler", "containers": [{"name": "c", "resources": res}], **extra},
-            "status": {"phase": "Pending"},
-        })  # fmt: skip
+        pods.append(
+            {
+                "metadata": {
+                    "name": f"pod-{k:05d}",
+                    "namespace": "bench",
+                    "uid": f"uid-{k:05d}",
+                    "labels": {},
+                },
+                "spec": {
+                    "schedulerName": "koord-scheduler",
+                    "containers": [{"name": "c", "resources": res}],
+                    **extra,
+                },
+                "status": {"phase": "Pending"},
+            }
+        )
     return nodes, metrics, pods
 
 
@@ -107,8 +137,16 @@ def run(
     decisions: list[Decision] = []
     queue = SchedulingQueue(clock=clock)
     # The in-process binder does no I/O: bind inline (bind_workers=0) rather than through a pool.
-    sched = Scheduler(fw, cache, queue, RecordingBinder(), clock=clock, on_decision=decisions.append, bind_workers=0,
-                      reference=reference)  # fmt: skip
+    sched = Scheduler(
+        fw,
+        cache,
+        queue,
+        RecordingBinder(),
+        clock=clock,
+        on_decision=decisions.append,
+        bind_workers=0,
+        reference=reference,
+    )
     for pod in pods:
         queue.add(pod)
     order: list[tuple[str, str | None]] = []
