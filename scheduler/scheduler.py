@@ -64,6 +64,9 @@ class Scheduler:
         self.on_unschedulable = on_unschedulable
         self.on_decision = on_decision
         self.reference = reference  # per-node plugin forms: the slow, readable path (benchmarks, tests)
+        # Plugin state is touched by cycles (this thread), bind failures (bind threads) and informer
+        # events (their threads): one lock serialises them. Held for a cycle, never during a bind call.
+        self.lock = threading.RLock()
         # bind_workers=0 binds inline on the scheduling thread: for in-process binders (benchmarks,
         # simulation) where there is no I/O to overlap and thread hand-offs would only cost time.
         self._inline_bind = bind_workers == 0
@@ -89,21 +92,24 @@ class Scheduler:
     def schedule_pod(self, qpi: QueuedPodInfo) -> ScheduleResult:
         start = time.perf_counter()
         pod = qpi.pod
-        self.cache.update_snapshot(self.snapshot)
-        state = CycleState(self.clock())
-        result = self.framework.schedule(state, pod, self.snapshot, reference=self.reference)
+        with self.lock:
+            self.cache.update_snapshot(self.snapshot)
+            state = CycleState(self.clock())
+            result = self.framework.schedule(state, pod, self.snapshot, reference=self.reference)
+            if result.node is not None:
+                node = result.node
+                assumed = _with_node(pod, node)
+                st = self.framework.reserve(state, assumed, node)
+                if st.is_success():
+                    self.cache.assume_pod(assumed, node)
         if result.node is None:
             self._unschedulable(qpi, result)
             self._decided(pod, None, result.status, start)
             return result
-        node = result.node
-        assumed = _with_node(pod, node)
-        st = self.framework.reserve(state, assumed, node)
         if not st.is_success():
             self._unschedulable(qpi, ScheduleResult(None, st))
             self._decided(pod, None, st, start)
             return result
-        self.cache.assume_pod(assumed, node)
         if self._inline_bind:
             self._inflight.acquire()
             self._bind(qpi, state, assumed, node, start)
@@ -121,8 +127,9 @@ class Scheduler:
             if st.is_success():
                 st = self.binder.bind(pod, node)
             if not st.is_success():
-                self.cache.forget_pod(pod)
-                self.framework.unreserve(state, pod, node)
+                with self.lock:
+                    self.cache.forget_pod(pod)
+                    self.framework.unreserve(state, pod, node)
                 self.queue.add_unschedulable(qpi, set())  # an error, not unschedulability: backoff
                 self._decided(pod, None, st, start)
                 return

@@ -108,3 +108,12 @@ def test_a_failed_bind_is_rolled_back_and_retried() -> None:
     s.wait_for_binds()
     assert binder.bound == [("p", "a")]
     assert log.log == ["+p@a", "-p@a", "+p@a"]
+
+
+def test_inline_binding_for_in_process_binders() -> None:
+    binder = RecordingBinder()
+    s = Scheduler(Framework([CPUScore()]), SchedulerCache(), SchedulingQueue(), binder, bind_workers=0)
+    s.cache.add_node(node("a"))
+    s.queue.add(pod("p"))
+    assert s.schedule_one(timeout=1)
+    assert binder.bound == [("p", "a")]  # bound before schedule_one returned
