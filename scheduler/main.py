@@ -1,23 +1,152 @@
-"""koord-scheduler entry point. Only `--version` works in this increment:
-the load-aware scheduler arrives with issue 3.
+"""koord-scheduler entry point and the SchedulerService that koord-manager embeds.
 
-Imports: argparse, apis.version.
+The service keeps its informers (and the MetricHub watcher, when a hub address is given) running
+on every replica, so a standby has a warm cache; only while `active()` is true — this replica holds
+the Lease — does it pop and schedule pods. Standalone, it takes its own Lease `koord-scheduler`;
+embedded, the manager passes its own leadership as `active`.
+
+Imports: argparse, prometheus_client, kube, scheduler.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
+import socket
 import sys
+import threading
+import uuid
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
+from prometheus_client import CollectorRegistry, start_http_server
+
+from apis.constants import DEFAULT_CONFIG_NAMESPACE
 from apis.version import koord_version
+from kube.client import api_client
+from kube.leaderelection import LeaderElector
+from scheduler.cache import SchedulerCache
+from scheduler.config import ConfigError, Profile, load_profile
+from scheduler.kubeadapter import APIBinder, EventRouter, UnschedulableReporter, start_informers
+from scheduler.metrics import SchedulerMetrics
+from scheduler.metricsource import HubWatcher
+from scheduler.queue import SchedulingQueue
+from scheduler.registry import KNOWN, build_framework
+from scheduler.scheduler import Scheduler
+
+log = logging.getLogger("koord-scheduler")
+
+
+class SchedulerService:
+    def __init__(
+        self, api: Any, profile: Profile, *, hub_addr: str | None = None,
+        registry: CollectorRegistry | None = None, bind_workers: int = 16,
+    ) -> None:  # fmt: skip
+        self.api = api
+        self.metrics = SchedulerMetrics(registry or CollectorRegistry(), profile.scheduler_name)
+        framework = build_framework(profile, observer=self.metrics.observe_plugin)
+        self.reporter = UnschedulableReporter(api, profile.scheduler_name)
+        self.scheduler = Scheduler(
+            framework, SchedulerCache(), SchedulingQueue(), APIBinder(api),
+            bind_workers=bind_workers, on_unschedulable=self.reporter, on_decision=self.metrics.on_decision,
+        )  # fmt: skip
+        self.router = EventRouter(self.scheduler, profile.scheduler_name)
+        self.hub = HubWatcher(hub_addr, self.router.merger) if hub_addr else None
+        self._threads: list[threading.Thread] = []
+
+    def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
+        """Starts informers (waits for their first list) and the hub watcher."""
+        start_informers(self.router.informers(self.api), stop, sync_timeout)
+        if self.hub is not None:
+            t = threading.Thread(target=self.hub.run, args=(stop,), name="hub-watcher", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def run(self, stop: threading.Event, active: Callable[[], bool] = lambda: True) -> None:
+        """The scheduling loop; idles while `active()` is false."""
+        s = self.scheduler
+        ticks = 0
+        while not stop.is_set():
+            if not active():
+                stop.wait(0.2)
+                continue
+            s.schedule_one(timeout=0.2)
+            ticks += 1
+            if ticks % 50 == 0 or s.queue.pending().get("active", 0) == 0:
+                s.queue.flush_backoff()
+                s.queue.flush_unschedulable()
+                s.cache.cleanup_expired_assumed()
+                self.metrics.refresh_pending(s.queue)
+
+    def close(self) -> None:
+        if self.hub is not None:
+            self.hub.stop()
+        self.scheduler.queue.close()
+        self.scheduler.wait_for_binds()
+        self.reporter.close()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="koord-scheduler", description="koord-scheduler: the load-aware scheduler"
+    )
+    p.add_argument("--version", action="version", version=f"koord-scheduler {koord_version()}")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+    p.add_argument("--config", help="KubeSchedulerConfiguration file (YAML or JSON)")
+    p.add_argument(
+        "--hub-addr", help="MetricHub gRPC address (host:port); NodeMetric CRs are always watched too"
+    )
+    p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--leader-elect-resource-namespace", default=DEFAULT_CONFIG_NAMESPACE)
+    p.add_argument("--leader-elect-resource-name", default="koord-scheduler")
+    p.add_argument("--metrics-port", type=int, default=10251, help="Prometheus /metrics port (0: off)")
+    p.add_argument("--bind-workers", type=int, default=16)
+    # Every bind is one request: the client limit must exceed the target binding rate.
+    p.add_argument("--kube-api-qps", type=float, default=500)
+    p.add_argument("--kube-api-burst", type=int, default=1000)
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="koord-scheduler")
-    p.add_argument("--version", action="version", version=f"koord-scheduler {koord_version()}")
-    p.parse_args(argv)
-    print("koord-scheduler: not built yet: the load-aware scheduler arrives with issue 3", file=sys.stderr)
-    return 2
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        profile = load_profile(args.config, KNOWN)
+        api = api_client(args.kubeconfig, qps=args.kube_api_qps, burst=args.kube_api_burst)
+    except (ConfigError, OSError, ValueError) as e:
+        print(f"koord-scheduler: {e}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+    registry = CollectorRegistry()
+    if args.metrics_port:
+        start_http_server(args.metrics_port, registry=registry)
+    service = SchedulerService(api, profile, hub_addr=args.hub_addr, registry=registry,
+                               bind_workers=args.bind_workers)  # fmt: skip
+    service.start(stop)
+    log.info("koord-scheduler %s: informers synced; profile %s", koord_version(), profile.scheduler_name)
+    if not args.leader_elect:
+        service.run(stop)
+    else:
+        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        leading = threading.Event()
+        elector = LeaderElector(
+            api, namespace=args.leader_elect_resource_namespace, name=args.leader_elect_resource_name,
+            identity=identity, on_started_leading=leading.set, on_stopped_leading=stop.set,
+        )  # fmt: skip
+        t = threading.Thread(target=elector.run, args=(stop,), name="leader-election", daemon=True)
+        t.start()
+        service.run(stop, active=leading.is_set)
+        t.join(timeout=15)
+    service.close()
+    return 0
 
 
 if __name__ == "__main__":

@@ -56,7 +56,9 @@ REGISTRY: dict[str, Factory] = {
 KNOWN = frozenset(REGISTRY)
 
 
-def build_framework(profile: Profile, handle: Handle | None = None) -> Framework:
+def build_framework(
+    profile: Profile, handle: Handle | None = None, observer: Callable[[str, str, float], None] | None = None
+) -> Framework:
     h = handle or Handle()
     plugins = [REGISTRY[name](profile.args.get(name, {}), h) for name in profile.plugins]
-    return Framework(plugins, profile.weights)
+    return Framework(plugins, profile.weights, observer)

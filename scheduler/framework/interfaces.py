@@ -139,3 +139,21 @@ class ClusterEvent:
 @runtime_checkable
 class EnqueueExtensions(Plugin, Protocol):
     def events_to_register(self) -> list[ClusterEvent]: ...
+
+
+@runtime_checkable
+class PodEventHandler(Plugin, Protocol):
+    """A plugin that follows assigned pods (the scheduler's informer feeds it, under its lock)."""
+
+    def on_pod_add(self, pod: Pod) -> None: ...
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None: ...
+
+    def on_pod_delete(self, pod: Pod) -> None: ...
+
+
+@runtime_checkable
+class NodeMetricEventHandler(Plugin, Protocol):
+    """A plugin that follows node metrics (`nm` None: the node's metric is gone)."""
+
+    def on_node_metric(self, name: str, nm: Any) -> None: ...

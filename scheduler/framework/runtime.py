@@ -12,8 +12,9 @@ Imports: numpy, scheduler.framework.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -88,8 +89,15 @@ def fit_error_message(num_nodes: int, statuses: Iterable[Status]) -> str:
 class Framework:
     """One scheduling profile: its plugins in order and the score weight of each score plugin."""
 
-    def __init__(self, plugins: Sequence[Plugin], score_weights: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        plugins: Sequence[Plugin],
+        score_weights: Mapping[str, int] | None = None,
+        observer: Callable[[str, str, float], None] | None = None,
+    ) -> None:
+        """`observer(plugin, extension_point, seconds)` receives every Filter and Score call's duration."""
         self.plugins = list(plugins)
+        self.observer = observer
         names = [p.name for p in self.plugins]
         if len(set(names)) != len(names):
             raise ValueError(f"plugins: duplicate names in {names}")
@@ -125,7 +133,10 @@ class Framework:
         rejected_by = np.full(n, -1, np.int32)  # index into `found` of the first rejecting status
         found: list[Status] = []
         for p in self.filters:
+            t0 = time.perf_counter()
             res = p.filter_all(state, pod, snapshot)
+            if self.observer is not None:
+                self.observer(p.name, "Filter", time.perf_counter() - t0)
             newly = (rejected_by < 0) & (res.which >= 0)
             if not newly.any():
                 continue
@@ -164,7 +175,10 @@ class Framework:
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         total = np.zeros(len(feasible), np.int64)
         for p, w in zip(self.scores, self.weights, strict=True):
+            t0 = time.perf_counter()
             s = np.asarray(p.score_all(state, pod, snapshot, feasible), np.int64)
+            if self.observer is not None:
+                self.observer(p.name, "Score", time.perf_counter() - t0)
             if isinstance(p, NormalizeScorePlugin):
                 p.normalize_scores(state, pod, s)
             total += s * w

@@ -1,0 +1,198 @@
+"""koord-scheduler's API adapter: binds through `pods/binding`, reports unschedulable pods
+(PodScheduled=False with the reasons, and a FailedScheduling Event), and routes informer events:
+pending pods of this scheduler to the queue; assigned pods, nodes and NodeMetrics to the cache and
+the plugins; and every change that can unblock pods to the queue as a ClusterEvent.
+
+Imports: the kubernetes client, kube (informer, events), apis, scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
+from apis.nodemetric import NodeMetric
+from apis.pod import is_terminated
+from kube.events import EventRecorder
+from kube.informer import Informer
+from scheduler.framework.interfaces import ClusterEvent, NodeMetricEventHandler, Pod, PodEventHandler
+from scheduler.framework.status import Status
+from scheduler.metricsource import FreshestMerger
+from scheduler.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+CR_SOURCE = "cr"
+
+
+class APIBinder:
+    """Binds with a `Binding` subresource create (the DefaultBinder)."""
+
+    def __init__(self, api: Any) -> None:
+        self.core = client.CoreV1Api(api)
+
+    def bind(self, pod: Pod, node: str) -> Status:
+        meta = pod["metadata"]
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(
+                name=meta["name"], namespace=meta.get("namespace"), uid=meta.get("uid")
+            ),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        try:
+            # The Python client cannot decode the Status this returns: keep the raw response.
+            self.core.create_namespaced_binding(
+                meta.get("namespace", "default"), body, _preload_content=False
+            )
+        except ApiException as e:
+            where = f"{meta.get('namespace')}/{meta['name']} to {node}"
+            return Status.error(f"binding {where}: {e.status} {e.reason}", plugin="DefaultBinder")
+        return Status.success()
+
+
+class UnschedulableReporter:
+    """Writes PodScheduled=False and a FailedScheduling Event, off the scheduling thread."""
+
+    def __init__(self, api: Any, component: str, workers: int = 4) -> None:
+        self.core = client.CoreV1Api(api)
+        self.events = EventRecorder(api, component)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unschedulable")
+
+    def __call__(self, pod: Pod, status: Status) -> None:
+        self._pool.submit(self._report, pod, status.message())
+
+    def _report(self, pod: Pod, message: str) -> None:
+        meta = pod["metadata"]
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": message, "lastTransitionTime": now}  # fmt: skip
+        try:
+            self.core.patch_namespaced_pod_status(
+                meta["name"], meta["namespace"], {"status": {"conditions": [condition]}}
+            )
+        except ApiException as e:
+            if e.status != 404:
+                log.warning("PodScheduled condition of %s/%s: %s", meta["namespace"], meta["name"], e.reason)
+        self.events.event({"kind": "Pod", "apiVersion": "v1", **pod}, "Warning", "FailedScheduling", message)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def _assigned(pod: Pod) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+class EventRouter:
+    """Informer handlers: keeps the scheduler's queue, cache and plugins in step with the cluster."""
+
+    def __init__(self, sched: Scheduler, scheduler_name: str) -> None:
+        self.s = sched
+        self.name = scheduler_name
+        self._pod_hooks = [p for p in sched.framework.plugins if isinstance(p, PodEventHandler)]
+        self._metric_hooks = [p for p in sched.framework.plugins if isinstance(p, NodeMetricEventHandler)]
+        self.merger = FreshestMerger(self._node_metric)
+
+    def _ours(self, pod: Pod) -> bool:
+        spec = pod.get("spec") or {}
+        meta = pod.get("metadata") or {}
+        return (
+            spec.get("schedulerName") == self.name
+            and not meta.get("deletionTimestamp")
+            and not is_terminated(pod)
+        )
+
+    # --- pods -------------------------------------------------------------------------------------------
+    def pod_add(self, pod: Pod) -> None:
+        if _assigned(pod):
+            with self.s.lock:
+                self.s.cache.add_pod(pod)
+                for p in self._pod_hooks:
+                    p.on_pod_add(pod)
+        elif self._ours(pod):
+            self.s.queue.add(pod)
+
+    def pod_update(self, old: Pod, new: Pod) -> None:
+        if _assigned(new):
+            if not _assigned(old):
+                self.s.queue.delete(old)  # bound: it leaves the queue and enters the cache
+            with self.s.lock:
+                self.s.cache.update_pod(old, new)
+                for p in self._pod_hooks:
+                    p.on_pod_update(old, new)
+        elif self._ours(new):
+            self.s.queue.update(old, new)
+        else:
+            self.s.queue.delete(old)
+
+    def pod_delete(self, pod: Pod) -> None:
+        if _assigned(pod):
+            with self.s.lock:
+                self.s.cache.remove_pod(pod)
+                for p in self._pod_hooks:
+                    p.on_pod_delete(pod)
+            self.s.on_event(ClusterEvent("Pod", "Delete"))
+        else:
+            self.s.queue.delete(pod)
+
+    # --- nodes ------------------------------------------------------------------------------------------
+    def node_add(self, node: dict[str, Any]) -> None:
+        self.s.cache.add_node(node)
+        self.s.on_event(ClusterEvent("Node", "Add"))
+
+    def node_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.s.cache.update_node(new)
+        self.s.on_event(ClusterEvent("Node", "Update"))
+
+    def node_delete(self, node: dict[str, Any]) -> None:
+        self.s.cache.remove_node(node)
+
+    # --- node metrics (CR informer; the hub watcher feeds the same merger) -------------------------------
+    def nodemetric_upsert(self, *objs: dict[str, Any]) -> None:
+        obj = objs[-1]
+        try:
+            nm = NodeMetric.from_dict(obj)
+        except ValueError as e:
+            log.warning("NodeMetric %s ignored: %s", obj.get("metadata", {}).get("name"), e)
+            return
+        self.merger.update(CR_SOURCE, nm.metadata["name"], nm)
+
+    def nodemetric_delete(self, obj: dict[str, Any]) -> None:
+        self.merger.update(CR_SOURCE, obj["metadata"]["name"], None)
+
+    def _node_metric(self, name: str, nm: NodeMetric | None) -> None:
+        with self.s.lock:
+            for p in self._metric_hooks:
+                p.on_node_metric(name, nm)
+        self.s.on_event(ClusterEvent("NodeMetric", "Delete" if nm is None else "Update"))
+
+    # --- wiring -----------------------------------------------------------------------------------------
+    def informers(self, api: Any, resync_seconds: float = 300) -> list[Informer]:
+        core = client.CoreV1Api(api)
+        custom = client.CustomObjectsApi(api)
+        return [
+            Informer(core.list_node, resync_seconds=resync_seconds, on_add=self.node_add,
+                     on_update=self.node_update, on_delete=self.node_delete, name="nodes"),
+            Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds, on_add=self.pod_add,
+                     on_update=self.pod_update, on_delete=self.pod_delete, name="pods"),
+            Informer(custom.list_cluster_custom_object,
+                     kwargs={"group": SLO_GROUP, "version": SLO_VERSION, "plural": NODE_METRIC_PLURAL},
+                     resync_seconds=resync_seconds, on_add=self.nodemetric_upsert,
+                     on_update=self.nodemetric_upsert, on_delete=self.nodemetric_delete, name="nodemetrics"),
+        ]  # fmt: skip
+
+
+def start_informers(informers: list[Informer], stop: threading.Event, timeout: float = 60.0) -> None:
+    """Starts the informers and waits until each has listed once (nodes before pods is not needed:
+    the cache keeps pods whose node it does not know yet)."""
+    for inf in informers:
+        inf.start(stop)
+    for inf in informers:
+        if not inf.has_synced.wait(timeout):
+            raise TimeoutError(f"informer {inf.name}: not synced after {timeout:.0f}s")
