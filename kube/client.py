@@ -92,10 +92,13 @@ def api_client(
     burst: int = 50,
     *,
     limiter: RateLimiter | None = None,
+    connections: int = 32,
 ) -> Any:
     """A ``kubernetes.client.ApiClient`` from, in order: the ``kubeconfig`` file when given, else the
     ``KUBECONFIG`` environment variable, else the in-cluster service account. Requests are limited
     to ``qps``/``burst`` (or by a shared ``limiter``); the limiter is at ``api.rate_limiter``.
+    ``connections`` sizes the HTTP connection pool: it must cover the threads that call at once
+    (workers + informers), or surplus connections are dropped and every request pays a TLS handshake.
     Raises KubeConfigError naming what was tried."""
     conf = client.Configuration()
     path, label = (
@@ -115,6 +118,7 @@ def api_client(
                 "no usable Kubernetes configuration: no kubeconfig given, KUBECONFIG not set, "
                 f"in-cluster service account: {e}"
             ) from e
+    conf.connection_pool_maxsize = max(1, connections)
     api = client.ApiClient(conf)
     _limit(api, limiter if limiter is not None else RateLimiter(qps, burst))
     return api

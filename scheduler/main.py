@@ -114,7 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         profile = load_profile(args.config, KNOWN)
-        api = api_client(args.kubeconfig, qps=args.kube_api_qps, burst=args.kube_api_burst)
+        # One pooled connection per bind worker, plus informers, reporters and events.
+        api = api_client(
+            args.kubeconfig,
+            qps=args.kube_api_qps,
+            burst=args.kube_api_burst,
+            connections=args.bind_workers + 16,
+        )
     except (ConfigError, OSError, ValueError) as e:
         print(f"koord-scheduler: {e}", file=sys.stderr)
         return 1
