@@ -9,7 +9,7 @@ Imports: the standard library and ``apis.quantity`` only. Pure functions, no I/O
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from apis.quantity import Quantity, parse_resource_list
@@ -147,24 +147,89 @@ def pod_overhead(pod: Mapping[str, Any]) -> ResourceList:
     return resource_list(spec(pod).get("overhead"))
 
 
-def pod_requests(pod: Mapping[str, Any]) -> ResourceList:
-    """Effective pod requests over every resource name, overhead included (``PodRequests``).
+# Memo of the aggregations by content: the key is every input they read, so a hit cannot be stale.
+_MEMO_LIMIT: Final = 4096
+_memo: dict[tuple[str, Hashable], ResourceList] = {}
 
-    A container with only limits contributes no request (Appendix B 9).
-    """
+
+def _list_key(value: Any) -> tuple[tuple[str, str | None], ...] | None:
+    """A ResourceList's JSON as a key (None: not memoisable, e.g. a number, whose type matters)."""
+    if not isinstance(value, Mapping):
+        return ()  # read as an empty list
+    items = tuple(value.items())
+    for name, q in items:
+        if type(name) is not str or (q is not None and type(q) is not str):
+            return None
+    return items
+
+
+def resources_key(pod: Mapping[str, Any], field: str = "requests") -> Hashable | None:
+    """Everything the aggregation of ``field`` (``requests``/``limits``) reads from the pod, as a
+    hashable value: per container its ResourceList, per init container also whether it is a sidecar,
+    and the overhead. None when some value is not a string or null (not memoised)."""
+    sp = spec(pod)
+    parts: list[Hashable] = []
+    for c in _sequence(sp.get("containers")):
+        if isinstance(c, Mapping):
+            k = _list_key(_mapping(c.get("resources")).get(field))
+            if k is None:
+                return None
+            parts.append(k)
+    parts.append(None)  # separator: containers | init containers
+    for c in _sequence(sp.get("initContainers")):
+        if isinstance(c, Mapping):
+            k = _list_key(_mapping(c.get("resources")).get(field))
+            if k is None:
+                return None
+            parts.append((is_restartable_init_container(c), k))
+    overhead = _list_key(sp.get("overhead"))
+    if overhead is None:
+        return None
+    parts.append(overhead)
+    return tuple(parts)
+
+
+def _memoised(pod: Mapping[str, Any], field: str, compute: Callable[[], ResourceList]) -> ResourceList:
+    """``compute()`` (a fresh dict each call), memoised by ``resources_key``; errors are not memoised."""
+    key = resources_key(pod, field)
+    if key is None:
+        return compute()
+    hit = _memo.get((field, key))
+    if hit is None:
+        hit = compute()
+        if len(_memo) >= _MEMO_LIMIT:
+            _memo.clear()
+        _memo[(field, key)] = hit
+    return dict(hit)  # Quantities are immutable; the dict is the caller's
+
+
+def _pod_requests(pod: Mapping[str, Any]) -> ResourceList:
     reqs = _effective(pod, "requests")
     add_resource_list(reqs, pod_overhead(pod))
     return reqs
 
 
-def pod_limits(pod: Mapping[str, Any]) -> ResourceList:
-    """Effective pod limits (``PodLimits``): overhead is added only to resources with a non-zero limit."""
+def _pod_limits(pod: Mapping[str, Any]) -> ResourceList:
     limits = _effective(pod, "limits")
     for name, q in pod_overhead(pod).items():
         current = limits.get(name)
         if current is not None and not current.is_zero():
             limits[name] = current + q
     return limits
+
+
+def pod_requests(pod: Mapping[str, Any]) -> ResourceList:
+    """Effective pod requests over every resource name, overhead included (``PodRequests``).
+
+    A container with only limits contributes no request (Appendix B 9). Memoised by content.
+    """
+    return _memoised(pod, "requests", lambda: _pod_requests(pod))
+
+
+def pod_limits(pod: Mapping[str, Any]) -> ResourceList:
+    """Effective pod limits (``PodLimits``): overhead is added only to resources with a non-zero limit.
+    Memoised by content."""
+    return _memoised(pod, "limits", lambda: _pod_limits(pod))
 
 
 # --- identity, phase, owners, conditions -----------------------------------------------------------

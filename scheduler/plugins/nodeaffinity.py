@@ -177,8 +177,13 @@ def _term(raw: Mapping[str, Any]) -> Term | None:
     )
 
 
+_NO_CONSTRAINTS: Final = RequiredAffinity((), None)
+
+
 def compile_pod(pod: Pod) -> RequiredAffinity:
     spec = _mapping(pod.get("spec"))
+    if not spec.get("nodeSelector") and not spec.get("affinity"):  # the common case: nothing to compile
+        return _NO_CONSTRAINTS
     selector = tuple(
         LabelReq(str(k), IN, frozenset({v if isinstance(v, str) else ""}))
         for k, v in _mapping(spec.get("nodeSelector")).items()

@@ -3,8 +3,9 @@ does not tolerate the taint ``node.kubernetes.io/unschedulable:NoSchedule``, as 
 ``nodeunschedulable`` plugin does (code UNSCHEDULABLE_AND_UNRESOLVABLE, reason
 ``node(s) were unschedulable``).
 
-The all-nodes form keeps a boolean "cordoned" column aligned to the snapshot rows; a row is re-read
-when the snapshot layout or the row's generation changes.
+The all-nodes form keeps a boolean "cordoned" column aligned to the snapshot rows and its count (no
+cordoned row: every row passes without a mask); a row is re-read when the snapshot layout or the row's
+generation changes.
 Imports: numpy, scheduler.framework, scheduler.plugins.tainttoleration (toleration matching).
 """
 
@@ -57,6 +58,8 @@ class NodeUnschedulable:
         self._layout = -1
         self._gen: npt.NDArray[np.int64] = np.zeros(0, np.int64)
         self._cordoned: BoolArray = np.zeros(0, np.bool_)
+        self._count = 0  # cordoned rows
+        self._moved: BoolArray = np.zeros(0, np.bool_)  # scratch: rows whose generation moved
 
     @property
     def name(self) -> str:
@@ -70,7 +73,10 @@ class NodeUnschedulable:
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         if tolerates_unschedulable(pod):
             return FilterResult.all_pass(snapshot.n)
-        return FilterResult.from_mask(self._column(snapshot), self._status)
+        cordoned = self._column(snapshot)
+        if not self._count:  # no row is cordoned: the mask would be all false
+            return FilterResult.all_pass(snapshot.n)
+        return FilterResult.from_mask(cordoned, self._status)
 
     def _column(self, snapshot: Snapshot) -> BoolArray:
         """The cordoned flag of every row, re-reading only rows whose generation moved."""
@@ -79,11 +85,19 @@ class NodeUnschedulable:
             self._snap = weakref.ref(snapshot)
             self._layout = snapshot.layout
             self._gen = snapshot.generation.copy()
+            self._moved = np.zeros(snapshot.n, np.bool_)
             self._cordoned = np.fromiter(
                 (node_unschedulable(info.node) for info in snapshot.infos), np.bool_, snapshot.n
             )
+            self._count = int(np.count_nonzero(self._cordoned))
             return self._cordoned
-        for i in np.flatnonzero(self._gen != snapshot.generation).tolist():
+        moved = np.not_equal(self._gen, snapshot.generation, out=self._moved)
+        if not moved.any():
+            return self._cordoned
+        for i in np.flatnonzero(moved).tolist():
             self._gen[i] = snapshot.generation[i]
-            self._cordoned[i] = node_unschedulable(snapshot.infos[i].node)
+            flag = node_unschedulable(snapshot.infos[i].node)
+            if flag != bool(self._cordoned[i]):
+                self._cordoned[i] = flag
+                self._count += 1 if flag else -1
         return self._cordoned

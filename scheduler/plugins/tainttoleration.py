@@ -11,7 +11,8 @@ tolerates every taint.
 
 All-nodes form: each row's list of NoSchedule/NoExecute taints is interned as a "signature" (rows
 share signatures, and there are few distinct ones); a pod is checked once per distinct signature and
-the verdicts are spread over the rows with one numpy gather. A row is re-read when the snapshot layout
+the verdicts are spread over the rows with one numpy gather. When every signature is empty (no row
+has such a taint), every row passes without that work. A row is re-read when the snapshot layout
 or its generation changes.
 Imports: numpy, scheduler.framework.
 """
@@ -100,6 +101,7 @@ class TaintToleration:
         self._sig_of_row: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self._sigs: list[Signature] = []
         self._sig_index: dict[Signature, int] = {}
+        self._moved: npt.NDArray[np.bool_] = np.zeros(0, np.bool_)  # scratch: rows whose generation moved
 
     @property
     def name(self) -> str:
@@ -113,6 +115,8 @@ class TaintToleration:
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         sig_of_row = self._signatures(snapshot)
+        if not any(self._sigs):  # no row has a NoSchedule/NoExecute taint
+            return FilterResult.all_pass(snapshot.n)
         tolerations = pod_tolerations(pod)
         statuses: list[Status] = []
         status_of_taint: dict[Taint, int] = {}
@@ -144,6 +148,7 @@ class TaintToleration:
             self._snap = weakref.ref(snapshot)
             self._layout = snapshot.layout
             self._gen = snapshot.generation.copy()
+            self._moved = np.zeros(snapshot.n, np.bool_)
             self._sigs, self._sig_index = [], {}
             self._sig_of_row = np.fromiter(
                 (self._intern(node_filtered_taints(info.node)) for info in snapshot.infos),
@@ -151,7 +156,10 @@ class TaintToleration:
                 snapshot.n,
             )
             return self._sig_of_row
-        for i in np.flatnonzero(self._gen != snapshot.generation).tolist():
+        moved = np.not_equal(self._gen, snapshot.generation, out=self._moved)
+        if not moved.any():
+            return self._sig_of_row
+        for i in np.flatnonzero(moved).tolist():
             self._gen[i] = snapshot.generation[i]
             self._sig_of_row[i] = self._intern(node_filtered_taints(snapshot.infos[i].node))
         return self._sig_of_row

@@ -379,3 +379,22 @@ def test_parse_time(text: Any, expected: dt.datetime | None) -> None:
     assert parsed == expected
     if parsed is not None:
         assert parsed.tzinfo is dt.UTC
+
+
+def test_pod_requests_memo_follows_content_and_hands_out_copies() -> None:
+    pod: dict[str, Any] = {"spec": {"containers": [ctr({"cpu": "1"})]}}
+    first = pod_requests(pod)
+    first["cpu"] = Quantity("5")  # the caller's dict: the memo is unaffected
+    assert pod_requests(pod) == {"cpu": Quantity("1")}
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"  # mutated in place: no stale hit
+    assert pod_requests(pod) == {"cpu": Quantity("2")}
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = 3  # a number is read, not memoised
+    assert pod_requests(pod) == {"cpu": Quantity("3")}
+    sidecar = {
+        "spec": {"initContainers": [ctr({"cpu": "1"}, sidecar=True)], "containers": [ctr({"cpu": "1"})]}
+    }
+    plain = {"spec": {"initContainers": [ctr({"cpu": "1"})], "containers": [ctr({"cpu": "1"})]}}
+    assert pod_requests(sidecar) == {"cpu": Quantity("2")}
+    assert pod_requests(plain) == {"cpu": Quantity("1")}
+    with pytest.raises(QuantityError):
+        pod_requests({"spec": {"containers": [ctr({"cpu": "x"})]}})

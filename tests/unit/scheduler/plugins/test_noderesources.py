@@ -303,3 +303,17 @@ def test_many_insufficient_resources_in_one_status() -> None:
     got = assert_forms_agree(NodeResourcesFit(), pod, snap)
     assert got[0] == got[2] == unfit(*(f"Insufficient {n}" for n in names[35:]))
     assert got[1] == unfit(*(f"Insufficient {n}" for n in names))
+
+
+def test_cached_scores_and_fit_follow_generations_that_go_back() -> None:
+    # rows re-read with a smaller generation must not revive scores or free amounts cached before
+    plugin = NodeResourcesFit()
+    snap = Snapshot.build([node("a"), node("b")])
+    pod = make_pod(requests=[{"cpu": "1", "memory": "1Gi"}])
+    rows = np.arange(2, dtype=np.int64)
+    plugin.score_all(CycleState(0), pod, snap, rows)
+    add_pods(snap, [make_pod("x", node="a", requests=[{"cpu": "3500m", "memory": "2Gi"}])], 9)
+    plugin.score_all(CycleState(0), pod, snap, rows)
+    add_pods(snap, [make_pod("y", node="a", requests=[{"cpu": "100m", "memory": "1Gi"}])], 0)
+    assert_forms_agree(plugin, pod, snap)
+    assert_scores_agree(plugin, pod, snap, [0, 1])
