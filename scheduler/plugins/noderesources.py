@@ -22,125 +22,45 @@ explicit 0 stays 0), aggregated like ``pod_requests`` (overhead in snapshot unit
 ``NodeInfo.NonZeroRequested`` for the node's pods and ``PodRequests(NonMissingContainerRequests)``
 (1.27+) for the incoming pod; 1.20-1.26 added the incoming pod's cpu overhead as ``Value()`` (whole
 cores) and ignored sidecars, which is not reproduced.
-Imports: numpy, apis (pod, quantity), scheduler.framework.
+Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins.resourcemath.
 """
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections import deque
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from apis.pod import containers, init_containers, pod_requests, resources_key
+from apis.pod import pod_requests, resources_key
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
 from scheduler.framework.snapshot import PodInfo, Snapshot, to_values
 from scheduler.framework.status import MAX_NODE_SCORE, Status
+from scheduler.plugins.resourcemath import (
+    MEMO_LIMIT,
+    SCORE_WEIGHTS,
+    go_div,
+    go_div_all,
+    is_checked_resource,
+    least_requested_score,
+    nonzero_requests,
+    reason_order,
+    wrap64,
+)
 
 NAME: Final = "NodeResourcesFit"
 PRE_FILTER_KEY: Final = "PreFilter" + NAME
 PRE_SCORE_KEY: Final = "PreScore" + NAME
 REASON_TOO_MANY_PODS: Final = "Too many pods"
-DEFAULT_MILLI_CPU_REQUEST: Final = 100
-DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
-SCORE_WEIGHTS: Final = (("cpu", 1), ("memory", 1))
-_BASE_ORDER: Final = ("cpu", "memory", "ephemeral-storage")
 _LOG_LENGTH: Final = 512  # syncs remembered for patching cached scores
 _SAFE: Final = 2**53  # magnitudes below it cannot overflow the int64 score arithmetic
-
-_NAME_RE: Final = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def _qualified_name(s: str) -> bool:
-    prefix, sep, name = s.rpartition("/")
-    if sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _NAME_RE.fullmatch(name) is not None
-
-
-def is_checked_resource(name: str) -> bool:
-    """cpu, memory, ephemeral-storage, or a scalar resource (``IsScalarResourceName``)."""
-    if name in _BASE_ORDER or name.startswith(("hugepages-", "attachable-volumes-")):
-        return True
-    if "kubernetes.io/" in name:
-        return True
-    return "/" in name and not name.startswith("requests.") and _qualified_name("requests." + name)
-
-
-def _order(name: str) -> tuple[int, str]:
-    return (_BASE_ORDER.index(name), "") if name in _BASE_ORDER else (len(_BASE_ORDER), name)
-
-
-def _wrap64(x: int) -> int:
-    """``x`` wrapped to int64 as numpy's int64 arithmetic wraps it."""
-    return x if -(2**63) <= x < 2**63 else (x + 2**63) % 2**64 - 2**63
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _go_div_all(a: IntArray, b: IntArray) -> IntArray:
-    q = np.abs(a) // np.abs(b)
-    return np.where((a >= 0) == (b >= 0), q, -q)
-
-
-def _with_defaults(c: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a container whose requests name cpu and memory (the non-zero defaults when absent)."""
-    res = c.get("resources")
-    res = dict(res) if isinstance(res, Mapping) else {}
-    req = res.get("requests")
-    req = dict(req) if isinstance(req, Mapping) else {}
-    req.setdefault("cpu", f"{DEFAULT_MILLI_CPU_REQUEST}m")
-    req.setdefault("memory", str(DEFAULT_MEMORY_REQUEST))
-    res["requests"] = req
-    return {**c, "resources": res}
-
-
-def _has_both(c: Mapping[str, Any]) -> bool:
-    res = c.get("resources")
-    req = res.get("requests") if isinstance(res, Mapping) else None
-    return isinstance(req, Mapping) and "cpu" in req and "memory" in req
-
-
-# Memos keyed by ``apis.pod.resources_key`` (every input of the pod's requests, so never stale).
-_MEMO_LIMIT: Final = 4096
-_nonzero_memo: dict[Hashable, tuple[int, int]] = {}
 _checked_memo: dict[Hashable, tuple[tuple[tuple[str, int], ...], dict[str, int]]] = {}
-
-
-def nonzero_requests(pod: Mapping[str, Any], requests: Mapping[str, int] | None = None) -> tuple[int, int]:
-    """The pod's non-zero (cpu milli, memory) for scoring; ``requests`` (its ``pod_requests`` in
-    snapshot units) is reused when every container names both resources. Otherwise memoised by
-    ``apis.pod.resources_key`` (every input the computation reads)."""
-    if requests is not None and all(_has_both(c) for c in containers(pod) + init_containers(pod)):
-        return requests.get("cpu", 0), requests.get("memory", 0)
-    key = resources_key(pod)
-    if key is not None:
-        hit = _nonzero_memo.get(key)
-        if hit is not None:
-            return hit
-    spec = pod.get("spec")
-    spec = dict(spec) if isinstance(spec, Mapping) else {}
-    spec["containers"] = [_with_defaults(c) for c in containers(pod)]
-    spec["initContainers"] = [_with_defaults(c) for c in init_containers(pod)]
-    values = to_values(pod_requests({**pod, "spec": spec}))
-    nz = values.get("cpu", 0), values.get("memory", 0)
-    if key is not None:
-        if len(_nonzero_memo) >= _MEMO_LIMIT:
-            _nonzero_memo.clear()
-        _nonzero_memo[key] = nz
-    return nz
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +70,6 @@ class PreFilterState:
     checked: tuple[tuple[str, int], ...]
     requests: dict[str, int]
     vector: IntArray
-
-
-def least_requested_score(requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
 
 
 class NodeResourcesFit:
@@ -207,11 +121,11 @@ class NodeResourcesFit:
             requests = to_values(pod_requests(pod))
             checked = sorted(
                 ((r, v) for r, v in requests.items() if v > 0 and is_checked_resource(r)),
-                key=lambda x: _order(x[0]),
+                key=lambda x: reason_order(x[0]),
             )
             hit = (tuple(checked), requests)
             if key is not None:
-                if len(_checked_memo) >= _MEMO_LIMIT:
+                if len(_checked_memo) >= MEMO_LIMIT:
                     _checked_memo.clear()
                 _checked_memo[key] = hit
         requests = dict(hit[1])
@@ -345,11 +259,11 @@ class NodeResourcesFit:
             bad = (cap == 0) | (req > cap)
             safe_cap = np.where(bad, 1, cap)
             score = np.where(
-                bad, 0, _go_div_all((safe_cap - np.where(bad, 0, req)) * MAX_NODE_SCORE, safe_cap)
+                bad, 0, go_div_all((safe_cap - np.where(bad, 0, req)) * MAX_NODE_SCORE, safe_cap)
             )
             total += score * w
             weights += w
-        return _go_div_all(total, np.full(m, weights, np.int64))
+        return go_div_all(total, np.full(m, weights, np.int64))
 
     def _changed_since(self, tick: int) -> list[int] | None:
         """The rows re-read after ``tick`` (ascending), None when the log no longer reaches back."""
@@ -431,11 +345,11 @@ class NodeResourcesFit:
             self._layout = -1
 
     def _sync_row(self, snapshot: Snapshot, i: int) -> None:
-        """Re-read one row in Python integers (``_wrap64`` keeps the int64 values numpy computes)."""
+        """Re-read one row in Python integers (``wrap64`` keeps the int64 values numpy computes)."""
         self._gen[i] = snapshot.generation[i]
         self._nz[i] = self._row_nonzero(snapshot, i)
         alloc: list[int] = snapshot.allocatable[i].tolist()
-        new = [_wrap64(a - r) for a, r in zip(alloc, snapshot.requested[i].tolist(), strict=True)]
+        new = [wrap64(a - r) for a, r in zip(alloc, snapshot.requested[i].tolist(), strict=True)]
         old: list[int] = self._free[:, i].tolist()
         self._free[:, i] = new
         least = self._free_min
