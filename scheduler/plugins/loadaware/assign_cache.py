@@ -14,7 +14,7 @@ from typing import Any
 
 from apis import constants as c
 from apis.pod import is_terminated, metadata, pod_annotations, pod_key, spec, status
-from apis.qos import PriorityClass, priority_class_with_default
+from apis.qos import PriorityClass
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.estimator import Estimator, assign_timestamp
 from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
@@ -85,12 +85,13 @@ class AssignCache:
         if old_node is not None and old_node != node:
             self._remove(pid)
         timestamp = assign_timestamp(pod, now)
+        estimate, priority_class = self.estimator.assigned_facts(pod)
         entry = PodEntry(
             key=pod_key(pod),
-            estimate=self.estimator.assigned_estimate(pod),
+            estimate=estimate,
             timestamp=timestamp,
             deadline=self.estimator.deadline(pod, timestamp),
-            prod=priority_class_with_default(pod) is PriorityClass.PROD,
+            prod=priority_class is PriorityClass.PROD,
         )
         self.pods.setdefault(node, {})[pid] = entry
         self.objects[pid] = pod

@@ -3,6 +3,8 @@ map, in resource-vector order, plus the force-estimation deadline of an assigned
 
 Float arithmetic is Go's: ``int64(math.Round(float64(q) * float64(factor) / 100))`` evaluated left to right
 in IEEE doubles, with ``math.Round`` rounding half away from zero (never Python's ``round``).
+Pods of one workload are identical in everything the estimate reads, so ``Estimator.facts`` memoises the
+estimate and the priority class by a key made of exactly those inputs (``estimate_key``).
 Imports: the standard library, apis (constants, pod, qos, quantity), scheduler.plugins.loadaware
 (args, profile).
 """
@@ -10,12 +12,21 @@ Imports: the standard library, apis (constants, pod, qos, quantity), scheduler.p
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from apis import constants as c
-from apis.pod import parse_time, pod_annotations, pod_condition, pod_limits, pod_requests
+from apis.pod import (
+    parse_time,
+    pod_annotations,
+    pod_condition,
+    pod_labels,
+    pod_limits,
+    pod_requests,
+    spec,
+    status,
+)
 from apis.qos import PriorityClass, parse_go_int, priority_class_with_default, translate_resource_name
 from apis.quantity import Quantity, QuantityError
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
@@ -26,6 +37,67 @@ DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 _GO_ZERO_TIME: Final = datetime(1, 1, 1, tzinfo=UTC)
 _CPU_DEFAULTED: Final = frozenset({c.RESOURCE_CPU, c.BATCH_CPU})
 _MEMORY_DEFAULTED: Final = frozenset({c.RESOURCE_MEMORY, c.BATCH_MEMORY})
+_MEMO_LIMIT: Final = 4096
+_MISSING: Final = ("<missing>",)  # a tuple: its type tags it apart from every frozen value
+
+
+def _freeze(value: Any) -> Hashable:
+    """A hashable image of a JSON-like value that keeps every type: strings stand for themselves, any
+    other scalar is ``(type, value)`` (so 1, 1.0 and True differ), containers are ``(type, items)``."""
+    t = type(value)
+    if t is str:
+        text: str = value
+        return text
+    if t is dict or isinstance(value, Mapping):
+        return (
+            t,
+            tuple(
+                [
+                    (k if type(k) is str else _freeze(k), v if type(v) is str else _freeze(v))
+                    for k, v in value.items()
+                ]
+            ),
+        )
+    if t is list or t is tuple:
+        return (t, tuple([_freeze(v) for v in value]))
+    hash(value)
+    return (t, value)
+
+
+def _containers_key(value: Any, init: bool) -> Hashable:
+    if type(value) is not list and type(value) is not tuple:
+        return (type(value),)
+    return (
+        type(value),
+        tuple(
+            [
+                (_freeze(x.get("resources")), _freeze(x.get("restartPolicy")) if init else None)
+                if isinstance(x, Mapping)
+                else _MISSING
+                for x in value
+            ]
+        ),
+    )
+
+
+def estimate_key(pod: Mapping[str, Any], customize: bool) -> Hashable:
+    """Every input of ``Estimator.estimate`` and ``priority_class_with_default``: the containers' and init
+    containers' ``resources`` (and ``restartPolicy``), ``overhead``, ``priority``, the priority-class and
+    QoS labels, ``status.qosClass`` and, with ``customize``, the scaling-factor annotation. Raises
+    TypeError when some value is not hashable."""
+    sp, labels = spec(pod), pod_labels(pod)
+    return (
+        _containers_key(sp.get("containers"), False),
+        _containers_key(sp.get("initContainers"), True),
+        _freeze(sp.get("overhead")),
+        _freeze(sp.get("priority", _MISSING)),
+        _freeze(labels.get(c.LABEL_POD_PRIORITY_CLASS, _MISSING)),
+        _freeze(labels.get(c.LABEL_POD_QOS, _MISSING)),
+        _freeze(status(pod).get("qosClass", _MISSING)),
+        _freeze(pod_annotations(pod).get(c.ANNOTATION_LOAD_ESTIMATED_SCALING_FACTORS, _MISSING))
+        if customize
+        else None,
+    )
 
 
 def round_half_away(x: float) -> float:
@@ -78,6 +150,39 @@ class Estimator:
         self.args = args
         self.resources = tuple(resources)
         self._col = {r: j for j, r in enumerate(self.resources)}
+        self._memo: dict[Hashable, tuple[Vector, PriorityClass]] = {}
+        self._last: tuple[tuple[Any, ...], tuple[Vector, PriorityClass]] | None = None
+
+    def facts(self, pod: Mapping[str, Any]) -> tuple[Vector, PriorityClass]:
+        """``(estimate_or_empty(pod), priority_class_with_default(pod))``, memoised by ``estimate_key``.
+        A pod whose inputs are the very objects of the previous call's (Reserve's assumed copy of the
+        pod PreFilter just estimated) skips the key; pod dicts are never mutated in place."""
+        sp, meta = spec(pod), pod.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        parts = (
+            sp.get("containers"),
+            sp.get("initContainers"),
+            sp.get("overhead"),
+            sp.get("priority"),
+            meta.get("labels"),
+            meta.get("annotations"),
+            pod.get("status"),
+        )
+        last = self._last
+        if last is not None and all(a is b for a, b in zip(parts, last[0], strict=True)):
+            return last[1]
+        try:
+            key = estimate_key(pod, self.args.allow_customize_estimation)
+        except TypeError:
+            return self.estimate_or_empty(pod), priority_class_with_default(pod)
+        found = self._memo.get(key)
+        if found is None:
+            found = (self.estimate_or_empty(pod), priority_class_with_default(pod))
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[key] = found
+        self._last = (parts, found)
+        return found
 
     def factors(self, pod: Mapping[str, Any]) -> dict[str, int]:
         """Args factors, overridden/extended by the pod annotation when ``allowCustomizeEstimation``."""
@@ -121,10 +226,14 @@ class Estimator:
 
     def assigned_estimate(self, pod: Mapping[str, Any]) -> Vector | None:
         """The estimate of an assigned pod: None when all-zero (koord-free pods included) or unparsable."""
-        if priority_class_with_default(pod) is PriorityClass.FREE:
-            return None
-        vec = self.estimate_or_empty(pod)
-        return vec if any(vec) else None
+        return self.assigned_facts(pod)[0]
+
+    def assigned_facts(self, pod: Mapping[str, Any]) -> tuple[Vector | None, PriorityClass]:
+        """``(assigned_estimate(pod), priority_class_with_default(pod))`` from one memo lookup."""
+        vec, priority_class = self.facts(pod)
+        if priority_class is PriorityClass.FREE or not any(vec):
+            return None, priority_class
+        return vec, priority_class
 
     def _seconds(self, pod: Mapping[str, Any], annotation: str, default: int | None) -> int:
         value = -1

@@ -2,7 +2,8 @@
 EnqueueExtensions, fed by the scheduler's informers through ``on_node_metric`` and ``on_pod_*``.
 
 ``filter``/``score`` are the readable per-node forms (``reference``, reading the caches directly);
-``filter_all``/``score_all`` evaluate every snapshot row at once from the aligned arrays of ``table``.
+``filter_all``/``score_all`` evaluate every snapshot row at once from the aligned arrays of ``table``
+(rows or pods outside the range where those arrays are exact go through the per-node forms).
 The Filter/Score clock is ``CycleState.now``; the injectable ``clock`` stamps assignments (Reserve, pods
 seen by the informer without a PodScheduled condition).
 Imports: the standard library, numpy, apis (nodemetric, pod, qos), scheduler.framework,
@@ -20,7 +21,7 @@ import numpy.typing as npt
 
 from apis.nodemetric import NodeMetric
 from apis.pod import is_daemonset_pod
-from apis.qos import PriorityClass, priority_class_with_default
+from apis.qos import PriorityClass
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, FilterResult, IntArray
 from scheduler.framework.snapshot import Snapshot
@@ -48,13 +49,17 @@ __all__ = ["NAME", "LoadAwareScheduling"]
 
 
 class _PodState:
-    """PreFilter's result for one pod: the incoming-pod facts and its estimate as an int64 vector."""
+    """PreFilter's result for one pod: the incoming-pod facts, whether Score's arrays are exact for its
+    estimate, and the snapshot PreFilter synchronised the table with (a snapshot does not change during
+    a cycle, so Filter and Score then only re-check the caches)."""
 
-    __slots__ = ("incoming", "vector")
+    __slots__ = ("exact", "incoming", "synced")
 
     def __init__(self, incoming: IncomingPod) -> None:
         self.incoming = incoming
-        self.vector: npt.NDArray[np.int64] = np.asarray(incoming.estimate, np.int64)
+        self.synced: Snapshot | None = None
+        np.asarray(incoming.estimate, np.int64)  # an estimate beyond int64 fails here, as it always did
+        self.exact = RowTable.exact_pod(incoming.estimate)
 
 
 class LoadAwareScheduling:
@@ -81,6 +86,8 @@ class LoadAwareScheduling:
             [self.args.resource_weights.get(x, 0) for x in self.resources], np.int64
         )
         self.weight_sum = int(self.weights.sum())
+        unit = r >= 2 and bool((self.weights == 1).all())
+        self.weights_f: npt.NDArray[np.float64] | None = None if unit else self.weights.astype(np.float64)
         self.score_disabled = self.args.dominant_resource_weight == 0 and not self.weights.any()
         self.statuses: tuple[Status, ...] = (
             Status.unschedulable(REASON_EXPIRED, plugin=NAME),
@@ -88,6 +95,7 @@ class LoadAwareScheduling:
             *(Status.unschedulable(REASON_AGGREGATED.format(x), plugin=NAME) for x in self.resources),
         )
         assert len(self.statuses) == 1 + 2 * r
+        self.status_index = {st.reasons: k for k, st in enumerate(self.statuses)}
 
     @property
     def name(self) -> str:
@@ -118,10 +126,9 @@ class LoadAwareScheduling:
 
     # --- PreFilter --------------------------------------------------------------------------------
     def _incoming(self, pod: Pod) -> IncomingPod:
+        estimate, priority_class = self.estimator.facts(pod)
         return IncomingPod(
-            estimate=self.estimator.estimate_or_empty(pod),
-            prod=priority_class_with_default(pod) is PriorityClass.PROD,
-            daemonset=is_daemonset_pod(pod),
+            estimate=estimate, prod=priority_class is PriorityClass.PROD, daemonset=is_daemonset_pod(pod)
         )
 
     def _state(self, state: CycleState, pod: Pod) -> _PodState:
@@ -134,9 +141,19 @@ class LoadAwareScheduling:
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         """Estimates the pod once per cycle and brings the per-node arrays up to date."""
-        state.write(STATE_KEY, _PodState(self._incoming(pod)))
+        ps = _PodState(self._incoming(pod))
+        state.write(STATE_KEY, ps)
         self.table.sync(snapshot)
+        ps.synced = snapshot
         return Status.success()
+
+    def _sync(self, ps: _PodState, snapshot: Snapshot) -> None:
+        """The table up to date: fully unless PreFilter of this cycle synced this snapshot, else only the
+        nodes whose metric or pods changed since."""
+        if ps.synced is snapshot and self.table.snapshot is snapshot:
+            self.table.sync_caches()
+        else:
+            self.table.sync(snapshot)
 
     # --- Filter -----------------------------------------------------------------------------------
     def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
@@ -156,8 +173,11 @@ class LoadAwareScheduling:
         ps = self._state(state, pod)
         if ps.incoming.daemonset:
             return FilterResult.all_pass(snapshot.n)
-        self.table.sync(snapshot)
-        which = self.table.filter_which(ps.vector, ps.incoming.prod, state.now)
+        self._sync(ps, snapshot)
+        which = self.table.filter_which(ps.incoming.estimate, ps.incoming.prod, state.now)
+        for i in self.table.irregular:
+            st = self.filter(state, pod, snapshot, i)
+            which[i] = -1 if st.is_success() else self.status_index[st.reasons]
         return FilterResult(which, self.statuses)
 
     # --- Score ------------------------------------------------------------------------------------
@@ -178,9 +198,18 @@ class LoadAwareScheduling:
         if self.score_disabled:
             return np.zeros(len(feasible), np.int64)
         ps = self._state(state, pod)
-        self.table.sync(snapshot)
-        scores = self.table.scores(ps.vector, ps.incoming.prod, state.now, self.weights, self.weight_sum)
-        out: IntArray = scores[feasible]
+        self._sync(ps, snapshot)
+        if not ps.exact:  # an estimate outside the exact range of the arrays: node by node
+            return np.array([self.score(state, pod, snapshot, int(i))[0] for i in feasible], np.int64)
+        prod_usage = ps.incoming.prod and self.args.score_according_prod_usage
+        args = (self.weights_f, self.weight_sum, self.args.dominant_resource_weight)
+        full = self.table.scores(ps.incoming.estimate, prod_usage, state.now, *args)
+        for i in self.table.irregular:
+            full[i] = self.score(state, pod, snapshot, i)[0]
+        n = len(full)
+        if len(feasible) == n and (n == 0 or (feasible[0] == 0 and feasible[-1] == n - 1)):
+            return full  # ascending distinct rows (the framework's contract) covering all: every row
+        out: IntArray = full.take(feasible)
         return out
 
     # --- Reserve ----------------------------------------------------------------------------------

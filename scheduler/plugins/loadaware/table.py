@@ -1,19 +1,33 @@
 """Per-node arrays aligned to the snapshot rows, so Filter and Score of one pod are a handful of numpy
-operations over every node. Rows are re-derived from the sources (Node object → profile and capacity,
-NodeMetric entry, assigned-pod sums) only when the snapshot layout changes (all rows), when a row's
-NodeInfo generation changes, or when its NodeMetric/assigned pods changed (the assign cache's dirty set).
+operations over every node, with the per-pod work reduced to one comparison per resource for Filter.
 
-Filter's ``round_half_away(x) > T`` (x = estimated / capacity × 100 in float64, Go's order) is evaluated
-as ``x >= b`` with ``b = T + 0.5`` for T ≥ 0 and the next double above ``T + 0.5`` for T < 0, which is
-exact for every double x; disabled thresholds (0, or capacity 0) get ``b = +inf``.
-Imports: numpy, scheduler.framework.snapshot, scheduler.plugins.loadaware (args, profile,
-nodemetric_cache, assign_cache, reference).
+Row state is split by what it depends on. The Node object alone → ``NodeStatic`` (capacity, thresholds,
+smallest failing sums), re-derived only when the row's node dict is replaced. The NodeMetric entry and
+the assigned-pod sums → the row's columns below, recomputed for the one row whose metric or pods
+changed (the assign cache's ``dirty`` set) in O(R) Python, written with three column stores.
+
+Columns (``k`` = 0..R-1):
+* ``heads[k]`` / ``heads[R+k]``: for pods judged by node thresholds / Prod pods, the smallest estimate
+  that fails resource k (``min_exceeding_sum − existing``, exact integers; ``NEVER`` when the check is
+  off): Filter's ``round_half_away(x) > T`` is ``estimate >= head`` (``exact``).
+* ``codes``: the FilterResult status index of that rejection.
+* ``floats[k]`` / ``floats[R+k]``: ``100 × (capacity − existing)`` for Score (node / Prod usage);
+  ``floats[2R+k]``: capacity (``inf`` for 0); ``floats[3R]``, ``[3R+1]``: the expiry instant for the
+  Filter modes (NaN: never, the node is not checked); ``floats[3R+2]``: Score's (``-inf``: always 0).
+Score's float64 form is exact when capacities, existing usages and the estimate are integers in
+``[0, 2**46]``: ``d = 100 × (cap − used)`` is then exact, ``floor(d / cap)`` equals the integer division
+because ``d + cap ≤ 101 × 2**46 < 2**53`` (a quotient just below an integer is at least ``1/cap`` below
+it, more than half an ulp), negative ``d`` (used > cap) floors below 0 and is clamped, ``x / inf = 0``
+gives the capacity-0 rule, and the weighted sums are small integers. Rows outside that range
+(``irregular``) and such pods are evaluated by the per-node reference instead.
+Imports: the standard library, numpy, scheduler.framework.snapshot, scheduler.plugins.loadaware.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -21,25 +35,37 @@ import numpy.typing as npt
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.assign_cache import AssignCache
-from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
-from scheduler.plugins.loadaware.profile import Vector, node_capacity, node_profile
-from scheduler.plugins.loadaware.reference import existing_usage
+from scheduler.plugins.loadaware.bulk import bulk_rows
+from scheduler.plugins.loadaware.exact import exceed_bound, expiry_instant
+from scheduler.plugins.loadaware.node_static import SCORE_EXACT_LIMIT, NodeStatic, NodeStatics
+from scheduler.plugins.loadaware.nodemetric_cache import MetricEntry, NodeMetricCache
+from scheduler.plugins.loadaware.reference import NodeSums, existing_usage
 
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 
+INT64_MIN: Final = -(1 << 63)
+NEVER: Final = (1 << 63) - 1
 
-def exceed_bound(threshold: int, capacity: int) -> float:
-    """The smallest double x with ``round_half_away(x) > threshold`` (inf when the check is off)."""
-    if threshold == 0 or capacity == 0:
-        return math.inf
-    b = threshold + 0.5
-    return b if threshold >= 0 else math.nextafter(b, math.inf)
+__all__ = ["NEVER", "RowTable", "exceed_bound"]
+
+
+def _head(bound: int | None, existing: int) -> int:
+    """The smallest estimate that fails (``bound − existing``) clipped into int64; ``NEVER`` when the
+    check is off or no int64 estimate below 2**63−1 can reach it."""
+    if bound is None:
+        return NEVER
+    return min(max(bound - existing, INT64_MIN), NEVER)
+
+
+def _in_range(values: Sequence[int]) -> bool:
+    return all(0 <= v <= SCORE_EXACT_LIMIT for v in values)
 
 
 class RowTable:
-    """The aligned arrays (n rows × R resources)."""
+    """The aligned arrays; ``sync`` brings them up to date with a snapshot and the caches."""
 
     def __init__(
         self,
@@ -50,155 +76,195 @@ class RowTable:
     ) -> None:
         self.args = args
         self.resources = tuple(resources)
+        self.r = len(self.resources)
         self.metrics = metrics
         self.assign = assign
-        self.layout = -1
-        self.snapshot_id = 0
-        score_agg = args.aggregated if args.aggregated is not None and args.aggregated.score_enabled else None
+        self.statics = NodeStatics(args, self.resources)
+        self.expiration = args.node_metric_expiration_seconds
+        agg = args.aggregated if args.aggregated is not None and args.aggregated.score_enabled else None
         self.score_agg = (
-            ("", 0)
-            if score_agg is None
-            else (
-                score_agg.score_aggregation_type,
-                score_agg.score_aggregated_duration,
-            )
+            ("", 0) if agg is None else (agg.score_aggregation_type, agg.score_aggregated_duration)
         )
+        self.snapshot: Snapshot | None = None
+        self.layout = -1
         self._alloc(0)
 
     def _alloc(self, n: int) -> None:
-        r = len(self.resources)
+        r = self.r
         self.n = n
         self.names: list[str] = []
+        self.nodes: list[Mapping[str, Any]] = []
+        self.irregular: set[int] = set()
         self.gen: I64 = np.full(n, -1, np.int64)
-        self.cap: I64 = np.zeros((n, r), np.int64)
-        self.capf: F64 = np.ones((n, r), np.float64)
-        self.cap_safe: I64 = np.ones((n, r), np.int64)
-        self.cap_zero: Bools = np.zeros((n, r), np.bool_)
-        self.bound_np: F64 = np.full((n, r), np.inf)
-        self.bound_prod: F64 = np.full((n, r), np.inf)
-        self.np_active: Bools = np.zeros(n, np.bool_)
-        self.prod_active: Bools = np.zeros(n, np.bool_)
-        self.prod_set: Bools = np.zeros(n, np.bool_)
-        self.agg_offset: npt.NDArray[np.int32] = np.zeros(n, np.int32)
-        self.has_metric: Bools = np.zeros(n, np.bool_)
-        self.has_ut: Bools = np.zeros(n, np.bool_)
-        self.ut: F64 = np.zeros(n, np.float64)
-        self.nm_ok: Bools = np.zeros(n, np.bool_)
-        self.e_prod: I64 = np.zeros((n, r), np.int64)
-        self.e_filter: I64 = np.zeros((n, r), np.int64)
-        self.e_score: I64 = np.zeros((n, r), np.int64)
+        self.heads: I64 = np.full((2 * r, n), NEVER, np.int64)
+        self.codes: I32 = np.zeros((2 * r, n), np.int32)
+        self.floats: F64 = np.zeros((3 * r + 3, n), np.float64)
+        self._mask: Bools = np.zeros(n, np.bool_)
+        self._q: F64 = np.zeros((r, n), np.float64)
+        self._tmp: F64 = np.zeros(n, np.float64)
 
     # --- synchronisation --------------------------------------------------------------------------
     def sync(self, snapshot: Snapshot) -> None:
-        """Bring the rows up to date with ``snapshot`` and the caches."""
-        if self.layout != snapshot.layout or self.snapshot_id != id(snapshot) or self.n != snapshot.n:
-            self._alloc(snapshot.n)
-            self.names = list(snapshot.names)
-            self.layout, self.snapshot_id = snapshot.layout, id(snapshot)
-            self.assign.dirty.clear()
-            for i in range(self.n):
-                self.fill_row(snapshot, i)
+        """Bring the rows up to date with ``snapshot`` (new layout: every row; else rows whose node dict
+        was replaced) and with the caches (rows of the assign cache's dirty nodes)."""
+        if self.snapshot is not snapshot or self.layout != snapshot.layout or self.n != snapshot.n:
+            self._rebuild(snapshot)
             return
-        rows = set(np.flatnonzero(self.gen != snapshot.generation).tolist())
-        if self.assign.dirty:
-            index = snapshot.index
-            rows.update(index[name] for name in self.assign.dirty if name in index)
-            self.assign.dirty.clear()
+        rows: set[int] = set()
+        changed = np.flatnonzero(self.gen != snapshot.generation)
+        if len(changed):
+            infos, nodes = snapshot.infos, self.nodes
+            self.gen[changed] = snapshot.generation[changed]
+            rows.update(i for i in changed.tolist() if infos[i].node is not nodes[i])
         for i in rows:
-            self.fill_row(snapshot, i)
+            self._refresh(snapshot, i)
+        self.sync_caches()
 
-    def fill_row(self, snapshot: Snapshot, i: int) -> None:
-        """Re-derive row ``i`` from its Node object, NodeMetric entry and assigned-pod sums."""
+    def sync_caches(self) -> None:
+        """Refresh the rows of the nodes whose metric or assigned pods changed (same snapshot)."""
+        dirty, snapshot = self.assign.dirty, self.snapshot
+        if dirty and snapshot is not None:
+            index = snapshot.index
+            rows = [index[name] for name in dirty if name in index]
+            dirty.clear()
+            for i in rows:
+                self._refresh(snapshot, i)
+
+    def _rebuild(self, snapshot: Snapshot) -> None:
+        self._alloc(snapshot.n)
+        self.snapshot, self.layout = snapshot, snapshot.layout
+        self.names = list(snapshot.names)
+        self.nodes = [info.node for info in snapshot.infos]
+        self.gen[:] = snapshot.generation
+        self.assign.dirty.clear()
+        self.statics.forget_others(self.names)
+        if not self.n:
+            return
+        statics = [self.statics.of(name, node) for name, node in zip(self.names, self.nodes, strict=True)]
+        entries = [self.metrics.get(name) for name in self.names]
+        sums = [self.assign.sums_of(name) for name in self.names]
+        self.codes[:] = np.array([st.np_codes + st.pp_codes for st in statics], np.int32).T
+        special = bulk_rows(self, statics, entries, sums)
+        for i in special:
+            row_ints, row_floats, regular = self._row(statics[i], entries[i], sums[i])
+            self.heads[:, i] = row_ints
+            self.floats[:, i] = row_floats
+            if not regular:
+                self.irregular.add(i)
+
+    def _refresh(self, snapshot: Snapshot, i: int) -> None:
         info = snapshot.infos[i]
-        resources = self.resources
-        self.gen[i] = snapshot.generation[i]
-        capacity = node_capacity(resources, info.node)
-        profile = node_profile(self.args, resources, info.node)
-        self.cap[i] = capacity
-        self.cap_zero[i] = [v == 0 for v in capacity]
-        self.capf[i] = [float(v) if v != 0 else 1.0 for v in capacity]
-        self.cap_safe[i] = [v if v != 0 else 1 for v in capacity]
-        np_thresholds: Vector = profile.aggregated if profile.aggregated is not None else profile.usage
-        self.bound_np[i] = [exceed_bound(t, v) for t, v in zip(np_thresholds, capacity, strict=True)]
-        self.bound_prod[i] = [exceed_bound(t, v) for t, v in zip(profile.prod, capacity, strict=True)]
-        self.np_active[i] = any(t != 0 for t in np_thresholds)
-        self.prod_active[i] = any(t != 0 for t in profile.prod)
-        self.prod_set[i] = profile.prod_set
-        self.agg_offset[i] = len(resources) if profile.aggregated is not None else 0
-        entry = self.metrics.get(info.name)
-        self.has_metric[i] = entry is not None
-        if entry is None:
-            self.has_ut[i], self.ut[i], self.nm_ok[i] = False, 0.0, False
-            self.e_prod[i] = self.e_filter[i] = self.e_score[i] = 0
-            return
-        self.has_ut[i] = entry.update_time is not None
-        self.ut[i] = 0.0 if entry.update_time is None else entry.update_time
-        self.nm_ok[i] = entry.has_node_metric
-        sums = self.assign.sums_of(info.name)
-        if not entry.has_node_metric:
-            self.e_prod[i] = self.e_filter[i] = self.e_score[i] = 0
-            return
-        self.e_prod[i] = existing_usage(entry, sums, True, "", 0)
-        self.e_filter[i] = existing_usage(entry, sums, False, profile.agg_type, profile.agg_duration)
-        self.e_score[i] = existing_usage(entry, sums, False, *self.score_agg)
+        self.nodes[i] = info.node
+        st = self.statics.of(info.name, info.node)
+        row_ints, row_floats, regular = self._row(
+            st, self.metrics.get(info.name), self.assign.sums_of(info.name)
+        )
+        self.heads[:, i] = row_ints
+        self.codes[:, i] = st.np_codes + st.pp_codes
+        self.floats[:, i] = row_floats
+        if regular:
+            self.irregular.discard(i)
+        else:
+            self.irregular.add(i)
+
+    def _row(
+        self, st: NodeStatic, entry: MetricEntry | None, sums: NodeSums
+    ) -> tuple[list[int], list[float], bool]:
+        """One row's ``heads``, ``floats`` and whether it is regular (see the module docstring)."""
+        r = self.r
+        never = [NEVER] * (2 * r)
+        if entry is None:  # no metric: Filter passes, Score is 0
+            return never, [0.0] * (2 * r) + list(st.capacity_f) + [math.nan, math.nan, -math.inf], st.regular
+        t = -math.inf if entry.update_time is None else expiry_instant(entry.update_time, self.expiration)
+        expiry = [t if st.np_active else math.nan, t if st.pp_active else math.nan]
+        if not entry.has_node_metric:  # Filter passes unless expired, Score is 0
+            return never, [0.0] * (2 * r) + list(st.capacity_f) + [*expiry, -math.inf], st.regular
+        profile = st.profile
+        e_np = existing_usage(entry, sums, False, profile.agg_type, profile.agg_duration)
+        e_prod = existing_usage(entry, sums, True, "", 0)
+        e_score = existing_usage(entry, sums, False, *self.score_agg)
+        heads_np = (
+            [_head(b, e) for b, e in zip(st.np_bounds, e_np, strict=True)] if st.np_active else [NEVER] * r
+        )
+        if not profile.prod_set:
+            heads_pp = heads_np
+        elif st.pp_active:
+            heads_pp = [_head(b, e) for b, e in zip(st.pp_bounds, e_prod, strict=True)]
+        else:
+            heads_pp = [NEVER] * r
+        regular = st.regular and _in_range(e_score) and _in_range(e_prod)
+        if not regular:
+            return heads_np + heads_pp, [0.0] * (2 * r) + list(st.capacity_f) + [*expiry, -math.inf], False
+        cap = st.capacity
+        free = [float(100 * (c - e)) for c, e in zip(cap, e_score, strict=True)]
+        free += [float(100 * (c - e)) for c, e in zip(cap, e_prod, strict=True)]
+        return heads_np + heads_pp, free + list(st.capacity_f) + [*expiry, t], True
 
     # --- per-pod evaluation -----------------------------------------------------------------------
-    def expired(self, now: float) -> Bools:
-        """Rows whose NodeMetric exists and is expired at ``now``."""
-        with np.errstate(invalid="ignore"):
-            late: Bools = (now - self.ut) >= float(self.args.node_metric_expiration_seconds)
-        return self.has_metric & (~self.has_ut | late)
-
-    def filter_which(self, est: I64, prod: bool, now: float) -> npt.NDArray[np.int32]:
-        """FilterResult.which: -1 pass, 0 expired, 1 + j (+R for aggregated wording) resource j over."""
-        args = self.args
-        if prod and bool(self.prod_set.any()):
-            use = self.prod_set
-            col = use[:, None]
-            bound = np.where(col, self.bound_prod, self.bound_np)
-            existing = np.where(col, self.e_prod, self.e_filter)
-            active = np.where(use, self.prod_active, self.np_active)
-            agg_offset = np.where(use, 0, self.agg_offset).astype(np.int32)
+    def _expired(self, row: int, now: float) -> Bools:
+        """Rows whose expiry instant (``floats[row]``) is reached at ``now`` (into a shared buffer)."""
+        mask = self._mask
+        if now != now:  # NaN: only metrics without updateTime count as expired
+            np.equal(self.floats[row], -math.inf, out=mask)
         else:
-            bound, existing = self.bound_np, self.e_filter
-            active, agg_offset = self.np_active, self.agg_offset
-        gate = active & self.has_metric
+            np.less_equal(self.floats[row], now, out=mask)
+        return mask
+
+    def filter_which(self, est: Sequence[int], prod: bool, now: float) -> I32:
+        """FilterResult.which for regular rows: -1 pass, 0 expired, 1 + j (+R for the aggregated
+        wording) resource j over. Irregular rows pass here (the plugin evaluates them itself)."""
+        r, args = self.r, self.args
+        base = r if prod else 0
+        which: I32 = np.full(self.n, -1, np.int32)
+        mask = self._mask
+        for j in range(r - 1, -1, -1):  # the first failing resource wins: write it last
+            np.less_equal(self.heads[base + j], min(int(est[j]), NEVER - 1), out=mask)
+            np.copyto(which, self.codes[base + j], where=mask)
         if args.filter_expired_node_metrics:
-            expired = gate & self.expired(now)
-            check = gate & ~expired & self.nm_ok
-            fail_expired = None if args.enable_schedule_when_node_metrics_expired else expired
-        else:
-            check, fail_expired = gate & self.nm_ok, None
-        x = (existing + est).astype(np.float64)
-        x /= self.capf
-        x *= 100.0
-        exceed = x >= bound
-        fail = exceed.any(axis=1)
-        fail &= check
-        first = exceed.argmax(axis=1).astype(np.int32)
-        first += 1
-        first += agg_offset
-        otherwise = np.int32(-1) if fail_expired is None else np.where(fail_expired, 0, -1).astype(np.int32)
-        return np.where(fail, first, otherwise).astype(np.int32)
+            expired = self._expired(3 * r + (1 if prod else 0), now)
+            np.copyto(which, -1 if args.enable_schedule_when_node_metrics_expired else 0, where=expired)
+        return which
 
-    def scores(self, est: I64, prod: bool, now: float, weights: I64, weight_sum: int) -> I64:
-        """Scores of every row (0 where the NodeMetric is missing, expired or has no nodeMetric)."""
-        args = self.args
-        existing = self.e_prod if (prod and args.score_according_prod_usage) else self.e_score
-        used = existing + est
-        least = self.cap - used
-        least *= 100
-        least //= self.cap_safe
-        least[(used > self.cap) | self.cap_zero] = 0
-        node_score: I64 = least @ weights
+    @staticmethod
+    def exact_pod(est: Sequence[int]) -> bool:
+        """Whether Score's float64 form is exact for this estimate."""
+        return _in_range(est)
+
+    def scores(
+        self,
+        est: Sequence[int],
+        prod_usage: bool,
+        now: float,
+        weights: F64 | None,
+        weight_sum: int,
+        dominant: int,
+    ) -> I64:
+        """Scores of the regular rows (0 where the metric is missing, expired or has no nodeMetric);
+        requires ``exact_pod(est)``; ``weights`` None means every weight is 1 (R ≥ 2). Every float below
+        is a non-negative integer or an exact quotient about to be floored (module docstring), so
+        truncation by ``astype`` is the floor."""
+        r = self.r
+        free = self.floats[r : 2 * r] if prod_usage else self.floats[:r]
+        q = self._q
+        for j in range(r):
+            np.subtract(free[j], 100.0 * est[j], out=q[j])
+        np.maximum(q, 0.0, out=q)  # used > cap → 0
+        np.divide(q, self.floats[2 * r : 3 * r], out=q)
+        np.floor(q, out=q)  # leastUsed per resource, integers in [0, 100]
+        out = self._tmp
+        if weights is None:
+            np.add(q[0], q[1], out=out)
+            for j in range(2, r):
+                out += q[j]
+        else:
+            np.dot(weights, q, out=out)
         total = weight_sum
-        dominant_weight = args.dominant_resource_weight
-        if dominant_weight > 0:
-            dominant = np.minimum(least.min(axis=1, initial=100), 100)
-            node_score += dominant * dominant_weight
-            total += dominant_weight
-        valid = self.has_metric & self.nm_ok & ~self.expired(now)
-        if total <= 0:
-            return np.zeros(self.n, np.int64)
-        out: I64 = np.where(valid, node_score // total, 0)
-        return out
+        if dominant > 0:
+            least = np.minimum.reduce(q, axis=0)
+            least *= float(dominant)
+            out += least
+            total += dominant
+        if total != 1:
+            out /= float(total)
+        np.copyto(out, 0.0, where=self._expired(3 * r + 2, now))
+        return out.astype(np.int64)
