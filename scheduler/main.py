@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from apis.constants import DEFAULT_CONFIG_NAMESPACE
 from apis.version import koord_version
-from kube.client import api_client
+from kube.client import KubeConfigError, api_client
 from kube.leaderelection import LeaderElector
 from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, Profile, load_profile
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             burst=args.kube_api_burst,
             connections=args.bind_workers + 16,
         )
-    except (ConfigError, OSError, ValueError) as e:
+    except (ConfigError, KubeConfigError, OSError, ValueError) as e:
         print(f"koord-scheduler: {e}", file=sys.stderr)
         return 1
     stop = threading.Event()

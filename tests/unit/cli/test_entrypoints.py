@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -32,15 +33,24 @@ def test_daemons_print_their_version(module: str) -> None:
 
 
 def test_unbuilt_daemons_fail_loudly() -> None:
-    out = subprocess.run([sys.executable, "-m", "scheduler.main"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "agent.daemon"], capture_output=True, text=True)
     assert out.returncode == 2
     assert "not built yet" in out.stderr
+
+
+def test_scheduler_without_a_cluster_says_what_it_tried() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    out = subprocess.run([sys.executable, "-m", "scheduler.main", "--metrics-port=0"], capture_output=True,
+                         text=True, env=env, timeout=60)  # fmt: skip
+    assert out.returncode == 1
+    assert "no usable Kubernetes configuration" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_koord_manager_serves_the_hub_until_sigterm() -> None:
     [port] = free_ports(1)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "manager.main", f"--hub-addr=127.0.0.1:{port}"],
+        [sys.executable, "-m", "manager.main", f"--hub-addr=127.0.0.1:{port}", "--no-enable-scheduler",
+         "--no-enable-leader-election"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -60,7 +70,7 @@ def test_koord_manager_serves_the_hub_until_sigterm() -> None:
 
 
 def test_koord_manager_rejects_a_bad_hub_address() -> None:
-    argv = [sys.executable, "-m", "manager.main", "--hub-addr=256.1.1.1:x"]
+    argv = [sys.executable, "-m", "manager.main", "--hub-addr=256.1.1.1:x", "--no-enable-scheduler"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert out.returncode == 1
     assert "--hub-addr=256.1.1.1:x" in out.stderr
