@@ -23,21 +23,34 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 
+_ALL_PASS: dict[int, npt.NDArray[np.int32]] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class FilterResult:
     """The outcome of one Filter plugin over all rows: `which[i]` is -1 when node i passes, else the
     index into `statuses` of the (rejecting) status node i gets."""
 
     which: npt.NDArray[np.int32]
-    statuses: tuple[Status, ...] = ()
+    statuses: tuple[Status, ...] = ()  # empty: the plugin rejected no node
 
     @classmethod
     def all_pass(cls, n: int) -> FilterResult:
-        return cls(np.full(n, -1, np.int32))
+        """Shared, read-only: a plugin that rejects nothing allocates nothing."""
+        which = _ALL_PASS.get(n)
+        if which is None:
+            which = np.full(n, -1, np.int32)
+            which.setflags(write=False)
+            if len(_ALL_PASS) > 16:
+                _ALL_PASS.clear()
+            _ALL_PASS[n] = which
+        return cls(which)
 
     @classmethod
     def from_mask(cls, failed: BoolArray, status: Status) -> FilterResult:
         """Nodes where `failed` is true get `status`; the others pass."""
+        if not failed.any():
+            return cls.all_pass(len(failed))
         return cls(np.where(failed, 0, -1).astype(np.int32), (status,))
 
     @property
