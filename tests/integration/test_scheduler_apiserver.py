@@ -122,3 +122,49 @@ def test_metrics_from_the_hub_steer_placement(kube: Any, namespace: str, cluster
         stop.set()
         service.close()
         server.stop(grace=None)
+
+
+def test_metrics_are_scraped_from_a_real_endpoint(kube: Any, namespace: str, cluster: dict[str, Any]) -> None:
+    import urllib.request
+
+    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from koord.localcluster.controlplane import free_ports
+
+    core = cluster["core"]
+    registry = CollectorRegistry()
+    [port] = free_ports(1)
+    server, _ = start_http_server(port, addr="127.0.0.1", registry=registry)
+    stop = threading.Event()
+    service = SchedulerService(kube, Profile(), registry=registry, bind_workers=2)
+    try:
+        service.start(stop)
+        t = threading.Thread(target=service.run, args=(stop,), daemon=True)
+        t.start()
+        make_pod(core, namespace, "counted", selector={"koord-test": cluster["tag"]})
+        make_pod(core, namespace, "stuck", selector={"koord-test": cluster["tag"], "no": "such-node"})
+        assert wait_for(lambda: node_of(core, namespace, "counted") is not None)
+
+        def samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            return {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for fam in text_string_to_metric_families(text)
+                for s in fam.samples
+            }
+
+        def attempts(result: str) -> float:
+            key = ("scheduler_schedule_attempts_total", (("profile", "koord-scheduler"), ("result", result)))
+            return samples().get(key, 0.0)
+
+        assert wait_for(lambda: attempts("scheduled") >= 1 and attempts("unschedulable") >= 1)
+        got = samples()
+        assert got[("scheduler_pending_pods", (("queue", "unschedulable"),))] >= 1
+        filt = ("scheduler_plugin_execution_duration_seconds_count",
+                (("extension_point", "Filter"), ("plugin", "LoadAwareScheduling")))  # fmt: skip
+        assert got[filt] >= 1
+    finally:
+        stop.set()
+        service.close()
+        server.shutdown()
