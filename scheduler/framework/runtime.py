@@ -55,11 +55,17 @@ class Rejections:
     def as_dict(self) -> dict[str, Status]:
         return {self.names[int(i)]: self.statuses[self.which[i]] for i in np.flatnonzero(self.which >= 0)}
 
+    def _used(self) -> list[Status]:
+        return [self.statuses[k] for k in np.unique(self.which[self.which >= 0]).tolist()]
+
     def plugins(self) -> set[str]:
-        return {st.plugin for st in self.statuses}
+        """Plugins that rejected at least one node."""
+        return {st.plugin for st in self._used()}
 
     def first_error(self) -> Status | None:
-        return next((st for st in self.statuses if st.code == Code.ERROR), None)
+        if not any(st.code == Code.ERROR for st in self.statuses):
+            return None
+        return next((st for st in self._used() if st.code == Code.ERROR), None)
 
 
 @dataclass(slots=True)
@@ -146,11 +152,10 @@ class Framework:
             newly = (rejected_by < 0) & (res.which >= 0)
             if not newly.any():
                 continue
-            for k, st in enumerate(res.statuses):
-                sel = newly & (res.which == k)
-                if sel.any():
-                    rejected_by[sel] = len(found)
-                    found.append(st.with_plugin(p.name))
+            # All of this plugin's statuses are recorded; Rejections reports only those in use.
+            base = len(found)
+            found.extend(st.with_plugin(p.name) for st in res.statuses)
+            rejected_by[newly] = res.which[newly] + base
         feasible = np.flatnonzero(rejected_by < 0)
         return feasible, Rejections(rejected_by, tuple(found), snapshot.names)
 
@@ -179,7 +184,7 @@ class Framework:
         return Status.success()
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        total = np.zeros(len(feasible), np.int64)
+        total: IntArray | None = None
         for p, w, norm in zip(self.scores, self.weights, self._normalizers, strict=True):
             t0 = time.perf_counter()
             s = np.asarray(p.score_all(state, pod, snapshot, feasible), np.int64)
@@ -187,8 +192,9 @@ class Framework:
                 self.observer(p.name, "Score", time.perf_counter() - t0)
             if norm is not None:
                 norm.normalize_scores(state, pod, s)
-            total += s * w
-        return total
+            weighted = s * w if w != 1 else s
+            total = weighted.copy() if total is None else np.add(total, weighted, out=total)
+        return total if total is not None else np.zeros(len(feasible), np.int64)
 
     def score_reference(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray
