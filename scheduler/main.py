@@ -101,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--leader-elect-resource-namespace", default=DEFAULT_CONFIG_NAMESPACE)
     p.add_argument("--leader-elect-resource-name", default="koord-scheduler")
+    p.add_argument("--leader-elect-identity", help="this replica's name in the Lease (default: host_random)")
     p.add_argument("--metrics-port", type=int, default=10251, help="Prometheus /metrics port (0: off)")
     p.add_argument("--bind-workers", type=int, default=16)
     # Every bind is one request: the client limit must exceed the target binding rate.
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.leader_elect:
         service.run(stop)
     else:
-        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        identity = args.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         leading = threading.Event()
         elector = LeaderElector(
             api, namespace=args.leader_elect_resource_namespace, name=args.leader_elect_resource_name,

@@ -1,0 +1,58 @@
+"""Two standalone koord-scheduler processes share the Lease koord-scheduler: one binds; when it is
+stopped (SIGTERM releases the Lease) the standby takes over and binds the next pod."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from koord.localcluster.controlplane import ControlPlane
+from tests.integration.podhelpers import make_pod, node_of, wait_for
+
+pytestmark = pytest.mark.apiserver
+
+
+def holder(kube: Any) -> str:
+    try:
+        lease = client.CoordinationV1Api(kube).read_namespaced_lease("koord-scheduler", "koordinator-system")
+    except client.exceptions.ApiException:
+        return ""
+    return lease.spec.holder_identity or ""
+
+
+def test_standby_takes_over_when_the_leader_stops(
+    control_plane: ControlPlane, kube: Any, namespace: str, cluster: dict[str, Any]
+) -> None:
+    base = [sys.executable, "-m", "scheduler.main", f"--kubeconfig={control_plane.kubeconfig_path}",
+            "--metrics-port=0", "--bind-workers=2"]  # fmt: skip
+    procs = {
+        name: subprocess.Popen([*base, f"--leader-elect-identity={name}"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+        for name in ("sched-a", "sched-b")
+    }  # fmt: skip
+    core = cluster["core"]
+    try:
+        make_pod(core, namespace, "one", selector={"koord-test": cluster["tag"]})
+        assert wait_for(lambda: node_of(core, namespace, "one") is not None, timeout=60)
+        first = holder(kube)
+        assert first in procs
+        procs[first].send_signal(signal.SIGTERM)  # releases the Lease
+        assert procs[first].wait(timeout=30) == 0
+        standby = "sched-b" if first == "sched-a" else "sched-a"
+        assert wait_for(lambda: holder(kube) == standby, timeout=10)
+        make_pod(core, namespace, "two", selector={"koord-test": cluster["tag"]})
+        assert wait_for(lambda: node_of(core, namespace, "two") is not None, timeout=60)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs.values():
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
