@@ -4,8 +4,6 @@ watches, follows deletes, and recovers from a hub restart (revision reset) by re
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from apis.convert import nodemetric_to_report
@@ -14,6 +12,7 @@ from koord.localcluster.controlplane import free_ports
 from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
 from scheduler.metricsource import FreshestMerger, HubWatcher
+from tests.integration.podhelpers import wait_for
 
 
 def nm(name: str, second: int) -> NodeMetric:
@@ -21,15 +20,6 @@ def nm(name: str, second: int) -> NodeMetric:
         metadata={"name": name},
         status=NodeMetricStatus(update_time=datetime(2026, 1, 1, 0, 0, second, tzinfo=UTC)),
     )
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_fresher_source_wins_and_a_drop_falls_back() -> None:
