@@ -27,14 +27,11 @@ Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins.res
 
 from __future__ import annotations
 
-import weakref
-from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
-import numpy.typing as npt
 
 from apis.pod import pod_requests, resources_key
 from apis.quantity import QuantityError
@@ -45,22 +42,25 @@ from scheduler.framework.status import MAX_NODE_SCORE, Status
 from scheduler.plugins.resourcemath import (
     MEMO_LIMIT,
     SCORE_WEIGHTS,
+    RowWatch,
     go_div,
     go_div_all,
     is_checked_resource,
     least_requested_score,
     nonzero_requests,
     reason_order,
-    wrap64,
+    watch,
 )
 
 NAME: Final = "NodeResourcesFit"
 PRE_FILTER_KEY: Final = "PreFilter" + NAME
 PRE_SCORE_KEY: Final = "PreScore" + NAME
 REASON_TOO_MANY_PODS: Final = "Too many pods"
-_LOG_LENGTH: Final = 512  # syncs remembered for patching cached scores
 _SAFE: Final = 2**53  # magnitudes below it cannot overflow the int64 score arithmetic
-_checked_memo: dict[Hashable, tuple[tuple[tuple[str, int], ...], dict[str, int]]] = {}
+_PyRow = tuple[int, int, int, int]  # non-zero cpu, memory; allocatable cpu, memory
+_Memo = tuple[tuple[tuple[str, int], ...], dict[str, int], dict[tuple[str, ...], IntArray]]
+_checked_memo: dict[Hashable, _Memo] = {}  # resources_key -> checked, requests, vector per resources
+_pod_nonzero_memo: dict[Hashable, tuple[int, int]] = {}  # resources_key -> the pod's non-zero cpu, memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,35 +69,37 @@ class PreFilterState:
 
     checked: tuple[tuple[str, int], ...]
     requests: dict[str, int]
-    vector: IntArray
+    vector: IntArray  # read-only
+    key: Hashable | None = None  # the pod's resources_key (None: not memoisable)
 
 
 class NodeResourcesFit:
     """PreFilter + Filter + Score plugin; see the module docstring.
 
-    The all-nodes forms keep row-aligned arrays (re-read for rows whose generation moved, all of them
-    on a new snapshot or layout): per row the non-zero (cpu, memory) of its pods, ``allocatable -
-    requested`` per resource (the int64 values the check compares; their least per resource lets a pod
-    that fits every row pass without masks) and whether one more pod is too many. Scores are kept per
-    incoming non-zero (cpu, memory) for every row and patched for the rows re-read since, found in a
-    log of re-reads numbered by a plugin-internal tick (so a generation that goes back cannot alias).
+    The all-nodes forms keep row-aligned arrays (re-read for the rows whose generation moved, as the
+    shared ``RowWatch`` reports them; all rows on a new snapshot or layout): per row the non-zero
+    (cpu, memory) of its pods, ``allocatable - requested`` per resource (the int64 values the check
+    compares; their least per resource lets a pod that fits every row pass without masks) and whether
+    one more pod is too many. Scores are kept per incoming non-zero (cpu, memory) for every row with
+    the RowWatch epoch they match, and patched in place for the rows moved since (Python integers).
     """
 
     def __init__(self) -> None:
-        self._snap: weakref.ref[Snapshot] | None = None
-        self._layout = -1
-        self._gen: npt.NDArray[np.int64] = np.zeros(0, np.int64)
-        self._moved: BoolArray = np.zeros(0, np.bool_)  # scratch: rows whose generation moved
+        self._watch: RowWatch | None = None  # the snapshot's, when the row caches were synced
+        self._epoch = 0  # the RowWatch epoch the row caches were synced at
         self._nz: IntArray = np.zeros((0, 2), np.int64)  # per row: the pods' non-zero cpu, memory
         self._pod_nz: dict[int, tuple[PodInfo, tuple[int, int]]] = {}
         self._pod_nz_limit = 0
         self._free: IntArray = np.zeros((0, 0), np.int64)  # [column, row]: allocatable - requested
-        self._free_min: list[int] | None = None  # per column, the least free over the rows
+        # Per column, at most the least free over the rows (the least itself when exact): requests
+        # that fit under it fit every row. Re-read when a pod does not fit under an inexact bound.
+        self._free_min: list[int] | None = None
+        self._free_min_exact = False
         self._too_many: BoolArray = np.zeros(0, np.bool_)  # pod_count + 1 > allocatable pods
         self._too_many_count = 0
-        self._tick = 0
-        self._log: deque[tuple[int, list[int]]] = deque(maxlen=_LOG_LENGTH)  # tick, rows re-read then
-        self._scores: dict[tuple[int, int], tuple[int, IntArray]] = {}  # pod nz -> tick, scores
+        self._scores: dict[tuple[int, int], tuple[int, IntArray]] = {}  # pod nz -> epoch, scores
+        self._row_py: list[_PyRow | None] = []  # per row in Python integers, for patching scores
+        self._score_cols: tuple[int | None, ...] = (None, None)  # the SCORE_WEIGHTS columns
         self._scores_limit = 0
 
     @property
@@ -119,17 +121,24 @@ class NodeResourcesFit:
         hit = _checked_memo.get(key) if key is not None else None
         if hit is None:
             requests = to_values(pod_requests(pod))
-            checked = sorted(
+            found = sorted(
                 ((r, v) for r, v in requests.items() if v > 0 and is_checked_resource(r)),
                 key=lambda x: reason_order(x[0]),
             )
-            hit = (tuple(checked), requests)
+            hit = (tuple(found), requests, {})
             if key is not None:
                 if len(_checked_memo) >= MEMO_LIMIT:
                     _checked_memo.clear()
                 _checked_memo[key] = hit
-        requests = dict(hit[1])
-        return PreFilterState(hit[0], requests, snapshot.vector(requests))
+        checked, values, vectors = hit
+        vector = vectors.get(snapshot.resources)
+        if vector is None:  # shared by the pods of this key: read-only
+            vector = snapshot.vector(values)
+            vector.setflags(write=False)
+            if len(vectors) >= 8:
+                vectors.clear()
+            vectors[snapshot.resources] = vector
+        return PreFilterState(checked, dict(values), vector, key)
 
     def _state(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> PreFilterState | Status:
         s = state.get(PRE_FILTER_KEY)
@@ -164,12 +173,15 @@ class NodeResourcesFit:
             return FilterResult.all_pass(0)
         self._sync(snapshot)
         col = snapshot.col
-        if not self._too_many_count:  # no row fails when every request fits the least free row
-            if self._free_min is None:
-                self._free_min = self._free.min(axis=1).tolist()
+        if not self._too_many_count:  # no row fails when every request fits under the least free
             least = self._free_min
-            if all((j := col.get(r)) is not None and v <= least[j] for r, v in s.checked):
+            if least is not None and self._fits_least(s, col, least):
                 return FilterResult.all_pass(n)
+            if least is None or not self._free_min_exact:  # (re-)read the least and retry
+                least = self._free_min = self._free.min(axis=1).tolist()
+                self._free_min_exact = True
+                if self._fits_least(s, col, least):
+                    return FilterResult.all_pass(n)
         reasons = [REASON_TOO_MANY_PODS]
         masks: list[BoolArray] = [self._too_many]
         for r, v in s.checked:
@@ -197,12 +209,25 @@ class NodeResourcesFit:
         which[failing] = np.asarray(inverse, np.int32).reshape(-1)
         return FilterResult(which, statuses)
 
+    @staticmethod
+    def _fits_least(s: PreFilterState, col: dict[str, int], least: list[int]) -> bool:
+        return all((j := col.get(r)) is not None and v <= least[j] for r, v in s.checked)
+
     # --- Score ----------------------------------------------------------------------------------
     def _pod_nonzero(self, state: CycleState, pod: Pod) -> tuple[int, int]:
         v = state.get(PRE_SCORE_KEY)
         if isinstance(v, tuple) and len(v) == 2:
             return int(v[0]), int(v[1])
-        nz = nonzero_requests(pod)
+        # The non-zero requests read only what resources_key covers: memoised by the PreFilter's key.
+        s = state.get(PRE_FILTER_KEY)
+        key = s.key if isinstance(s, PreFilterState) else None
+        nz = _pod_nonzero_memo.get(key) if key is not None else None
+        if nz is None:
+            nz = nonzero_requests(pod, s.requests if isinstance(s, PreFilterState) else None)
+            if key is not None:
+                if len(_pod_nonzero_memo) >= MEMO_LIMIT:
+                    _pod_nonzero_memo.clear()
+                _pod_nonzero_memo[key] = nz
         state.write(PRE_SCORE_KEY, nz)
         return nz
 
@@ -224,9 +249,9 @@ class NodeResourcesFit:
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         pod_nz = self._pod_nonzero(state, pod)
         rows = np.asarray(feasible, np.int64)
-        self._sync(snapshot)
+        w = self._sync(snapshot)
         hit = self._scores.pop(pod_nz, None)
-        stale = None if hit is None else self._changed_since(hit[0])
+        stale = None if hit is None else w.since(hit[0])
         if hit is None or stale is None or len(stale) > 256:
             scores = self._least_allocated(snapshot, pod_nz, None)
             if hit is None and len(self._scores) >= self._scores_limit:
@@ -234,10 +259,13 @@ class NodeResourcesFit:
         else:
             scores = hit[1]
             if stale:
-                patch = self._least_allocated_few(snapshot, pod_nz, stale)
-                at = np.asarray(stale, np.int64)
-                scores[at] = self._least_allocated(snapshot, pod_nz, at) if patch is None else patch
-        self._scores[pod_nz] = (self._tick, scores)
+                patch = self._least_allocated_few(pod_nz, stale)
+                if patch is None:
+                    at = np.asarray(stale, np.int64)
+                    scores[at] = self._least_allocated(snapshot, pod_nz, at)
+                else:
+                    scores.put(stale, patch)
+        self._scores[pod_nz] = (w.epoch, scores)
         return scores.take(rows)
 
     def _least_allocated(
@@ -265,39 +293,22 @@ class NodeResourcesFit:
             weights += w
         return go_div_all(total, np.full(m, weights, np.int64))
 
-    def _changed_since(self, tick: int) -> list[int] | None:
-        """The rows re-read after ``tick`` (ascending), None when the log no longer reaches back."""
-        if tick == self._tick:
-            return []
-        log = self._log
-        if not log or log[0][0] > tick + 1:
-            return None
-        changed: set[int] = set()
-        for t, rows in reversed(log):
-            if t <= tick:
-                break
-            changed.update(rows)
-        return sorted(changed)
-
-    def _least_allocated_few(
-        self, snapshot: Snapshot, pod_nz: tuple[int, int], rows: list[int]
-    ) -> list[int] | None:
-        """``_least_allocated`` of a few rows in Python integers; None when a node's non-zero sum, the
-        pod's or an allocatable is not within ±2^53, where the int64 arithmetic could wrap. Within it
-        no int64 intermediate wraps, so both give the same integers: ``|req| < 2^54``,
+    def _least_allocated_few(self, pod_nz: tuple[int, int], rows: list[int]) -> list[int] | None:
+        """``_least_allocated`` of a few rows in Python integers (from ``_row_py``); None when a node's
+        non-zero sum, the pod's or an allocatable is not within ±2^53, where the int64 arithmetic could
+        wrap. Within it no int64 intermediate wraps, so both give the same integers: ``|req| < 2^54``,
         ``|cap - req| < 2^55``, a score's magnitude is at most ``|cap - req| * 100 < 2^62`` and the
         weighted sum (weights 1 + 1) stays below 2^63."""
-        jc, jm = (snapshot.col.get(r) for r, _ in SCORE_WEIGHTS)
-        zeros = [0] * len(rows)
-        caps_c = zeros if jc is None else snapshot.allocatable[rows, jc].tolist()
-        caps_m = zeros if jm is None else snapshot.allocatable[rows, jm].tolist()
         pc, pm = pod_nz
         if max(abs(pc), abs(pm)) >= _SAFE:
             return None
+        row_py = self._row_py
         out: list[int] = []
-        for (nc, nm), cc, cm in zip(self._nz[rows].tolist(), caps_c, caps_m, strict=True):
-            if max(abs(nc), abs(nm), abs(cc), abs(cm)) >= _SAFE:
+        for i in rows:
+            v = row_py[i]
+            if v is None:
                 return None
+            nc, nm, cc, cm = v
             rc, rm = nc + pc, nm + pm
             # least_requested_score, floor division being truncation for the non-negative operands
             sc = (cc - rc) * MAX_NODE_SCORE // cc if cc > 0 and rc <= cc else least_requested_score(rc, cc)
@@ -305,6 +316,15 @@ class NodeResourcesFit:
             total = sc + sm  # weights 1 and 1 (SCORE_WEIGHTS)
             out.append(total // 2 if total >= 0 else go_div(total, 2))
         return out
+
+    @staticmethod
+    def _py_row(nz: tuple[int, int], alloc: list[int], jc: int | None, jm: int | None) -> _PyRow | None:
+        """A row's (non-zero cpu, memory, allocatable cpu, memory); None unless all are within ±2^53."""
+        nc, nm = nz
+        cc = alloc[jc] if jc is not None else 0
+        cm = alloc[jm] if jm is not None else 0
+        ok = -_SAFE < nc < _SAFE and -_SAFE < nm < _SAFE and -_SAFE < cc < _SAFE and -_SAFE < cm < _SAFE
+        return (nc, nm, cc, cm) if ok else None
 
     # --- row-aligned caches -------------------------------------------------------------------------
     def _pod_info_nonzero(self, info: PodInfo) -> tuple[int, int]:
@@ -322,61 +342,54 @@ class NodeResourcesFit:
             cpu, mem = cpu + c, mem + m
         return cpu, mem
 
-    def _sync(self, snapshot: Snapshot) -> None:
+    def _sync(self, snapshot: Snapshot) -> RowWatch:
         """Align the row caches with the snapshot: re-read the rows whose generation moved, or every
-        row on a new snapshot or layout."""
-        n = snapshot.n
-        same = self._snap is not None and self._snap() is snapshot and self._layout == snapshot.layout
-        if not same or len(self._gen) != n:
-            self._rebuild(snapshot)
-            return
-        moved = np.not_equal(self._gen, snapshot.generation, out=self._moved)
-        if not moved.any():
-            return
-        rows = np.flatnonzero(moved)
-        if len(rows) > _LOG_LENGTH:  # a burst of changes: re-read everything
-            self._rebuild(snapshot)
-            return
-        for i in rows.tolist():
+        row on a new snapshot or layout (the shared RowWatch tells which)."""
+        w = watch(snapshot, self._watch)
+        rows = w.since(self._epoch) if w is self._watch else None
+        self._epoch = w.epoch
+        if rows is None:
+            self._rebuild(snapshot, w)
+            return w
+        for i in rows:
             self._sync_row(snapshot, i)
-        self._tick += 1
-        self._log.append((self._tick, rows.tolist()))
-        if len(self._pod_nz) > self._pod_nz_limit:  # departed pods piled up: prune on the next call
-            self._layout = -1
+        if rows and len(self._pod_nz) > self._pod_nz_limit:  # departed pods piled up: prune next call
+            self._watch = None
+        return w
 
     def _sync_row(self, snapshot: Snapshot, i: int) -> None:
-        """Re-read one row in Python integers (``wrap64`` keeps the int64 values numpy computes)."""
-        self._gen[i] = snapshot.generation[i]
-        self._nz[i] = self._row_nonzero(snapshot, i)
-        alloc: list[int] = snapshot.allocatable[i].tolist()
-        new = [wrap64(a - r) for a, r in zip(alloc, snapshot.requested[i].tolist(), strict=True)]
-        old: list[int] = self._free[:, i].tolist()
-        self._free[:, i] = new
-        least = self._free_min
-        if least is not None:  # a column whose least row grew is re-read, else the least can only drop
-            for j, (o, v) in enumerate(zip(old, new, strict=True)):
-                if v < least[j]:
-                    least[j] = v
-                elif o == least[j] and v > o:
-                    least[j] = int(self._free[j].min())
+        """Re-read one row; its free amounts come from the same int64 subtraction as on a rebuild."""
+        nz = self._row_nonzero(snapshot, i)
+        self._nz[i] = nz
+        arow = snapshot.allocatable[i]
+        free = arow - snapshot.requested[i]
+        self._free[:, i] = free
+        new: list[int] = free.tolist()
+        alloc: list[int] = arow.tolist()
+        jc, jm = self._score_cols
+        v = (nz[0], nz[1], alloc[jc] if jc is not None else 0, alloc[jm] if jm is not None else 0)
+        self._row_py[i] = v if min(v) > -_SAFE and max(v) < _SAFE else None  # as _py_row
+        if self._free_min is not None:  # still at or below every row's free: a lower bound
+            self._free_min, self._free_min_exact = list(map(min, self._free_min, new)), False
         pods = snapshot.col.get("pods")
-        many = int(snapshot.pod_count[i]) + 1 > (alloc[pods] if pods is not None else 0)
-        if many != bool(self._too_many[i]):
+        many = snapshot.pod_count.item(i) + 1 > (alloc[pods] if pods is not None else 0)
+        if many != self._too_many.item(i):
             self._too_many[i] = many
             self._too_many_count += 1 if many else -1
 
-    def _rebuild(self, snapshot: Snapshot) -> None:
+    def _rebuild(self, snapshot: Snapshot, w: RowWatch) -> None:
         n = snapshot.n
-        self._snap = weakref.ref(snapshot)
-        self._layout = snapshot.layout
-        self._gen = snapshot.generation.copy()
-        self._moved = np.zeros(n, np.bool_)
+        self._watch = w
         old, self._pod_nz = self._pod_nz, {}
         for info in (p for node in snapshot.infos for p in node.pods.values()):
             hit = old.get(id(info))
             if hit is not None and hit[0] is info:
                 self._pod_nz[id(info)] = hit
-        self._nz = np.array([self._row_nonzero(snapshot, i) for i in range(n)], np.int64).reshape(n, 2)
+        nzs = [self._row_nonzero(snapshot, i) for i in range(n)]
+        self._nz = np.array(nzs, np.int64).reshape(n, 2)
+        cols = self._score_cols = tuple(snapshot.col.get(r) for r, _ in SCORE_WEIGHTS)
+        allocs: list[list[int]] = snapshot.allocatable.tolist()
+        self._row_py = [self._py_row(nz, a, *cols) for nz, a in zip(nzs, allocs, strict=True)]
         self._pod_nz_limit = 2 * len(self._pod_nz) + 4096
         self._free = np.ascontiguousarray((snapshot.allocatable - snapshot.requested).T)
         self._free_min = None
@@ -384,7 +397,5 @@ class NodeResourcesFit:
         allowed = snapshot.allocatable[:, pods] if pods is not None else np.zeros(n, np.int64)
         self._too_many = snapshot.pod_count + 1 > allowed
         self._too_many_count = int(self._too_many.sum())
-        self._tick = 0
-        self._log.clear()
         self._scores = {}
         self._scores_limit = max(4, min(64, 2_000_000 // max(n, 1)))

@@ -5,23 +5,23 @@ does not tolerate the taint ``node.kubernetes.io/unschedulable:NoSchedule``, as 
 
 The all-nodes form keeps a boolean "cordoned" column aligned to the snapshot rows and its count (no
 cordoned row: every row passes without a mask); a row is re-read when the snapshot layout or the row's
-generation changes.
-Imports: numpy, scheduler.framework, scheduler.plugins.tainttoleration (toleration matching).
+generation changes (found by the shared ``resourcemath.RowWatch``).
+Imports: numpy, scheduler.framework, scheduler.plugins.tainttoleration (toleration matching),
+scheduler.plugins.resourcemath (RowWatch).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
-import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
+from scheduler.plugins.resourcemath import RowWatch, watch
 from scheduler.plugins.tainttoleration import toleration_tolerates
 
 NAME: Final = "NodeUnschedulable"
@@ -54,12 +54,10 @@ class NodeUnschedulable:
 
     def __init__(self) -> None:
         self._status = Status.unresolvable(ERR_REASON_UNSCHEDULABLE, plugin=NAME)
-        self._snap: weakref.ref[Snapshot] | None = None
-        self._layout = -1
-        self._gen: npt.NDArray[np.int64] = np.zeros(0, np.int64)
+        self._watch: RowWatch | None = None  # the snapshot's, when the column was synced
+        self._epoch = 0  # the RowWatch epoch the column was synced at
         self._cordoned: BoolArray = np.zeros(0, np.bool_)
         self._count = 0  # cordoned rows
-        self._moved: BoolArray = np.zeros(0, np.bool_)  # scratch: rows whose generation moved
 
     @property
     def name(self) -> str:
@@ -71,33 +69,25 @@ class NodeUnschedulable:
         return Status.success()
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
-        if tolerates_unschedulable(pod):
-            return FilterResult.all_pass(snapshot.n)
         cordoned = self._column(snapshot)
-        if not self._count:  # no row is cordoned: the mask would be all false
+        if not self._count or tolerates_unschedulable(pod):  # no row is cordoned, or none rejects
             return FilterResult.all_pass(snapshot.n)
         return FilterResult.from_mask(cordoned, self._status)
 
     def _column(self, snapshot: Snapshot) -> BoolArray:
         """The cordoned flag of every row, re-reading only rows whose generation moved."""
-        same = self._snap is not None and self._snap() is snapshot and self._layout == snapshot.layout
-        if not same or len(self._gen) != snapshot.n:
-            self._snap = weakref.ref(snapshot)
-            self._layout = snapshot.layout
-            self._gen = snapshot.generation.copy()
-            self._moved = np.zeros(snapshot.n, np.bool_)
+        w = watch(snapshot, self._watch)
+        rows = w.since(self._epoch) if w is self._watch else None
+        self._watch, self._epoch = w, w.epoch
+        if rows is None:
             self._cordoned = np.fromiter(
                 (node_unschedulable(info.node) for info in snapshot.infos), np.bool_, snapshot.n
             )
             self._count = int(np.count_nonzero(self._cordoned))
             return self._cordoned
-        moved = np.not_equal(self._gen, snapshot.generation, out=self._moved)
-        if not moved.any():
-            return self._cordoned
-        for i in np.flatnonzero(moved).tolist():
-            self._gen[i] = snapshot.generation[i]
+        for i in rows:
             flag = node_unschedulable(snapshot.infos[i].node)
-            if flag != bool(self._cordoned[i]):
+            if flag != self._cordoned.item(i):
                 self._cordoned[i] = flag
                 self._count += 1 if flag else -1
         return self._cordoned

@@ -13,13 +13,12 @@ All-nodes form: each row's list of NoSchedule/NoExecute taints is interned as a 
 share signatures, and there are few distinct ones); a pod is checked once per distinct signature and
 the verdicts are spread over the rows with one numpy gather. When every signature is empty (no row
 has such a taint), every row passes without that work. A row is re-read when the snapshot layout
-or its generation changes.
-Imports: numpy, scheduler.framework.
+or its generation changes (found by the shared ``resourcemath.RowWatch``).
+Imports: numpy, scheduler.framework, scheduler.plugins.resourcemath (RowWatch).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -30,6 +29,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
+from scheduler.plugins.resourcemath import RowWatch, watch
 
 NAME: Final = "TaintToleration"
 FILTERED_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute"})
@@ -95,13 +95,11 @@ class TaintToleration:
     """Filter plugin; see the module docstring."""
 
     def __init__(self) -> None:
-        self._snap: weakref.ref[Snapshot] | None = None
-        self._layout = -1
-        self._gen: npt.NDArray[np.int64] = np.zeros(0, np.int64)
+        self._watch: RowWatch | None = None  # the snapshot's, when the signatures were synced
+        self._epoch = 0  # the RowWatch epoch the signatures were synced at
         self._sig_of_row: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self._sigs: list[Signature] = []
         self._sig_index: dict[Signature, int] = {}
-        self._moved: npt.NDArray[np.bool_] = np.zeros(0, np.bool_)  # scratch: rows whose generation moved
 
     @property
     def name(self) -> str:
@@ -142,13 +140,12 @@ class TaintToleration:
 
     def _signatures(self, snapshot: Snapshot) -> npt.NDArray[np.int32]:
         """The signature id of every row, re-reading only rows whose generation moved."""
-        same = self._snap is not None and self._snap() is snapshot and self._layout == snapshot.layout
+        w = watch(snapshot, self._watch)
         # Signatures no row uses any more are dropped on a full rebuild; force one when they pile up.
-        if not same or len(self._gen) != snapshot.n or len(self._sigs) > 2 * snapshot.n + 64:
-            self._snap = weakref.ref(snapshot)
-            self._layout = snapshot.layout
-            self._gen = snapshot.generation.copy()
-            self._moved = np.zeros(snapshot.n, np.bool_)
+        same = w is self._watch and len(self._sigs) <= 2 * snapshot.n + 64
+        rows = w.since(self._epoch) if same else None
+        self._watch, self._epoch = w, w.epoch
+        if rows is None:
             self._sigs, self._sig_index = [], {}
             self._sig_of_row = np.fromiter(
                 (self._intern(node_filtered_taints(info.node)) for info in snapshot.infos),
@@ -156,10 +153,6 @@ class TaintToleration:
                 snapshot.n,
             )
             return self._sig_of_row
-        moved = np.not_equal(self._gen, snapshot.generation, out=self._moved)
-        if not moved.any():
-            return self._sig_of_row
-        for i in np.flatnonzero(moved).tolist():
-            self._gen[i] = snapshot.generation[i]
+        for i in rows:
             self._sig_of_row[i] = self._intern(node_filtered_taints(snapshot.infos[i].node))
         return self._sig_of_row
