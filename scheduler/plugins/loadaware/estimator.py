@@ -38,6 +38,7 @@ _GO_ZERO_TIME: Final = datetime(1, 1, 1, tzinfo=UTC)
 _CPU_DEFAULTED: Final = frozenset({c.RESOURCE_CPU, c.BATCH_CPU})
 _MEMORY_DEFAULTED: Final = frozenset({c.RESOURCE_MEMORY, c.BATCH_MEMORY})
 _MEMO_LIMIT: Final = 4096
+_STR: Final = frozenset({str})
 _MISSING: Final = ("<missing>",)  # a tuple: its type tags it apart from every frozen value
 
 
@@ -48,6 +49,10 @@ def _freeze(value: Any) -> Hashable:
     if t is str:
         text: str = value
         return text
+    if t is int or t is bool or t is float or value is None:
+        return (t, value)  # hashable scalars: what the last line gives, without the Mapping check
+    if t is dict and _STR.issuperset(map(type, value.values())) and _STR.issuperset(map(type, value)):
+        return (t, tuple(value.items()))  # what the general form below gives, built in C
     if t is dict or isinstance(value, Mapping):
         return (
             t,

@@ -55,11 +55,13 @@ class _PodState:
 
     __slots__ = ("exact", "incoming", "synced")
 
-    def __init__(self, incoming: IncomingPod) -> None:
+    def __init__(self, incoming: IncomingPod, exact: bool | None = None) -> None:
         self.incoming = incoming
         self.synced: Snapshot | None = None
-        np.asarray(incoming.estimate, np.int64)  # an estimate beyond int64 fails here, as it always did
-        self.exact = RowTable.exact_pod(incoming.estimate)
+        if exact is None:
+            np.asarray(incoming.estimate, np.int64)  # an estimate beyond int64 fails here, as it did
+            exact = RowTable.exact_pod(incoming.estimate)
+        self.exact = exact
 
 
 class LoadAwareScheduling:
@@ -96,6 +98,7 @@ class LoadAwareScheduling:
         )
         assert len(self.statuses) == 1 + 2 * r
         self.status_index = {st.reasons: k for k, st in enumerate(self.statuses)}
+        self.pod_facts: dict[tuple[Any, ...], tuple[IncomingPod, bool]] = {}
 
     @property
     def name(self) -> str:
@@ -125,23 +128,33 @@ class LoadAwareScheduling:
         self.assign.on_delete(pod)
 
     # --- PreFilter --------------------------------------------------------------------------------
-    def _incoming(self, pod: Pod) -> IncomingPod:
-        estimate, priority_class = self.estimator.facts(pod)
-        return IncomingPod(
-            estimate=estimate, prod=priority_class is PriorityClass.PROD, daemonset=is_daemonset_pod(pod)
-        )
-
     def _state(self, state: CycleState, pod: Pod) -> _PodState:
         found = state.get(STATE_KEY)
         if isinstance(found, _PodState):
             return found
-        ps = _PodState(self._incoming(pod))
+        ps = self._pod_state(pod)
         state.write(STATE_KEY, ps)
+        return ps
+
+    def _pod_state(self, pod: Pod) -> _PodState:
+        """A fresh state; the checked facts of recent estimates are reused (the memo holds only facts
+        whose int64 check passed)."""
+        estimate, priority_class = self.estimator.facts(pod)
+        key = (estimate, priority_class, is_daemonset_pod(pod))
+        known = self.pod_facts.get(key)
+        if known is not None:
+            return _PodState(*known)
+        ps = _PodState(
+            IncomingPod(estimate=estimate, prod=priority_class is PriorityClass.PROD, daemonset=key[2])
+        )
+        if len(self.pod_facts) >= 4096:
+            self.pod_facts.clear()
+        self.pod_facts[key] = (ps.incoming, ps.exact)
         return ps
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         """Estimates the pod once per cycle and brings the per-node arrays up to date."""
-        ps = _PodState(self._incoming(pod))
+        ps = self._pod_state(pod)
         state.write(STATE_KEY, ps)
         self.table.sync(snapshot)
         ps.synced = snapshot

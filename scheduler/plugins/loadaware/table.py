@@ -26,7 +26,7 @@ Imports: the standard library, numpy, scheduler.framework.snapshot, scheduler.pl
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -39,6 +39,7 @@ from scheduler.plugins.loadaware.bulk import bulk_rows
 from scheduler.plugins.loadaware.exact import exceed_bound, expiry_instant
 from scheduler.plugins.loadaware.node_static import SCORE_EXACT_LIMIT, NodeStatic, NodeStatics
 from scheduler.plugins.loadaware.nodemetric_cache import MetricEntry, NodeMetricCache
+from scheduler.plugins.loadaware.percall import Block, EstimateMemo, Idx
 from scheduler.plugins.loadaware.reference import NodeSums, existing_usage
 
 I64 = npt.NDArray[np.int64]
@@ -48,6 +49,7 @@ Bools = npt.NDArray[np.bool_]
 
 INT64_MIN: Final = -(1 << 63)
 NEVER: Final = (1 << 63) - 1
+_LOG_LIMIT: Final = 1 << 16
 
 __all__ = ["NEVER", "RowTable", "exceed_bound"]
 
@@ -95,13 +97,13 @@ class RowTable:
         self.names: list[str] = []
         self.nodes: list[Mapping[str, Any]] = []
         self.irregular: set[int] = set()
+        self.row_statics: list[NodeStatic | None] = [None] * n  # whose codes are in each column
         self.gen: I64 = np.full(n, -1, np.int64)
         self.heads: I64 = np.full((2 * r, n), NEVER, np.int64)
         self.codes: I32 = np.zeros((2 * r, n), np.int32)
         self.floats: F64 = np.zeros((3 * r + 3, n), np.float64)
         self._mask: Bools = np.zeros(n, np.bool_)
-        self._q: F64 = np.zeros((r, n), np.float64)
-        self._tmp: F64 = np.zeros(n, np.float64)
+        self._forget()
 
     # --- synchronisation --------------------------------------------------------------------------
     def sync(self, snapshot: Snapshot) -> None:
@@ -111,7 +113,7 @@ class RowTable:
             self._rebuild(snapshot)
             return
         rows: set[int] = set()
-        changed = np.flatnonzero(self.gen != snapshot.generation)
+        changed = np.flatnonzero(np.not_equal(self.gen, snapshot.generation, out=self._mask))
         if len(changed):
             infos, nodes = snapshot.infos, self.nodes
             self.gen[changed] = snapshot.generation[changed]
@@ -144,6 +146,7 @@ class RowTable:
         entries = [self.metrics.get(name) for name in self.names]
         sums = [self.assign.sums_of(name) for name in self.names]
         self.codes[:] = np.array([st.np_codes + st.pp_codes for st in statics], np.int32).T
+        self.row_statics = list(statics)
         special = bulk_rows(self, statics, entries, sums)
         for i in special:
             row_ints, row_floats, regular = self._row(statics[i], entries[i], sums[i])
@@ -160,8 +163,16 @@ class RowTable:
             st, self.metrics.get(info.name), self.assign.sums_of(info.name)
         )
         self.heads[:, i] = row_ints
-        self.codes[:, i] = st.np_codes + st.pp_codes
+        if st is not self.row_statics[i]:
+            self.codes[:, i] = st.np_codes + st.pp_codes
+            self.row_statics[i] = st
         self.floats[:, i] = row_floats
+        self.changes.append(i)
+        for row, (lo, _) in list(self._soonest.items()):  # still lower bounds, maybe no longer minima
+            t = row_floats[row]
+            self._soonest[row] = (lo if not t < lo else t, False)
+        if len(self.changes) >= _LOG_LIMIT:  # start afresh rather than grow the log
+            self._forget()
         if regular:
             self.irregular.discard(i)
         else:
@@ -182,7 +193,9 @@ class RowTable:
         profile = st.profile
         e_np = existing_usage(entry, sums, False, profile.agg_type, profile.agg_duration)
         e_prod = existing_usage(entry, sums, True, "", 0)
-        e_score = existing_usage(entry, sums, False, *self.score_agg)
+        agg = self.score_agg
+        same = agg[0] == profile.agg_type and agg[1] == profile.agg_duration
+        e_score = e_np if same else existing_usage(entry, sums, False, *agg)
         heads_np = (
             [_head(b, e) for b, e in zip(st.np_bounds, e_np, strict=True)] if st.np_active else [NEVER] * r
         )
@@ -201,8 +214,32 @@ class RowTable:
         return heads_np + heads_pp, free + list(st.capacity_f) + [*expiry, t], True
 
     # --- per-pod evaluation -----------------------------------------------------------------------
-    def _expired(self, row: int, now: float) -> Bools:
-        """Rows whose expiry instant (``floats[row]``) is reached at ``now`` (into a shared buffer)."""
+    # Score's results before the expiry rule are kept per estimate (``percall``); ``changes`` logs the
+    # rows rewritten since ``_alloc`` so those results are patched rather than recomputed. (Filter's
+    # few integer comparisons cost less than such a patch.)
+    def _forget(self) -> None:
+        self.changes: list[int] = []
+        self._memos: dict[Hashable, EstimateMemo] = {}
+        self._soonest: dict[int, tuple[float, bool]] = {}  # expiry row → (lower bound, is the minimum)
+
+    def _memo(self, key: Hashable, dtype: type[Any], est_dtype: type[Any], block: Block) -> EstimateMemo:
+        memo = self._memos.get(key)
+        if memo is None:
+            memo = self._memos[key] = EstimateMemo(self.n, dtype, self.r, est_dtype, block)
+        return memo
+
+    def _expired(self, row: int, now: float) -> Bools | None:
+        """Rows whose expiry instant (``floats[row]``) is reached at ``now`` (into a shared buffer); None
+        when there is none (``now`` before a lower bound of the instants, kept in ``_soonest``)."""
+        lo, exact = self._soonest.get(row, (-math.inf, False))
+        for _ in range(2):
+            if now < lo or (now != now and lo > -math.inf):
+                return None
+            if exact:
+                break
+            found = np.fmin.reduce(self.floats[row]) if self.n else math.nan  # NaN: never
+            lo, exact = (math.inf if found != found else float(found)), True
+            self._soonest[row] = (lo, True)
         mask = self._mask
         if now != now:  # NaN: only metrics without updateTime count as expired
             np.equal(self.floats[row], -math.inf, out=mask)
@@ -222,13 +259,52 @@ class RowTable:
             np.copyto(which, self.codes[base + j], where=mask)
         if args.filter_expired_node_metrics:
             expired = self._expired(3 * r + (1 if prod else 0), now)
-            np.copyto(which, -1 if args.enable_schedule_when_node_metrics_expired else 0, where=expired)
+            if expired is not None:
+                np.copyto(which, -1 if args.enable_schedule_when_node_metrics_expired else 0, where=expired)
         return which
 
     @staticmethod
     def exact_pod(est: Sequence[int]) -> bool:
         """Whether Score's float64 form is exact for this estimate."""
         return _in_range(est)
+
+    def _score_block(
+        self,
+        prod_usage: bool,
+        weights: F64 | None,
+        weight_sum: int,
+        dominant: int,
+        ests: F64,
+        rows: Idx | None,
+    ) -> I64:
+        """Score's results without the expiry rule for ``ests`` (K, R) = 100 × estimate and ``rows``.
+        Every float below is a non-negative integer or an exact quotient about to be floored (module
+        docstring), so truncation by ``astype`` is the floor."""
+        r = self.r
+        lo = r if prod_usage else 0
+        if rows is not None and len(rows) == 1:  # one rewritten row: (R, K) operands, same values
+            f1 = self.floats[: 3 * r, int(rows[0])]
+            q = np.subtract(f1[lo : lo + r, None], ests.T)[:, :, None]  # (R, K, 1)
+            cap = f1[2 * r : 3 * r, None, None]
+        else:
+            f = self.floats[: 3 * r] if rows is None else self.floats[: 3 * r, rows]
+            q = f[lo : lo + r, None, :] - ests.T[:, :, None]  # (R, K, m)
+            cap = f[2 * r : 3 * r, None, :]
+        np.maximum(q, 0.0, out=q)  # used > cap → 0
+        np.divide(q, cap, out=q)
+        np.floor(q, out=q)  # leastUsed per resource, integers in [0, 100]
+        # sums of small integers: exact in any order
+        out = np.add.reduce(q, axis=0) if weights is None else np.tensordot(weights, q, axes=1)
+        total = weight_sum
+        if dominant > 0:
+            least = np.minimum.reduce(q, axis=0)
+            least *= float(dominant)
+            out += least
+            total += dominant
+        if total != 1:
+            out /= float(total)
+        result: I64 = out.astype(np.int64)
+        return result
 
     def scores(
         self,
@@ -240,31 +316,17 @@ class RowTable:
         dominant: int,
     ) -> I64:
         """Scores of the regular rows (0 where the metric is missing, expired or has no nodeMetric);
-        requires ``exact_pod(est)``; ``weights`` None means every weight is 1 (R ≥ 2). Every float below
-        is a non-negative integer or an exact quotient about to be floored (module docstring), so
-        truncation by ``astype`` is the floor."""
-        r = self.r
-        free = self.floats[r : 2 * r] if prod_usage else self.floats[:r]
-        q = self._q
-        for j in range(r):
-            np.subtract(free[j], 100.0 * est[j], out=q[j])
-        np.maximum(q, 0.0, out=q)  # used > cap → 0
-        np.divide(q, self.floats[2 * r : 3 * r], out=q)
-        np.floor(q, out=q)  # leastUsed per resource, integers in [0, 100]
-        out = self._tmp
-        if weights is None:
-            np.add(q[0], q[1], out=out)
-            for j in range(2, r):
-                out += q[j]
-        else:
-            np.dot(weights, q, out=out)
-        total = weight_sum
-        if dominant > 0:
-            least = np.minimum.reduce(q, axis=0)
-            least *= float(dominant)
-            out += least
-            total += dominant
-        if total != 1:
-            out /= float(total)
-        np.copyto(out, 0.0, where=self._expired(3 * r + 2, now))
-        return out.astype(np.int64)
+        requires ``exact_pod(est)``; ``weights`` None means every weight is 1 (R ≥ 2)."""
+        config = (prod_usage, None if weights is None else weights.tobytes(), weight_sum, dominant)
+        memo = self._memo(
+            ("score", config),
+            np.int64,
+            np.float64,
+            lambda ests, rows: self._score_block(prod_usage, weights, weight_sum, dominant, ests, rows),
+        )
+        key = tuple([int(e) for e in est])
+        out: I64 = memo.get(key, [100.0 * e for e in est], self.changes).copy()
+        expired = self._expired(3 * self.r + 2, now)
+        if expired is not None:
+            np.copyto(out, 0, where=expired)
+        return out
