@@ -46,10 +46,14 @@ class APIBinder:
             target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
         try:
-            # The Python client cannot decode the Status this returns: keep the raw response.
-            self.core.create_namespaced_binding(
+            # The Python client cannot decode the Status this returns: take the raw response, and read
+            # it so urllib3 returns the connection to its pool (unread, every bind opened a new TLS
+            # connection and half of the scheduler's time went to handshakes).
+            resp = self.core.create_namespaced_binding(
                 meta.get("namespace", "default"), body, _preload_content=False
             )
+            resp.read()
+            resp.release_conn()
         except ApiException as e:
             where = f"{meta.get('namespace')}/{meta['name']} to {node}"
             return Status.error(f"binding {where}: {e.status} {e.reason}", plugin="DefaultBinder")

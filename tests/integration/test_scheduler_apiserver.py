@@ -168,3 +168,23 @@ def test_metrics_are_scraped_from_a_real_endpoint(kube: Any, namespace: str, clu
         stop.set()
         service.close()
         server.shutdown()
+
+
+def test_binds_reuse_pooled_connections(control_plane: Any, kube: Any, namespace: str) -> None:
+    """An unread binding response kept its connection out of the pool: every bind paid a TLS handshake."""
+    from kubernetes import client
+
+    from kube.client import api_client
+    from scheduler.kubeadapter import APIBinder
+
+    core = client.CoreV1Api(kube)
+    api = api_client(str(control_plane.kubeconfig_path), connections=4)
+    binder = APIBinder(api)
+    for k in range(6):
+        body = {"metadata": {"name": f"b{k}"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        pod = core.create_namespaced_pod(namespace, body)
+        assert binder.bind(kube.sanitize_for_serialization(pod), "some-node").is_success()
+    pools = list(api.rest_client.pool_manager.pools._container.values())
+    assert sum(p.num_requests for p in pools) == 6
+    assert sum(p.num_connections for p in pools) == 1
+    assert core.read_namespaced_pod("b5", namespace).spec.node_name == "some-node"
