@@ -49,7 +49,7 @@ class APIBinder:
             # The Python client cannot decode the Status this returns: take the raw response, and read
             # it so urllib3 returns the connection to its pool (unread, every bind opened a new TLS
             # connection and half of the scheduler's time went to handshakes).
-            resp = self.core.create_namespaced_binding(
+            resp: Any = self.core.create_namespaced_binding(  # raw urllib3 response, not V1Binding
                 meta.get("namespace", "default"), body, _preload_content=False
             )
             resp.read()

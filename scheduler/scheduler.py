@@ -31,6 +31,29 @@ class Binder(Protocol):
     def bind(self, pod: Pod, node: str) -> Status: ...
 
 
+class WaitingPod:
+    """A reserved pod a Permit plugin asked to wait: bound once allowed, rolled back if rejected or
+    when the timeout passes first."""
+
+    def __init__(self, key: str, node: str, timeout: float, plugin: str = "") -> None:
+        self.key, self.node, self.timeout, self.plugin = key, node, timeout, plugin
+        self._done = threading.Event()
+        self.status = Status.success()
+
+    def allow(self) -> None:
+        self._done.set()
+
+    def reject(self, message: str, plugin: str = "") -> None:
+        self.status = Status.unschedulable(message, plugin=plugin)
+        self._done.set()
+
+    def wait(self) -> Status:
+        if not self._done.wait(self.timeout):
+            msg = f"pod {self.key} rejected while waiting on permit: timeout"
+            return Status.unschedulable(msg, plugin=self.plugin)
+        return self.status
+
+
 @dataclass(slots=True)
 class Decision:
     """What happened to one pod in one attempt (for metrics, tests and benchmarks)."""
@@ -74,6 +97,7 @@ class Scheduler:
         self._inflight = threading.Semaphore(max(1, bind_workers) * 4)  # bounds queued bind work
         self._futures: set[Future[None]] = set()
         self._futures_lock = threading.Lock()
+        self.waiting: dict[str, WaitingPod] = {}  # pods held by Permit, by namespace/name
         self.interested: dict[str, set[ClusterEvent]] = {}
         for p in framework.plugins:
             events = getattr(p, "events_to_register", None)
@@ -102,27 +126,49 @@ class Scheduler:
                 st = self.framework.reserve(state, assumed, node)
                 if st.is_success():
                     self.cache.assume_pod(assumed, node)
+                    st, permit_timeout = self.framework.permit(state, assumed, node)
+                    if st.is_rejected() or st.code == Code.ERROR:
+                        self.cache.forget_pod(assumed)
+                        self.framework.unreserve(state, assumed, node)
         if result.node is None:
             self._unschedulable(qpi, result)
             self._decided(pod, None, result.status, start)
             return result
-        if not st.is_success():
+        if not st.is_success() and st.code != Code.WAIT:
             self._unschedulable(qpi, ScheduleResult(None, st))
             self._decided(pod, None, st, start)
             return result
-        if self._inline_bind:
+        waiting = None
+        if st.code == Code.WAIT:
+            waiting = WaitingPod(_key(pod), node, permit_timeout, st.plugin)
+            self.waiting[waiting.key] = waiting
+        if self._inline_bind and waiting is None:
             self._inflight.acquire()
             self._bind(qpi, state, assumed, node, start)
             return result
         self._inflight.acquire()
-        fut = self._binds.submit(self._bind, qpi, state, assumed, node, start)
+        fut = self._binds.submit(self._bind, qpi, state, assumed, node, start, waiting)
         with self._futures_lock:
             self._futures.add(fut)
         fut.add_done_callback(self._forget_future)
         return result
 
-    def _bind(self, qpi: QueuedPodInfo, state: CycleState, pod: Pod, node: str, start: float) -> None:
+    def _bind(
+        self, qpi: QueuedPodInfo, state: CycleState, pod: Pod, node: str, start: float,
+        waiting: WaitingPod | None = None,
+    ) -> None:  # fmt: skip
         try:
+            st = Status.success()
+            if waiting is not None:
+                st = waiting.wait()
+                self.waiting.pop(waiting.key, None)
+                if not st.is_success():
+                    with self.lock:
+                        self.cache.forget_pod(pod)
+                        self.framework.unreserve(state, pod, node)
+                    self._unschedulable(qpi, ScheduleResult(None, st))
+                    self._decided(pod, None, st, start)
+                    return
             st = self.framework.pre_bind(state, pod, node)
             if st.is_success():
                 st = self.binder.bind(pod, node)
@@ -151,9 +197,7 @@ class Scheduler:
 
     def _decided(self, pod: Pod, node: str | None, status: Status, start: float) -> None:
         if self.on_decision is not None:
-            meta = pod.get("metadata", {})
-            key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-            self.on_decision(Decision(key, node, status, time.perf_counter() - start))
+            self.on_decision(Decision(_key(pod), node, status, time.perf_counter() - start))
 
     # --- cluster events -----------------------------------------------------------------------------
     def on_event(self, event: ClusterEvent) -> None:
@@ -185,6 +229,11 @@ class Scheduler:
     def wait_for_binds(self) -> None:
         """Blocks until every submitted bind has finished, then shuts the bind pool down."""
         self._binds.shutdown(wait=True)
+
+
+def _key(pod: Pod) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _with_node(pod: Pod, node: str) -> Pod:

@@ -26,9 +26,11 @@ from scheduler.framework.interfaces import (
     FilterPlugin,
     IntArray,
     NormalizeScorePlugin,
+    PermitPlugin,
     Plugin,
     Pod,
     PostBindPlugin,
+    PostFilterPlugin,
     PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
@@ -77,6 +79,7 @@ class ScheduleResult:
     feasible: int = 0
     evaluated: int = 0
     rejections: Rejections = field(default_factory=Rejections.none)
+    nominated: str | None = None  # node a PostFilter plugin nominated the pod to
 
     @property
     def diagnosis(self) -> dict[str, Status]:
@@ -113,6 +116,8 @@ class Framework:
         self.pre_scores = [p for p in self.plugins if isinstance(p, PreScorePlugin)]
         self.scores = [p for p in self.plugins if isinstance(p, ScorePlugin)]
         self.reserves = [p for p in self.plugins if isinstance(p, ReservePlugin)]
+        self.post_filters = [p for p in self.plugins if isinstance(p, PostFilterPlugin)]
+        self.permits = [p for p in self.plugins if isinstance(p, PermitPlugin)]
         self.pre_binds = [p for p in self.plugins if isinstance(p, PreBindPlugin)]
         self.binds = [p for p in self.plugins if isinstance(p, BindPlugin)]
         self.post_binds = [p for p in self.plugins if isinstance(p, PostBindPlugin)]
@@ -230,7 +235,9 @@ class Framework:
             return ScheduleResult(None, error, evaluated=n, rejections=rejections)
         if len(feasible) == 0:
             msg = fit_error_message(n, rejections.as_dict().values())
-            return ScheduleResult(None, Status.unschedulable(msg), evaluated=n, rejections=rejections)
+            result = ScheduleResult(None, Status.unschedulable(msg), evaluated=n, rejections=rejections)
+            result.nominated = self.post_filter(state, pod, snapshot, rejections)
+            return result
         if len(feasible) == 1:
             return ScheduleResult(snapshot.names[int(feasible[0])], Status.success(), 1, n, rejections)
         st = self._pre_score(state, pod, snapshot, feasible)
@@ -240,6 +247,20 @@ class Framework:
         scores = run_score(state, pod, snapshot, feasible)
         best = int(feasible[int(np.argmax(scores))])  # first maximum = first in name order
         return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), n, rejections)
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, rejections: Rejections
+    ) -> str | None:
+        """Runs PostFilter plugins (e.g. preemption) until one succeeds; a success may name the node
+        the pod is nominated to (in its first reason). Returns that node, or None."""
+        if not self.post_filters:
+            return None
+        statuses = rejections.as_dict()
+        for p in self.post_filters:
+            st = p.post_filter(state, pod, snapshot, statuses)
+            if st.is_success():
+                return st.reasons[0] if st.reasons else None
+        return None
 
     # --- after a node is chosen -----------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node: str) -> Status:
@@ -254,6 +275,19 @@ class Framework:
     def unreserve(self, state: CycleState, pod: Pod, node: str) -> None:
         for p in reversed(self.reserves):
             p.unreserve(state, pod, node)
+
+    def permit(self, state: CycleState, pod: Pod, node: str) -> tuple[Status, float]:
+        """Runs Permit plugins: the first rejection wins; otherwise WAIT (with the longest timeout
+        asked for) if any plugin asked to wait, else success."""
+        wait, waiter = 0.0, ""
+        for p in self.permits:
+            st, timeout = p.permit(state, pod, node)
+            if st.code == Code.WAIT:
+                if timeout > wait:
+                    wait, waiter = timeout, p.name
+            elif not st.is_success() and not st.is_skip():
+                return st.with_plugin(p.name), 0.0
+        return (Status(Code.WAIT, plugin=waiter), wait) if wait > 0 else (Status.success(), 0.0)
 
     def pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status:
         for p in self.pre_binds:

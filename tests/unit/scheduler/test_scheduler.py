@@ -10,7 +10,7 @@ from scheduler.cache import SchedulerCache
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent
 from scheduler.framework.runtime import Framework
-from scheduler.framework.status import Status
+from scheduler.framework.status import Code, Status
 from scheduler.queue import SchedulingQueue
 from scheduler.scheduler import Decision, Scheduler
 from tests.unit.scheduler.test_runtime import CPUScore, NeedsLabel, node
@@ -117,3 +117,59 @@ def test_inline_binding_for_in_process_binders() -> None:
     s.queue.add(pod("p"))
     assert s.schedule_one(timeout=1)
     assert binder.bound == [("p", "a")]  # bound before schedule_one returned
+
+
+class Gate:
+    """Permit plugin: WAIT for pods named wait-*, reject pods named no-*, allow the rest."""
+
+    @property
+    def name(self) -> str:
+        return "Gate"
+
+    def permit(self, state: CycleState, p: dict[str, Any], node_name: str) -> tuple[Status, float]:
+        name = p["metadata"]["name"]
+        if name.startswith("wait-"):
+            return Status(Code.WAIT), 0.3
+        if name.startswith("no-"):
+            return Status.unschedulable("gate closed"), 0.0
+        return Status.success(), 0.0
+
+
+def test_permit_wait_allow_timeout_and_reject() -> None:
+    binder = RecordingBinder()
+    log = ReserveLog()
+    s, decisions, _ = make(binder, CPUScore(), log, Gate())
+    s.cache.add_node(node("a"))
+    for name in ("wait-allowed", "wait-timeout", "no-entry"):
+        s.queue.add(pod(name))
+    for _ in range(3):
+        assert s.schedule_one(timeout=1)
+    assert set(s.waiting) == {"ns/wait-allowed", "ns/wait-timeout"}
+    s.waiting["ns/wait-allowed"].allow()
+    assert s.drain_binds(timeout=5)
+    assert binder.bound == [("wait-allowed", "a")]
+    assert not s.waiting
+    by_pod = {d.pod: d for d in decisions}
+    assert "timeout" in by_pod["ns/wait-timeout"].status.message()
+    assert by_pod["ns/no-entry"].status.message() == "gate closed"
+    assert sorted(x for x in log.log if x.startswith("-")) == ["-no-entry@a", "-wait-timeout@a"]
+    assert s.queue.pending()["unschedulable"] == 2
+
+
+class Nominator:
+    @property
+    def name(self) -> str:
+        return "Nominator"
+
+    def post_filter(
+        self, state: CycleState, p: dict[str, Any], snapshot: Any, statuses: dict[str, Status]
+    ) -> Status:
+        return Status(Code.SUCCESS, (sorted(statuses)[0],))
+
+
+def test_post_filter_runs_when_nothing_fits() -> None:
+    from scheduler.framework.snapshot import Snapshot
+
+    fw = Framework([NeedsLabel("x"), Nominator()])
+    res = fw.schedule(CycleState(0), pod("p"), Snapshot.build([node("b"), node("a")]))
+    assert res.node is None and res.nominated == "a"
