@@ -27,7 +27,7 @@ from scheduler.config import Profile
 from scheduler.framework.status import Status
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import Handle, build_framework
-from scheduler.scheduler import Decision, Scheduler
+from scheduler.scheduler import Decision, Scheduler, freeze_heap
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 GI = 1024**3
@@ -147,6 +147,7 @@ def run(
         bind_workers=0,
         reference=reference,
     )
+    freeze_heap()  # as SchedulerService.start does once its informers have synced
     for pod in pods:
         queue.add(pod)
     order: list[tuple[str, str | None]] = []

@@ -34,7 +34,7 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, build_framework
-from scheduler.scheduler import Scheduler
+from scheduler.scheduler import Scheduler, freeze_heap
 
 log = logging.getLogger("koord-scheduler")
 
@@ -59,6 +59,7 @@ class SchedulerService:
     def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         """Starts informers (waits for their first list) and the hub watcher."""
         start_informers(self.router.informers(self.api), stop, sync_timeout)
+        freeze_heap()
         if self.hub is not None:
             t = threading.Thread(target=self.hub.run, args=(stop,), name="hub-watcher", daemon=True)
             t.start()

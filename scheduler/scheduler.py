@@ -11,6 +11,7 @@ Imports: standard library, scheduler.framework, scheduler.queue, scheduler.cache
 from __future__ import annotations
 
 import copy
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -229,6 +230,14 @@ class Scheduler:
     def wait_for_binds(self) -> None:
         """Blocks until every submitted bind has finished, then shuts the bind pool down."""
         self._binds.shutdown(wait=True)
+
+
+def freeze_heap() -> None:
+    """Call once the initial sync is done: moves everything allocated so far (the cluster state) to
+    CPython's permanent generation, so the cyclic collector stops rescanning it on every full pass.
+    Reference counting still frees those objects when they are dropped."""
+    gc.collect()
+    gc.freeze()
 
 
 def _key(pod: Pod) -> str:
