@@ -192,6 +192,20 @@ def _check_requirement(path: str, req: Requirement) -> None:
         _check_value(f"{path}.values[{j}]", value)
 
 
+def is_qualified_name(key: str) -> bool:
+    """A Kubernetes qualified name (label keys, resource names): ``[prefix/]name``, name ≤63
+    alphanumerics with ``-_.`` inside, prefix a DNS-1123 subdomain ≤253."""
+    prefix, sep, name = key.rpartition("/")
+    if sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix)):
+        return False
+    return 0 < len(name) <= 63 and _NAME.fullmatch(name) is not None
+
+
+def is_label_value(value: str) -> bool:
+    """A label value: empty, or ≤63 alphanumerics with ``-_.`` inside."""
+    return value == "" or (len(value) <= 63 and _NAME.fullmatch(value) is not None)
+
+
 def _check_key(path: str, key: str) -> None:
     """A qualified label key: ``[prefix/]name``, name ≤63 chars, prefix a DNS-1123 subdomain."""
     prefix, sep, name = key.rpartition("/")

@@ -30,6 +30,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from apis.labelselector import is_label_value, is_qualified_name
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
@@ -42,8 +43,6 @@ FIELD_NODE_NAME: Final = "metadata.name"
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT = "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"
 
-_NAME_RE: Final = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _INT_RE: Final = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -64,16 +63,8 @@ def parse_int64(s: str) -> int | None:
     return v if _INT64_MIN <= v <= _INT64_MAX else None
 
 
-def valid_label_key(key: str) -> bool:
-    """A qualified name: ``[prefix/]name``, name ≤63 chars, prefix a DNS-1123 subdomain ≤253."""
-    prefix, sep, name = key.rpartition("/")
-    if sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _NAME_RE.fullmatch(name) is not None
-
-
-def valid_label_value(value: str) -> bool:
-    return value == "" or (len(value) <= 63 and _NAME_RE.fullmatch(value) is not None)
+valid_label_key = is_qualified_name
+valid_label_value = is_label_value
 
 
 def node_labels(node: Mapping[str, Any]) -> dict[str, str]:

@@ -8,13 +8,13 @@ Imports: numpy, apis (pod, quantity), scheduler.framework.
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Hashable, Mapping
 from typing import Any, Final, TypeGuard
 
 import numpy as np
 
+from apis.labelselector import is_qualified_name
 from apis.pod import containers, init_containers, pod_requests, resources_key, spec
 from scheduler.framework.interfaces import IntArray
 from scheduler.framework.snapshot import Snapshot, to_values
@@ -25,16 +25,6 @@ DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 SCORE_WEIGHTS: Final = (("cpu", 1), ("memory", 1))
 _BASE_ORDER: Final = ("cpu", "memory", "ephemeral-storage")
 
-_NAME_RE: Final = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def _qualified_name(s: str) -> bool:
-    prefix, sep, name = s.rpartition("/")
-    if sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix)):
-        return False
-    return 0 < len(name) <= 63 and _NAME_RE.fullmatch(name) is not None
-
 
 def is_checked_resource(name: str) -> bool:
     """cpu, memory, ephemeral-storage, or a scalar resource (``IsScalarResourceName``)."""
@@ -42,7 +32,7 @@ def is_checked_resource(name: str) -> bool:
         return True
     if "kubernetes.io/" in name:
         return True
-    return "/" in name and not name.startswith("requests.") and _qualified_name("requests." + name)
+    return "/" in name and not name.startswith("requests.") and is_qualified_name("requests." + name)
 
 
 def reason_order(name: str) -> tuple[int, str]:
