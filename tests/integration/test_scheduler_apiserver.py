@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
 from scheduler.config import Profile
 from scheduler.main import SchedulerService
 from tests.integration.podhelpers import make_pod, node_of, wait_for
@@ -188,3 +190,37 @@ def test_binds_reuse_pooled_connections(control_plane: Any, kube: Any, namespace
     assert sum(p.num_requests for p in pools) == 6
     assert sum(p.num_connections for p in pools) == 1
     assert core.read_namespaced_pod("b5", namespace).spec.node_name == "some-node"
+
+
+def test_pod_waits_for_load_to_fall_then_schedules(
+    kube: Any, namespace: str, cluster: dict[str, Any]
+) -> None:
+    """Every node above its cpu threshold: the pod is unschedulable; when a NodeMetric reports the
+    load fell, that event alone requeues the pod and it is bound there."""
+    core, custom, names = cluster["core"], cluster["custom"], cluster["names"]
+
+    def report(name: str, cpu: str) -> None:
+        usage = {"nodeUsage": {"resources": {"cpu": cpu, "memory": "8Gi"}}}
+        status = {"updateTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "nodeMetric": usage}
+        custom.patch_cluster_custom_object_status(
+            SLO_GROUP, SLO_VERSION, NODE_METRIC_PLURAL, name, {"status": status}
+        )
+
+    for name in names.values():
+        report(name, "7000m")  # 87.5 % > 65 %
+    run = Running(kube)
+    try:
+        make_pod(core, namespace, "patient", selector={"koord-test": cluster["tag"]})
+
+        def reported() -> bool:
+            conds = core.read_namespaced_pod_status("patient", namespace).status.conditions or []
+            return any(
+                c.type == "PodScheduled" and c.status == "False" and "usage exceed threshold" in c.message
+                for c in conds
+            )
+
+        assert wait_for(reported)
+        report(names["warm"], "1000m")
+        assert wait_for(lambda: node_of(core, namespace, "patient") == names["warm"])
+    finally:
+        run.close()
