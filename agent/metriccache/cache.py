@@ -1,0 +1,227 @@
+"""The koordlet metric cache (SPEC §6.4): thread-safe in-memory store of time series keyed by
+(metric kind, label values), each a bounded ring buffer (series.py), with a bound on the number of
+series (least-recently-written evicted beyond it) and explicit `drop` for deleted pods/containers,
+so memory stays bounded whatever the pod churn.
+
+A query selects the series of one kind whose labels equal the given (registered) subset, pools their
+points in `[start_ms, end_ms]` (both inclusive) into a `Result`, series ordered by their sorted label
+values (like a TSDB series set), each series' points in timestamp order.
+
+Imports: standard library, numpy, agent.metriccache.{kinds,series,aggregate}.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from agent.metriccache.aggregate import (
+    AggregationType,
+    FloatArray,
+    IntArray,
+)
+from agent.metriccache.aggregate import aggregate as _aggregate
+from agent.metriccache.aggregate import avg as _avg
+from agent.metriccache.aggregate import count as _count
+from agent.metriccache.aggregate import is_cold_start as _is_cold_start
+from agent.metriccache.aggregate import last as _last
+from agent.metriccache.aggregate import percentile as _percentile
+from agent.metriccache.aggregate import time_range_duration_ms as _time_range_duration_ms
+from agent.metriccache.kinds import (
+    MetricCacheError,
+    validate_query_labels,
+    validate_sample_labels,
+)
+from agent.metriccache.series import RingSeries
+
+SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+
+DEFAULT_RETENTION_SECONDS = 12 * 3600.0
+DEFAULT_COLLECT_INTERVAL_SECONDS = 1.0
+DEFAULT_MAX_SERIES = 8192
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """Sizing: per-series capacity = ceil(retention / collect interval) points (at least 1)."""
+
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS
+    collect_interval_seconds: float = DEFAULT_COLLECT_INTERVAL_SECONDS
+    max_series: int = DEFAULT_MAX_SERIES
+    capacity_override: int | None = None
+
+    @property
+    def series_capacity(self) -> int:
+        if self.capacity_override is not None:
+            return self.capacity_override
+        return max(1, int(np.ceil(self.retention_seconds / self.collect_interval_seconds)))
+
+    def __post_init__(self) -> None:
+        if self.collect_interval_seconds <= 0 or self.retention_seconds <= 0:
+            raise ValueError("retention and collect interval must be > 0")
+        if self.max_series < 1:
+            raise ValueError("max_series must be ≥ 1")
+        if self.capacity_override is not None and self.capacity_override < 1:
+            raise ValueError("capacity_override must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One point of metric `kind` with its property labels."""
+
+    kind: str
+    labels: Mapping[str, str]
+    timestamp_ms: int
+    value: float
+
+
+@dataclass
+class Result:
+    """Points pooled from all matching series, in storage order."""
+
+    timestamps: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    values: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    series_count: int = 0
+    time_range_duration_ms: int = 0
+    """max − min timestamp of the last series added (0 when no series matched)."""
+
+    def add_series(self, timestamps: IntArray, values: FloatArray) -> None:
+        self.timestamps = np.concatenate([self.timestamps, timestamps.astype(np.int64, copy=False)])
+        self.values = np.concatenate([self.values, values.astype(np.float64, copy=False)])
+        self.series_count += 1
+        self.time_range_duration_ms = _time_range_duration_ms(timestamps)
+
+    @property
+    def time_range_seconds(self) -> float:
+        return self.time_range_duration_ms / 1000.0
+
+    def count(self) -> int:
+        return _count(self.values)
+
+    def avg(self) -> float:
+        return _avg(self.values)
+
+    def last(self) -> float:
+        return _last(self.timestamps, self.values)
+
+    def percentile(self, p: float) -> float:
+        return _percentile(self.values, np.float32(p))
+
+    def aggregate(self, kind: AggregationType) -> float:
+        return _aggregate(kind, self.timestamps, self.values)
+
+    def is_cold_start(self, window_seconds: float) -> bool:
+        """SPEC §6.5: True when this result must be reported as empty for a window of that length."""
+        return _is_cold_start(self.time_range_duration_ms, window_seconds)
+
+
+def _series_key(kind: str, labels: Mapping[str, str]) -> SeriesKey:
+    return kind, tuple(sorted(labels.items()))
+
+
+def _check_point(s: Sample) -> tuple[int, float]:
+    if isinstance(s.timestamp_ms, bool) or not isinstance(s.timestamp_ms, int | np.integer):
+        raise MetricCacheError(f"metric {s.kind}: timestamp must be an int (ms), got {s.timestamp_ms!r}")
+    ts = int(s.timestamp_ms)
+    if not INT64_MIN <= ts <= INT64_MAX:
+        raise MetricCacheError(f"metric {s.kind}: timestamp {ts} out of int64 range")
+    if isinstance(s.value, bool) or not isinstance(s.value, int | float | np.integer | np.floating):
+        raise MetricCacheError(f"metric {s.kind}: value must be a number, got {s.value!r}")
+    return ts, float(s.value)
+
+
+class MetricCache:
+    """Thread-safe bounded in-memory metric store."""
+
+    def __init__(self, config: CacheConfig | None = None) -> None:
+        self._config = config or CacheConfig()
+        self._lock = threading.Lock()
+        # Least recently written first: a write moves its series to the end.
+        self._series: OrderedDict[SeriesKey, RingSeries] = OrderedDict()
+        self._by_kind: dict[str, set[SeriesKey]] = {}
+        self._evicted = 0
+
+    @property
+    def config(self) -> CacheConfig:
+        return self._config
+
+    def series_count(self) -> int:
+        with self._lock:
+            return len(self._series)
+
+    @property
+    def evicted_series(self) -> int:
+        """Series evicted so far because of the series-count bound."""
+        return self._evicted
+
+    def series_keys(self) -> list[SeriesKey]:
+        """Keys of stored series, least recently written first."""
+        with self._lock:
+            return list(self._series)
+
+    def append(self, samples: Iterable[Sample]) -> None:
+        """Store a batch; if any sample is invalid nothing is stored (MetricCacheError)."""
+        checked: list[tuple[SeriesKey, int, float]] = []
+        for s in samples:
+            validate_sample_labels(s.kind, s.labels)
+            ts, value = _check_point(s)
+            checked.append((_series_key(s.kind, s.labels), ts, value))
+        with self._lock:
+            for key, ts, value in checked:
+                series = self._series.get(key)
+                if series is None:
+                    series = RingSeries(self._config.series_capacity)
+                    self._series[key] = series
+                    self._by_kind.setdefault(key[0], set()).add(key)
+                    while len(self._series) > self._config.max_series:
+                        old_key, _ = self._series.popitem(last=False)
+                        self._forget_kind(old_key)
+                        self._evicted += 1
+                else:
+                    self._series.move_to_end(key)
+                series.append(ts, value)
+
+    def _forget_kind(self, key: SeriesKey) -> None:
+        keys = self._by_kind.get(key[0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_kind[key[0]]
+
+    def query(self, kind: str, labels: Mapping[str, str], start_ms: int, end_ms: int) -> Result:
+        """Pool the points of every series of `kind` matching `labels` within [start_ms, end_ms]."""
+        validate_query_labels(kind, labels)
+        wanted = set(labels.items())
+        result = Result()
+        with self._lock:
+            keys = sorted(k for k in self._by_kind.get(kind, ()) if wanted.issubset(k[1]))
+            for key in keys:
+                ts, vals = self._series[key].window(start_ms, end_ms)
+                if ts.shape[0]:
+                    result.add_series(ts, vals)
+        return result
+
+    def drop(self, labels: Mapping[str, str], kind: str | None = None) -> int:
+        """Remove every series (of `kind`, or of any kind) whose labels include all of `labels`.
+
+        Returns the number of series removed. Empty `labels` with no `kind` is refused
+        (it would drop everything).
+        """
+        if not labels and kind is None:
+            raise MetricCacheError("drop needs labels or a kind")
+        if kind is not None:
+            validate_query_labels(kind, labels)
+        wanted = set(labels.items())
+        with self._lock:
+            candidates = list(self._by_kind.get(kind, ())) if kind is not None else list(self._series)
+            doomed = [k for k in candidates if wanted.issubset(k[1])]
+            for key in doomed:
+                del self._series[key]
+                self._forget_kind(key)
+            return len(doomed)
