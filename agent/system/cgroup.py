@@ -1,0 +1,345 @@
+"""Host paths, cgroup version detection and the cgroup files the koordlet reads, declared once as data.
+
+Each ``CgroupFile`` names its v1 (subsystem, file) and v2 file, a pure converter per version (text → typed
+value, ``ValueError`` naming the file on bad input) and an optional validator. ``read_cgroup`` is the thin
+file reader. Semantics per SPEC §6.3. Imports: standard library only (plus ``agent.system.procfs``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from agent.system.procfs import PressureStats, parse_pressure
+
+__all__ = [
+    "CGROUP_FILES",
+    "CPUSET_CPUS",
+    "CPU_PERIOD",
+    "CPU_PRESSURE",
+    "CPU_QUOTA",
+    "CPU_SHARES",
+    "CPU_STAT",
+    "CPU_USAGE",
+    "IO_PRESSURE",
+    "MEMORY_LIMIT",
+    "MEMORY_PRESSURE",
+    "MEMORY_STAT",
+    "MEMORY_USAGE",
+    "CgroupFile",
+    "CgroupUnsupportedError",
+    "CgroupVersion",
+    "CpuStat",
+    "HostPaths",
+    "MemoryStat",
+    "cgroup_file_path",
+    "convert_cgroup",
+    "detect_cgroup_version",
+    "parse_cpuset_list",
+    "read_cgroup",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class HostPaths:
+    """Where the host's proc, sys and cgroup trees are mounted; defaults fit the koordlet DaemonSet."""
+
+    cgroup_root: Path = Path("/host-cgroup/")
+    proc: Path = Path("/proc")
+    sys: Path = Path("/host-sys/")
+
+
+class CgroupVersion(enum.Enum):
+    V1 = "v1"
+    V2 = "v2"
+
+
+class CgroupUnsupportedError(LookupError):
+    """The cgroup file has no equivalent under this cgroup version."""
+
+
+def detect_cgroup_version(root: Path) -> CgroupVersion:
+    """v2 when ``cgroup.controllers`` exists at the root; v1 (hybrid too) when ``cpu``/``cpuacct`` dirs exist.
+
+    A hybrid host's ``unified`` hierarchy is ignored. Raises ``ValueError`` when neither layout is found.
+    """
+    if (root / "cgroup.controllers").is_file():
+        return CgroupVersion.V2
+    if (root / "cpu").is_dir() or (root / "cpuacct").is_dir() or (root / "cpu,cpuacct").is_dir():
+        return CgroupVersion.V1
+    raise ValueError(f"{root}: no cgroup v2 cgroup.controllers and no cgroup v1 cpu/cpuacct subsystem")
+
+
+# ---------------------------------------------------------------- pure converters
+
+
+def _single(text: str, name: str) -> str:
+    fields = text.split()
+    if len(fields) != 1:
+        raise ValueError(f"{name}: expected a single value, got {text.strip()!r}")
+    return fields[0]
+
+
+def _int(text: str, name: str) -> int:
+    value = _single(text, name)
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name}: not an integer: {value!r}") from None
+
+
+def _int_or_max(text: str, name: str) -> int:
+    """An integer, or the v2 literal ``max`` meaning unlimited (−1)."""
+    return -1 if _single(text, name) == "max" else _int(text, name)
+
+
+def _kv(text: str, name: str) -> dict[str, int]:
+    """Flat-keyed ``key value`` lines (cpu.stat, memory.stat)."""
+    out: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise ValueError(f"{name}: line {lineno}: expected 'key value': {line!r}")
+        try:
+            out[fields[0]] = int(fields[1])
+        except ValueError:
+            raise ValueError(f"{name}: line {lineno}: not an integer: {line!r}") from None
+    return out
+
+
+def _need(values: dict[str, int], key: str, name: str) -> int:
+    if key not in values:
+        raise ValueError(f"{name}: missing key {key!r}")
+    return values[key]
+
+
+def _cpu_max(text: str, name: str) -> tuple[int, int]:
+    """v2 ``cpu.max``: ``<quota|max> <period>`` → (quota or −1, period)."""
+    fields = text.split()
+    if len(fields) != 2:
+        raise ValueError(f"{name}: expected '<quota|max> <period>', got {text.strip()!r}")
+    return _int_or_max(fields[0], name), _int(fields[1], name)
+
+
+def _cpu_max_quota(text: str, name: str) -> int:
+    return _cpu_max(text, name)[0]
+
+
+def _cpu_max_period(text: str, name: str) -> int:
+    return _cpu_max(text, name)[1]
+
+
+def parse_cpuset_list(text: str, name: str = "cpuset.cpus") -> list[int]:
+    """Parse a cpuset list like ``0-3,8,10-11`` into sorted unique CPU ids; empty text is no CPUs."""
+    cpus: set[int] = set()
+    body = text.strip()
+    if not body:
+        return []
+    for part in body.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            first = int(lo)
+            last = int(hi) if sep else first
+        except ValueError:
+            raise ValueError(f"{name}: bad cpuset element {part!r} in {body!r}") from None
+        if first < 0 or last < first:
+            raise ValueError(f"{name}: bad cpuset range {part!r} in {body!r}")
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuStat:
+    """CFS bandwidth counters of ``cpu.stat`` (throttled time in ns for both versions)."""
+
+    nr_periods: int
+    nr_throttled: int
+    throttled_time_ns: int
+
+
+def _cpu_stat_v1(text: str, name: str) -> CpuStat:
+    kv = _kv(text, name)
+    return CpuStat(
+        _need(kv, "nr_periods", name), _need(kv, "nr_throttled", name), _need(kv, "throttled_time", name)
+    )
+
+
+def _cpu_stat_v2(text: str, name: str) -> CpuStat:
+    kv = _kv(text, name)
+    return CpuStat(
+        _need(kv, "nr_periods", name),
+        _need(kv, "nr_throttled", name),
+        _need(kv, "throttled_usec", name) * 1000,
+    )
+
+
+def _cpu_usage_v2(text: str, name: str) -> int:
+    return _need(_kv(text, name), "usage_usec", name) * 1000
+
+
+def _weight_to_shares(text: str, name: str) -> int:
+    """v2 ``cpu.weight`` [1, 10000] → v1-equivalent shares [2, 262144] (kubernetes' inverse mapping)."""
+    weight = _int(text, name)
+    if not 1 <= weight <= 10000:
+        raise ValueError(f"{name}: cpu.weight {weight} out of [1, 10000]")
+    return 2 + ((weight - 1) * 262142) // 9999
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStat:
+    """The ``memory.stat`` keys SPEC §6.3 requires (v1 ``total_*`` keys, v2 plain keys), in bytes."""
+
+    cache: int
+    rss: int
+    inactive_file: int
+    active_file: int
+    inactive_anon: int
+    active_anon: int
+    unevictable: int
+
+    @property
+    def usage_anon(self) -> int:
+        """Anon-only usage = inactive_anon + active_anon + unevictable (page cache excluded)."""
+        return self.inactive_anon + self.active_anon + self.unevictable
+
+
+_MEMSTAT_FIELDS = ("inactive_file", "active_file", "inactive_anon", "active_anon", "unevictable")
+
+
+def _memory_stat(prefix: str, cache_key: str, rss_key: str) -> Callable[[str, str], MemoryStat]:
+    def convert(text: str, name: str) -> MemoryStat:
+        kv = _kv(text, name)
+        rest = [_need(kv, prefix + key, name) for key in _MEMSTAT_FIELDS]
+        return MemoryStat(_need(kv, prefix + cache_key, name), _need(kv, prefix + rss_key, name), *rest)
+
+    return convert
+
+
+def _nonneg(value: int) -> str | None:
+    return None if value >= 0 else f"negative value {value}"
+
+
+def _quota(value: int) -> str | None:
+    return None if value == -1 or value > 0 else f"quota {value} is neither -1 nor positive"
+
+
+def _positive(value: int) -> str | None:
+    return None if value > 0 else f"value {value} is not positive"
+
+
+def _limit(value: int) -> str | None:
+    return None if value == -1 or value >= 0 else f"limit {value} is neither -1 nor non-negative"
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)  # no slots: ``CgroupFile[int](...)`` sets ``__orig_class__``
+class CgroupFile(Generic[T]):
+    """One logical cgroup file: v1 (subsystem, file) and v2 file with their converters, and a validator."""
+
+    name: str
+    v1_subsystem: str | None
+    v1_file: str | None
+    v1_convert: Callable[[str, str], T] | None
+    v2_file: str | None
+    v2_convert: Callable[[str, str], T] | None
+    validate: Callable[[T], str | None] | None = None
+
+
+CPU_USAGE: CgroupFile[int] = CgroupFile(
+    "cpu_usage_ns", "cpuacct", "cpuacct.usage", _int, "cpu.stat", _cpu_usage_v2, _nonneg
+)
+CPU_STAT: CgroupFile[CpuStat] = CgroupFile(
+    "cpu_stat", "cpu", "cpu.stat", _cpu_stat_v1, "cpu.stat", _cpu_stat_v2
+)
+CPU_QUOTA: CgroupFile[int] = CgroupFile(
+    "cpu_cfs_quota_us", "cpu", "cpu.cfs_quota_us", _int, "cpu.max", _cpu_max_quota, _quota
+)
+CPU_PERIOD: CgroupFile[int] = CgroupFile(
+    "cpu_cfs_period_us", "cpu", "cpu.cfs_period_us", _int, "cpu.max", _cpu_max_period, _positive
+)
+CPU_SHARES: CgroupFile[int] = CgroupFile(
+    "cpu_shares", "cpu", "cpu.shares", _int, "cpu.weight", _weight_to_shares, _positive
+)
+CPUSET_CPUS: CgroupFile[list[int]] = CgroupFile(
+    "cpuset_cpus", "cpuset", "cpuset.cpus", parse_cpuset_list, "cpuset.cpus.effective", parse_cpuset_list
+)
+MEMORY_STAT: CgroupFile[MemoryStat] = CgroupFile(
+    "memory_stat",
+    "memory",
+    "memory.stat",
+    _memory_stat("total_", "cache", "rss"),
+    "memory.stat",
+    _memory_stat("", "file", "anon"),
+)
+MEMORY_USAGE: CgroupFile[int] = CgroupFile(
+    "memory_usage_bytes", "memory", "memory.usage_in_bytes", _int, "memory.current", _int, _nonneg
+)
+MEMORY_LIMIT: CgroupFile[int] = CgroupFile(
+    "memory_limit_bytes", "memory", "memory.limit_in_bytes", _int, "memory.max", _int_or_max, _limit
+)
+# PSI: cgroup v2, or Anolis v1 kernels exposing the pressure files in the cpuacct subsystem.
+CPU_PRESSURE: CgroupFile[PressureStats] = CgroupFile(
+    "cpu_pressure", "cpuacct", "cpu.pressure", parse_pressure, "cpu.pressure", parse_pressure
+)
+MEMORY_PRESSURE: CgroupFile[PressureStats] = CgroupFile(
+    "memory_pressure", "cpuacct", "memory.pressure", parse_pressure, "memory.pressure", parse_pressure
+)
+IO_PRESSURE: CgroupFile[PressureStats] = CgroupFile(
+    "io_pressure", "cpuacct", "io.pressure", parse_pressure, "io.pressure", parse_pressure
+)
+
+CGROUP_FILES: tuple[CgroupFile[Any], ...] = (
+    CPU_USAGE,
+    CPU_STAT,
+    CPU_QUOTA,
+    CPU_PERIOD,
+    CPU_SHARES,
+    CPUSET_CPUS,
+    MEMORY_STAT,
+    MEMORY_USAGE,
+    MEMORY_LIMIT,
+    CPU_PRESSURE,
+    MEMORY_PRESSURE,
+    IO_PRESSURE,
+)
+
+
+def cgroup_file_path(root: Path, version: CgroupVersion, spec: CgroupFile[T], cgroup_dir: str) -> Path:
+    """Path of ``spec`` for the cgroup ``cgroup_dir`` (relative to the cgroup root, e.g. a pod's dir)."""
+    rel = cgroup_dir.strip("/")
+    if version is CgroupVersion.V1:
+        if spec.v1_subsystem is None or spec.v1_file is None:
+            raise CgroupUnsupportedError(f"{spec.name}: not available on cgroup v1")
+        base = root / spec.v1_subsystem
+        return (base / rel if rel else base) / spec.v1_file
+    if spec.v2_file is None:
+        raise CgroupUnsupportedError(f"{spec.name}: not available on cgroup v2")
+    return (root / rel if rel else root) / spec.v2_file
+
+
+def convert_cgroup(spec: CgroupFile[T], version: CgroupVersion, text: str, name: str) -> T:
+    """Pure: convert the text of ``spec``'s file under ``version`` and validate it; ``name`` labels errors."""
+    convert = spec.v1_convert if version is CgroupVersion.V1 else spec.v2_convert
+    if convert is None:
+        raise CgroupUnsupportedError(f"{spec.name}: not available on cgroup {version.value}")
+    value = convert(text, name)
+    if spec.validate is not None:
+        problem = spec.validate(value)
+        if problem is not None:
+            raise ValueError(f"{name}: {problem}")
+    return value
+
+
+def read_cgroup(root: Path, version: CgroupVersion, spec: CgroupFile[T], cgroup_dir: str) -> T:
+    """Read, convert and validate ``spec`` for ``cgroup_dir``; ``OSError`` when the file cannot be read."""
+    path = cgroup_file_path(root, version, spec, cgroup_dir)
+    return convert_cgroup(spec, version, path.read_text(), str(path))

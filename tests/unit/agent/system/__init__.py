@@ -1,0 +1,1 @@
+"""Unit tests of agent.system (host readers) on a fake host tree."""
