@@ -49,8 +49,15 @@ def test_start_serve_stop_leaves_nothing(tmp_path: Path) -> None:
         assert client.VersionApi(api).get_code().git_version.startswith("v1.")
         # The kubeconfig works for any client.
         kc = config.new_client_from_config(config_file=str(cp.kubeconfig_path))
-        names = {n.metadata.name for n in client.CoreV1Api(kc).list_namespace().items}
-        assert "default" in names
+
+        def namespaces() -> set[str]:
+            return {n.metadata.name for n in client.CoreV1Api(kc).list_namespace().items}
+
+        # The API server's bootstrap controller creates "default" shortly after /readyz.
+        deadline = time.monotonic() + 20
+        while "default" not in namespaces() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "default" in namespaces()
     finally:
         cp.stop()
     assert not any(_running(p) for p in pids.values())
