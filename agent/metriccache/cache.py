@@ -49,18 +49,37 @@ INT64_MAX = 2**63 - 1
 
 @dataclass(frozen=True)
 class CacheConfig:
-    """Sizing: per-series capacity = ceil(retention / collect interval) points (at least 1)."""
+    """Sizing: per-series capacity = ceil(retention / collect interval) points (at least 1).
+
+    Series of pods and containers (labelled ``pod_uid`` or ``container_id``) may keep a shorter history
+    (``entity_retention_seconds``): the node keeps hours for its aggregated windows, while a pod only
+    needs the NodeMetric aggregation window and the QoS windows, and there may be hundreds of pods.
+    """
 
     retention_seconds: float = DEFAULT_RETENTION_SECONDS
     collect_interval_seconds: float = DEFAULT_COLLECT_INTERVAL_SECONDS
     max_series: int = DEFAULT_MAX_SERIES
     capacity_override: int | None = None
+    entity_retention_seconds: float | None = None
 
     @property
     def series_capacity(self) -> int:
         if self.capacity_override is not None:
             return self.capacity_override
         return max(1, int(np.ceil(self.retention_seconds / self.collect_interval_seconds)))
+
+    @property
+    def entity_series_capacity(self) -> int:
+        if self.capacity_override is not None or self.entity_retention_seconds is None:
+            return self.series_capacity
+        return max(1, int(np.ceil(self.entity_retention_seconds / self.collect_interval_seconds)))
+
+    def capacity_for(self, labels: Iterable[str]) -> int:
+        """Capacity of a series with these label names."""
+        names = set(labels)
+        if "pod_uid" in names or "container_id" in names:
+            return self.entity_series_capacity
+        return self.series_capacity
 
     def __post_init__(self) -> None:
         if self.collect_interval_seconds <= 0 or self.retention_seconds <= 0:
@@ -69,6 +88,8 @@ class CacheConfig:
             raise ValueError("max_series must be ≥ 1")
         if self.capacity_override is not None and self.capacity_override < 1:
             raise ValueError("capacity_override must be ≥ 1")
+        if self.entity_retention_seconds is not None and self.entity_retention_seconds <= 0:
+            raise ValueError("entity_retention_seconds must be > 0")
 
 
 @dataclass(frozen=True)
@@ -176,7 +197,7 @@ class MetricCache:
             for key, ts, value in checked:
                 series = self._series.get(key)
                 if series is None:
-                    series = RingSeries(self._config.series_capacity)
+                    series = RingSeries(self._config.capacity_for(name for name, _ in key[1]))
                     self._series[key] = series
                     self._by_kind.setdefault(key[0], set()).add(key)
                     while len(self._series) > self._config.max_series:
@@ -225,3 +246,32 @@ class MetricCache:
                 del self._series[key]
                 self._forget_kind(key)
             return len(doomed)
+
+    def export(self) -> list[tuple[SeriesKey, IntArray, FloatArray]]:
+        """Every series with copies of its points (oldest written first), least recently written first."""
+        with self._lock:
+            return [(key, *series.points()) for key, series in self._series.items()]
+
+    def restore(self, items: Iterable[tuple[SeriesKey, IntArray, FloatArray]]) -> int:
+        """Add previously exported series (labels validated like samples); returns the points stored.
+
+        Meant for start-up, before collectors write: a series already present is left as it is.
+        Points beyond a series' capacity keep only the newest.
+        """
+        stored = 0
+        for (kind, labels), ts, vals in items:
+            validate_sample_labels(kind, dict(labels))
+            if ts.shape != vals.shape or ts.ndim != 1:
+                raise MetricCacheError(f"metric {kind}: timestamps and values differ in shape")
+            key: SeriesKey = (kind, tuple(sorted(labels)))
+            with self._lock:
+                if key in self._series or self._config.max_series <= len(self._series):
+                    continue
+                series = RingSeries.from_points(
+                    self._config.capacity_for(name for name, _ in key[1]), ts, vals
+                )
+                self._series[key] = series
+                self._series.move_to_end(key, last=False)  # restored history is older than live writes
+                self._by_kind.setdefault(kind, set()).add(key)
+                stored += len(series)
+        return stored

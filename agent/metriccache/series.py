@@ -28,6 +28,23 @@ class RingSeries:
         self._head = 0  # index of the oldest point once the buffer is full (wrapped)
         self._size = 0
 
+    @classmethod
+    def from_points(
+        cls, capacity: int, timestamps: npt.NDArray[np.int64], values: npt.NDArray[np.float64]
+    ) -> RingSeries:
+        """A series holding the newest ``capacity`` of the given points (in the given order)."""
+        series = cls(capacity)
+        ts = np.asarray(timestamps, dtype=np.int64)[-capacity:]
+        vals = np.asarray(values, dtype=np.float64)[-capacity:]
+        if ts.shape[0] > series._ts.shape[0]:
+            series._ts = ts.copy()
+            series._vals = vals.copy()
+        else:
+            series._ts[: ts.shape[0]] = ts
+            series._vals[: ts.shape[0]] = vals
+        series._size = int(ts.shape[0])
+        return series
+
     @property
     def capacity(self) -> int:
         return self._capacity

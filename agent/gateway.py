@@ -1,0 +1,129 @@
+"""The koordlet's Kubernetes gateway: the only agent module that calls the API server.
+
+It builds the informers of the states informer (this node's pods, the Node, its NodeSLO and NodeMetric,
+each narrowed by a field selector so the agent never lists the cluster) and writes the NodeMetric status
+through the status subresource, guarded by upstream's client-side limit of 0.1 QPS with a burst of 2.
+Errors are translated at this boundary into ``GatewayError`` with the object named.
+
+Imports: standard library, kubernetes, kube.{client,informer}, apis.constants.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from apis import constants as c
+from kube.client import RateLimiter
+from kube.informer import Handler, Informer
+
+__all__ = ["GatewayError", "KubeGateway", "StatusRateLimitedError"]
+
+log = logging.getLogger(__name__)
+
+NODEMETRIC_PLURAL = "nodemetrics"
+NODESLO_PLURAL = "nodeslos"
+# Upstream's NodeMetric status writer: 0.1 QPS, burst 2 (SPEC §6.5).
+STATUS_QPS = 0.1
+STATUS_BURST = 2
+REQUEST_TIMEOUT_SECONDS = 10
+
+
+class GatewayError(RuntimeError):
+    """An API call failed; the message names the object and the cause."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class StatusRateLimitedError(GatewayError):
+    """The client-side status write limit refused this write (it is just an error for that round)."""
+
+
+class KubeGateway:
+    """API access for one node's koordlet."""
+
+    def __init__(self, api: Any, node_name: str, status_limiter: RateLimiter | None = None) -> None:
+        if not node_name:
+            raise ValueError("node name is required (flag --node-name or env NODE_NAME)")
+        self.api = api
+        self.node_name = node_name
+        self._core = client.CoreV1Api(api)
+        self._custom = client.CustomObjectsApi(api)
+        self._status_limiter = status_limiter or RateLimiter(STATUS_QPS, STATUS_BURST)
+
+    # -- informers ---------------------------------------------------------------------------------
+    def _own(self) -> dict[str, Any]:
+        return {"field_selector": f"metadata.name={self.node_name}"}
+
+    def pod_informer(self, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
+        """Pods bound to this node, in every namespace (field selector ``spec.nodeName``)."""
+        return Informer(
+            self._core.list_pod_for_all_namespaces,
+            kwargs={"field_selector": f"spec.nodeName={self.node_name}"},
+            on_add=on_add,
+            on_update=on_update,
+            on_delete=on_delete,
+            name="pods",
+        )
+
+    def node_informer(self, on_change: Handler) -> Informer:
+        return Informer(
+            self._core.list_node,
+            kwargs=self._own(),
+            resync_seconds=12 * 3600,
+            on_add=on_change,
+            on_update=lambda _old, new: on_change(new),
+            name="node",
+        )
+
+    def _crd_informer(self, plural: str, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
+        return Informer(
+            self._custom.list_cluster_custom_object,
+            kwargs={"group": c.SLO_GROUP, "version": c.SLO_VERSION, "plural": plural, **self._own()},
+            resync_seconds=12 * 3600,
+            on_add=on_add,
+            on_update=on_update,
+            on_delete=on_delete,
+            name=plural,
+        )
+
+    def nodeslo_informer(self, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
+        return self._crd_informer(NODESLO_PLURAL, on_add, on_update, on_delete)
+
+    def nodemetric_informer(self, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
+        return self._crd_informer(NODEMETRIC_PLURAL, on_add, on_update, on_delete)
+
+    # -- writes --------------------------------------------------------------------------------------
+    def write_nodemetric_status(self, status: Mapping[str, Any]) -> None:
+        """Replace this node's NodeMetric ``status`` (a JSON patch ``add /status`` on the subresource:
+        the whole status is replaced in one call, so no stale map keys survive and no conflict retry
+        is needed). Raises ``StatusRateLimitedError`` when the local limit refuses the write and
+        ``GatewayError`` (status 404 when the NodeMetric does not exist) on failure."""
+        if not self._status_limiter.try_acquire():
+            raise StatusRateLimitedError(
+                f"nodemetrics/{self.node_name}: status write refused by the client-side limit "
+                f"({STATUS_QPS} QPS, burst {STATUS_BURST})"
+            )
+        try:
+            self._custom.patch_cluster_custom_object_status(
+                c.SLO_GROUP,
+                c.SLO_VERSION,
+                NODEMETRIC_PLURAL,
+                self.node_name,
+                [{"op": "add", "path": "/status", "value": dict(status)}],
+                _content_type="application/json-patch+json",
+                _request_timeout=REQUEST_TIMEOUT_SECONDS,
+            )
+        except ApiException as e:
+            raise GatewayError(
+                f"nodemetrics/{self.node_name}: status update failed: {e.status} {e.reason}", e.status
+            ) from e
+        except (HTTPError, OSError) as e:
+            raise GatewayError(f"nodemetrics/{self.node_name}: status update failed: {e}") from e

@@ -1,0 +1,95 @@
+"""Save the metric cache to a local file on shutdown and reload it on start, so a restarted koordlet is
+not blind for the length of its longest aggregation window (30 min by default).
+
+Format: one ``.npz`` archive (no pickle) with the series keys as JSON, and all timestamps and values
+concatenated with per-series offsets. Written to a temporary file then renamed, so a crash mid-save
+leaves the previous file intact. Points older than ``max_age_ms`` are dropped on load.
+
+Imports: standard library, numpy, agent.metriccache.{cache,kinds}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from agent.metriccache.aggregate import FloatArray, IntArray
+from agent.metriccache.cache import MetricCache, SeriesKey
+from agent.metriccache.kinds import MetricCacheError
+
+__all__ = ["FORMAT_VERSION", "PersistError", "load", "save"]
+
+FORMAT_VERSION = 1
+
+
+class PersistError(MetricCacheError):
+    """The saved cache file cannot be read; the message names the file and why."""
+
+
+def save(cache: MetricCache, path: Path) -> int:
+    """Write every series of ``cache`` to ``path`` atomically; returns the number of points written."""
+    items = cache.export()
+    keys = [[kind, [list(kv) for kv in labels]] for (kind, labels), _, _ in items]
+    lengths = np.array([ts.shape[0] for _, ts, _ in items], dtype=np.int64)
+    ts_all = np.concatenate([ts for _, ts, _ in items]) if items else np.zeros(0, np.int64)
+    vals_all = np.concatenate([v for _, _, v in items]) if items else np.zeros(0, np.float64)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        np.savez(
+            f,
+            version=np.array([FORMAT_VERSION], dtype=np.int64),
+            keys=np.frombuffer(json.dumps(keys).encode(), dtype=np.uint8),
+            lengths=lengths,
+            timestamps=ts_all.astype(np.int64, copy=False),
+            values=vals_all.astype(np.float64, copy=False),
+        )
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+    return int(ts_all.shape[0])
+
+
+def load(cache: MetricCache, path: Path, now_ms: int, max_age_ms: int) -> int:
+    """Restore the series saved in ``path`` into ``cache``, keeping points in ``[now − max_age, now]``.
+
+    Returns the number of points restored; 0 when the file does not exist. ``PersistError`` when it
+    exists but is not a readable cache file (the caller logs it and starts empty).
+    """
+    if not path.exists():
+        return 0
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            version = int(z["version"][0])
+            if version != FORMAT_VERSION:
+                raise PersistError(f"{path}: format version {version}, expected {FORMAT_VERSION}")
+            raw_keys = json.loads(bytes(z["keys"]).decode())
+            lengths = z["lengths"]
+            ts_all = z["timestamps"]
+            vals_all = z["values"]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as e:
+        raise PersistError(f"{path}: not a metric cache file: {e}") from e
+    total = int(lengths.sum())
+    if len(raw_keys) != lengths.shape[0] or total != ts_all.shape[0] or total != vals_all.shape[0]:
+        raise PersistError(f"{path}: inconsistent series table")
+    items: list[tuple[SeriesKey, IntArray, FloatArray]] = []
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    for i, raw in enumerate(raw_keys):
+        try:
+            kind = str(raw[0])
+            labels = tuple(sorted((str(k), str(v)) for k, v in raw[1]))
+        except (TypeError, ValueError, IndexError) as e:
+            raise PersistError(f"{path}: series {i}: bad key {raw!r}") from e
+        ts = ts_all[offsets[i] : offsets[i + 1]]
+        vals = vals_all[offsets[i] : offsets[i + 1]]
+        keep = (ts >= now_ms - max_age_ms) & (ts <= now_ms)
+        if keep.any():
+            items.append(((kind, labels), ts[keep], vals[keep]))
+    try:
+        return cache.restore(items)
+    except MetricCacheError as e:
+        raise PersistError(f"{path}: {e}") from e

@@ -1,0 +1,194 @@
+"""koordlet command-line flags (SPEC §9.1 names and defaults where upstream has them) and feature gates.
+
+``parse(argv, env)`` returns validated ``Options``; a bad value exits with a message naming the flag and
+the value. Pure apart from argparse's exit. Imports: standard library, apis.duration, kube.httpserver,
+agent.system.{cgroup,podcgroup}.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.system.cgroup import HostPaths
+from agent.system.podcgroup import CgroupDriver
+from apis.duration import Duration
+from apis.version import koord_version
+from kube.httpserver import parse_addr
+
+__all__ = ["FEATURE_GATES", "Options", "build_parser", "parse", "parse_feature_gates"]
+
+# Upstream koordlet gates and defaults (SPEC §7.1, §6.3) plus koord's own.
+FEATURE_GATES: dict[str, bool] = {
+    "BECPUSuppress": True,
+    "CPUBurst": True,
+    "BEMemoryEvict": False,
+    "MemoryEvict": False,
+    "MemoryAllocatableEvict": False,
+    "BECPUEvict": False,
+    "CPUEvict": False,
+    "CPUAllocatableEvict": False,
+    "RdtResctrl": True,
+    "CgroupReconcile": False,
+    "SystemConfig": False,
+    "BlkIOReconcile": False,
+    "PSICollector": False,
+    "ResctrlCollector": False,
+    "NodeMetricPromMetrics": False,
+    # koord: per-interface network counters through netlink.
+    "NetworkCollector": True,
+}
+_ALL = {"AllAlpha", "AllBeta"}
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``A=true,B=false`` overlaid on the defaults; ``AllAlpha``/``AllBeta`` switch every gate."""
+    gates = dict(FEATURE_GATES)
+    if not text.strip():
+        return gates
+    for item in text.split(","):
+        name, sep, value = item.strip().partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            raise ValueError(f"--feature-gates: {item.strip()!r}: expected Name=true|false")
+        on = value.lower() == "true"
+        if name in _ALL:
+            gates = dict.fromkeys(gates, on)
+        elif name in gates:
+            gates[name] = on
+        else:
+            known = ", ".join(sorted(FEATURE_GATES))
+            raise ValueError(f"--feature-gates: unknown gate {name!r} (known: {known})")
+    return gates
+
+
+@dataclass(frozen=True)
+class Options:
+    node_name: str
+    kubeconfig: str | None
+    paths: HostPaths
+    cgroup_driver: CgroupDriver | None
+    """None = detect from the cgroup tree."""
+    collect_interval_seconds: float
+    addr: str
+    hub_address: str | None
+    hub_token_file: Path | None
+    push_interval_seconds: float
+    enable_node_metric_report: bool
+    metric_cache_path: Path | None
+    retention_seconds: float
+    pod_retention_seconds: float
+    kube_api_qps: float
+    kube_api_burst: int
+    feature_gates: Mapping[str, bool] = field(default_factory=lambda: dict(FEATURE_GATES))
+
+
+def _seconds(flag: str, text: str, minimum: float = 0.0) -> float:
+    try:
+        value = Duration.parse(text).total_seconds()
+    except ValueError:
+        raise ValueError(f"{flag}: {text!r} is not a duration (e.g. 1s, 500ms, 12h)") from None
+    if value <= minimum:
+        raise ValueError(f"{flag}: {text!r} must be longer than {minimum:g}s")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = HostPaths()
+    p = argparse.ArgumentParser(
+        prog="koordlet", description="koord node agent: collect, report, enforce QoS."
+    )
+    p.add_argument("--version", action="version", version=f"koordlet {koord_version()}")
+    p.add_argument("--node-name", default=None, help="this node's name (default: env NODE_NAME; required)")
+    p.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig file (default: KUBECONFIG, else in-cluster)"
+    )
+    p.add_argument("--cgroup-root-dir", default=str(d.cgroup_root), help="host cgroup mount (%(default)s)")
+    p.add_argument(
+        "--proc-root-dir", default=str(d.proc), help="host /proc (%(default)s; the DaemonSet uses hostPID)"
+    )
+    p.add_argument("--sys-root-dir", default=str(d.sys), help="host /sys (%(default)s)")
+    p.add_argument(
+        "--cgroup-driver",
+        choices=["auto", "cgroupfs", "systemd"],
+        default="auto",
+        help="kubelet cgroup driver",
+    )
+    p.add_argument("--collect-res-used-interval", default="1s", help="collect interval (%(default)s)")
+    p.add_argument("--addr", default=":9316", help="/metrics, /healthz, /readyz address (%(default)s)")
+    p.add_argument("--hub-address", default="", help="koord-manager MetricHub host:port (empty: no push)")
+    p.add_argument(
+        "--hub-token-file",
+        default=None,
+        help="bearer token sent to the hub (default: the pod's ServiceAccount token when mounted)",
+    )
+    p.add_argument("--push-interval-seconds", type=float, default=5.0, help="hub push period (%(default)s)")
+    p.add_argument(
+        "--enable-node-metric-report",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write the NodeMetric status (%(default)s)",
+    )
+    p.add_argument(
+        "--metric-cache-path",
+        default="/metric-data/metric-cache.npz",
+        help="file the metric cache is saved to on shutdown and reloaded from on start ('' = none)",
+    )
+    p.add_argument("--metric-retention", default="12h", help="history kept for node series (%(default)s)")
+    p.add_argument(
+        "--pod-metric-retention", default="15m", help="history kept for pod/container series (%(default)s)"
+    )
+    p.add_argument("--kube-api-qps", type=float, default=20.0)
+    p.add_argument("--kube-api-burst", type=int, default=30)
+    p.add_argument("--feature-gates", default="", help="Gate=true|false,... (see FEATURE_GATES)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return p
+
+
+def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, argparse.Namespace]:
+    p = build_parser()
+    a = p.parse_args(argv)
+    try:
+        node = a.node_name or env.get("NODE_NAME", "")
+        if not node:
+            raise ValueError("--node-name: not set and env NODE_NAME is empty (the node name is required)")
+        interval = _seconds("--collect-res-used-interval", a.collect_res_used_interval)
+        if interval < 1:
+            raise ValueError(f"--collect-res-used-interval: {a.collect_res_used_interval!r} is below 1s")
+        if a.push_interval_seconds <= 0:
+            raise ValueError(f"--push-interval-seconds: {a.push_interval_seconds} must be > 0")
+        parse_addr(a.addr)
+        if a.hub_address:
+            parse_addr(a.hub_address)
+        if a.kube_api_qps <= 0 or a.kube_api_burst < 1:
+            raise ValueError(
+                f"--kube-api-qps/--kube-api-burst: {a.kube_api_qps}/{a.kube_api_burst} must be > 0"
+            )
+        token = Path(a.hub_token_file) if a.hub_token_file else None
+        if token is None and SERVICE_ACCOUNT_TOKEN.exists():
+            token = SERVICE_ACCOUNT_TOKEN
+        opts = Options(
+            node_name=node,
+            kubeconfig=a.kubeconfig,
+            paths=HostPaths(
+                cgroup_root=Path(a.cgroup_root_dir), proc=Path(a.proc_root_dir), sys=Path(a.sys_root_dir)
+            ),
+            cgroup_driver=None if a.cgroup_driver == "auto" else CgroupDriver(a.cgroup_driver),
+            collect_interval_seconds=interval,
+            addr=a.addr,
+            hub_address=a.hub_address or None,
+            hub_token_file=token,
+            push_interval_seconds=a.push_interval_seconds,
+            enable_node_metric_report=a.enable_node_metric_report,
+            metric_cache_path=Path(a.metric_cache_path) if a.metric_cache_path else None,
+            retention_seconds=_seconds("--metric-retention", a.metric_retention),
+            pod_retention_seconds=_seconds("--pod-metric-retention", a.pod_metric_retention),
+            kube_api_qps=a.kube_api_qps,
+            kube_api_burst=a.kube_api_burst,
+            feature_gates=parse_feature_gates(a.feature_gates),
+        )
+    except ValueError as e:
+        p.error(str(e))
+    return opts, a

@@ -1,0 +1,1 @@
+"""koordlet states informer: pods, Node, NodeSLO and NodeMetric of this node."""
