@@ -5,7 +5,8 @@ each narrowed by a field selector so the agent never lists the cluster) and writ
 through the status subresource, guarded by upstream's client-side limit of 0.1 QPS with a burst of 2.
 Errors are translated at this boundary into ``GatewayError`` with the object named.
 
-Imports: standard library, kubernetes, kube.{client,informer}, apis.constants.
+It speaks through ``kube.rest.KubeRest`` (not the full kubernetes client, which alone would cost a third
+of the agent's memory budget). Imports: standard library, kube.{rest,ratelimit,informer}, apis.constants.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from apis import constants as c
-from kube.client import RateLimiter
 from kube.informer import Handler, Informer
+from kube.ratelimit import RateLimiter
+from kube.rest import KubeRest, RestError
 
 __all__ = ["GatewayError", "KubeGateway", "StatusRateLimitedError"]
 
@@ -49,13 +49,11 @@ class StatusRateLimitedError(GatewayError):
 class KubeGateway:
     """API access for one node's koordlet."""
 
-    def __init__(self, api: Any, node_name: str, status_limiter: RateLimiter | None = None) -> None:
+    def __init__(self, rest: KubeRest, node_name: str, status_limiter: RateLimiter | None = None) -> None:
         if not node_name:
             raise ValueError("node name is required (flag --node-name or env NODE_NAME)")
-        self.api = api
+        self.rest = rest
         self.node_name = node_name
-        self._core = client.CoreV1Api(api)
-        self._custom = client.CustomObjectsApi(api)
         self._status_limiter = status_limiter or RateLimiter(STATUS_QPS, STATUS_BURST)
 
     # -- informers ---------------------------------------------------------------------------------
@@ -65,7 +63,7 @@ class KubeGateway:
     def pod_informer(self, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
         """Pods bound to this node, in every namespace (field selector ``spec.nodeName``)."""
         return Informer(
-            self._core.list_pod_for_all_namespaces,
+            self.rest.list_func("/api/v1/pods"),
             kwargs={"field_selector": f"spec.nodeName={self.node_name}"},
             on_add=on_add,
             on_update=on_update,
@@ -75,7 +73,7 @@ class KubeGateway:
 
     def node_informer(self, on_change: Handler) -> Informer:
         return Informer(
-            self._core.list_node,
+            self.rest.list_func("/api/v1/nodes"),
             kwargs=self._own(),
             resync_seconds=12 * 3600,
             on_add=on_change,
@@ -85,8 +83,8 @@ class KubeGateway:
 
     def _crd_informer(self, plural: str, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
         return Informer(
-            self._custom.list_cluster_custom_object,
-            kwargs={"group": c.SLO_GROUP, "version": c.SLO_VERSION, "plural": plural, **self._own()},
+            self.rest.list_func(f"/apis/{c.SLO_GROUP}/{c.SLO_VERSION}/{plural}"),
+            kwargs=self._own(),
             resync_seconds=12 * 3600,
             on_add=on_add,
             on_update=on_update,
@@ -112,16 +110,14 @@ class KubeGateway:
                 f"({STATUS_QPS} QPS, burst {STATUS_BURST})"
             )
         try:
-            self._custom.patch_cluster_custom_object_status(
-                c.SLO_GROUP,
-                c.SLO_VERSION,
-                NODEMETRIC_PLURAL,
-                self.node_name,
+            self.rest.request(
+                "PATCH",
+                f"/apis/{c.SLO_GROUP}/{c.SLO_VERSION}/{NODEMETRIC_PLURAL}/{self.node_name}/status",
                 [{"op": "add", "path": "/status", "value": dict(status)}],
-                _content_type="application/json-patch+json",
-                _request_timeout=REQUEST_TIMEOUT_SECONDS,
+                content_type="application/json-patch+json",
+                timeout=REQUEST_TIMEOUT_SECONDS,
             )
-        except ApiException as e:
+        except RestError as e:
             raise GatewayError(
                 f"nodemetrics/{self.node_name}: status update failed: {e.status} {e.reason}", e.status
             ) from e

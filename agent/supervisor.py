@@ -76,7 +76,8 @@ class Supervisor:
             recent = [t for t in task.crashes if now - t < CRASH_WINDOW_SECONDS]
             if len(recent) > CRASH_LIMIT:
                 problems.append(
-                    f"{task.name} crashed {len(recent)} times in {CRASH_WINDOW_SECONDS:.0f}s: {task.last_error}"
+                    f"{task.name} crashed {len(recent)} times in {CRASH_WINDOW_SECONDS:.0f}s: "
+                    f"{task.last_error}"
                 )
             elif (
                 task.thread is not None

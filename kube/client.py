@@ -9,67 +9,17 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
 from kubernetes import config as _config
 
+from kube.errors import KubeConfigError
+from kube.ratelimit import RateLimiter
+
 config: Any = _config  # the kubernetes client is treated as untyped
 
 __all__ = ["KubeConfigError", "RateLimiter", "api_client"]
-
-
-class KubeConfigError(RuntimeError):
-    """No usable cluster configuration was found; the message names every source that was tried."""
-
-
-class RateLimiter:
-    """A token bucket: ``burst`` tokens at most, refilled at ``qps`` tokens per second. Safe to share
-    between threads and between clients. ``qps <= 0`` disables limiting."""
-
-    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        if burst < 1:
-            raise ValueError(f"burst must be >= 1, got {burst}")
-        self.qps = float(qps)
-        self.burst = int(burst)
-        self._clock = clock
-        self._tokens = float(burst)
-        self._last = clock()
-        self._lock = threading.Lock()
-
-    def _refill(self, now: float) -> None:
-        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-        self._last = now
-
-    def try_acquire(self) -> bool:
-        """Take one token if one is available now."""
-        if self.qps <= 0:
-            return True
-        with self._lock:
-            self._refill(self._clock())
-            if self._tokens >= 1.0:
-                self._tokens -= 1.0
-                return True
-            return False
-
-    def acquire(self, timeout: float | None = None) -> bool:
-        """Wait for a token; False if none became available within ``timeout`` seconds (None: wait
-        as long as it takes). Waiters reserve their token up front, so they are served in order."""
-        if self.qps <= 0:
-            return True
-        with self._lock:
-            now = self._clock()
-            self._refill(now)
-            wait = 0.0 if self._tokens >= 1.0 else (1.0 - self._tokens) / self.qps
-            if timeout is not None and wait > timeout:
-                return False
-            self._tokens -= 1.0  # may go negative: a reservation that later callers queue behind
-        if wait > 0:
-            time.sleep(wait)
-        return True
 
 
 def _limit(api: Any, limiter: RateLimiter) -> None:

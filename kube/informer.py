@@ -6,7 +6,9 @@ relist after a capped exponential backoff (0.2 s doubling to 10 s). A periodic r
 keys), read raw with ``_preload_content=False``; handlers run one at a time, on the informer's threads,
 and must treat the dicts they get as read-only.
 
-Imports: the kubernetes client and the standard library only.
+Works with any client whose list methods take the kubernetes client's keyword arguments and return a
+urllib3 response (the kubernetes client, or the lean ``kube.rest`` client); an API error is any exception
+with an integer ``status`` attribute. Imports: the standard library only.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
-
-from kubernetes.client.exceptions import ApiException
 
 __all__ = ["Handler", "Informer", "object_key"]
 
@@ -178,23 +178,16 @@ class Informer:
                     log.info("informer %s: %s; relisting", self.name, e)
                     need_list = True
                     self._expired_pause(stop, backoff)
-                except ApiException as e:
+                except Exception as e:
                     if stop.is_set():
                         break
                     need_list = True
-                    if e.status == 410:  # an expired continue token or watch resourceVersion
+                    if _status(e) == 410:  # an expired continue token or watch resourceVersion
                         log.info("informer %s: %s; relisting", self.name, _describe(e))
                         self._expired_pause(stop, backoff)
                         continue
                     delay = backoff.next()
                     log.warning("informer %s: %s; relisting in %.1fs", self.name, _describe(e), delay)
-                    stop.wait(delay)
-                except Exception as e:
-                    if stop.is_set():
-                        break
-                    delay = backoff.next()
-                    log.warning("informer %s: %s; relisting in %.1fs", self.name, _describe(e), delay)
-                    need_list = True
                     stop.wait(delay)
         finally:
             helper.join(timeout=1.0)
@@ -376,7 +369,14 @@ class Informer:
             log.exception("informer %s: handler %s failed", self.name, getattr(handler, "__name__", handler))
 
 
+def _status(e: BaseException) -> int | None:
+    """The HTTP status of an API error (kubernetes ApiException or kube.rest.RestError), else None."""
+    status = getattr(e, "status", None)
+    return status if isinstance(status, int) else None
+
+
 def _describe(e: BaseException) -> str:
-    if isinstance(e, ApiException):
-        return f"API error {e.status} {e.reason}"
+    status = _status(e)
+    if status is not None:
+        return f"API error {status} {getattr(e, 'reason', '')}".rstrip()
     return f"{type(e).__name__}: {e}"
