@@ -90,6 +90,7 @@ class AgentMetrics:
             # No fresh sample: keep the previous value rather than report a false 0.
             with contextlib.suppress(MetricCacheError):
                 gauge.labels(self.node).set(cache.query(kind, {}, start, now_ms).last())
+        present = {(m.namespace, m.name, m.uid) for m in pods}
         seen: set[tuple[str, str, str]] = set()
         for meta in pods:
             key = (meta.namespace, meta.name, meta.uid)
@@ -98,13 +99,14 @@ class AgentMetrics:
                 cpu = cache.query("pod_cpu_usage", labels, start, now_ms).last()
                 mem = cache.query("pod_memory_usage", labels, start, now_ms).last()
             except MetricCacheError:
-                continue
+                continue  # no fresh sample: like the node gauges, keep the last value while the pod exists
             seen.add(key)
             self.pod_cpu.labels(self.node, *key).set(cpu)
             self.pod_memory.labels(self.node, *key).set(mem)
         with self._lock:
-            for key in self._pod_keys - seen:
+            known = (self._pod_keys & present) | seen
+            for key in self._pod_keys - known:
                 self.pod_cpu.remove(self.node, *key)
                 self.pod_memory.remove(self.node, *key)
-            self._pod_keys = seen
+            self._pod_keys = known
         self.cache_series.labels(self.node).set(cache.series_count())

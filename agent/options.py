@@ -8,6 +8,7 @@ agent.system.{cgroup,podcgroup}.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
     gates = dict(FEATURE_GATES)
     if not text.strip():
         return gates
+    explicit: dict[str, bool] = {}
     for item in text.split(","):
         name, sep, value = item.strip().partition("=")
         if not sep or value.lower() not in ("true", "false"):
@@ -57,10 +59,12 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
         if name in _ALL:
             gates = dict.fromkeys(gates, on)
         elif name in gates:
-            gates[name] = on
+            explicit[name] = on
         else:
             known = ", ".join(sorted(FEATURE_GATES))
             raise ValueError(f"--feature-gates: unknown gate {name!r} (known: {known})")
+    # As in Kubernetes, a gate named explicitly wins over AllAlpha/AllBeta, whatever the order.
+    gates.update(explicit)
     return gates
 
 
@@ -157,12 +161,15 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
         interval = _seconds("--collect-res-used-interval", a.collect_res_used_interval)
         if interval < 1:
             raise ValueError(f"--collect-res-used-interval: {a.collect_res_used_interval!r} is below 1s")
-        if a.push_interval_seconds <= 0:
-            raise ValueError(f"--push-interval-seconds: {a.push_interval_seconds} must be > 0")
-        parse_addr(a.addr)
-        if a.hub_address:
-            parse_addr(a.hub_address)
-        if a.kube_api_qps <= 0 or a.kube_api_burst < 1:
+        if not (math.isfinite(a.push_interval_seconds) and a.push_interval_seconds > 0):
+            raise ValueError(f"--push-interval-seconds: {a.push_interval_seconds} must be a number > 0")
+        for flag, value in (("--addr", a.addr), ("--hub-address", a.hub_address)):
+            if value:
+                try:
+                    parse_addr(value)
+                except ValueError as e:
+                    raise ValueError(f"{flag}: {e}") from None
+        if not (math.isfinite(a.kube_api_qps) and a.kube_api_qps > 0) or a.kube_api_burst < 1:
             raise ValueError(
                 f"--kube-api-qps/--kube-api-burst: {a.kube_api_qps}/{a.kube_api_burst} must be > 0"
             )

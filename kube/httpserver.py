@@ -103,5 +103,9 @@ class ProbeServer:
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
+        # shutdown() waits for serve_forever: only call it when the loop was started.
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(5)
+            self._thread = None
         self._httpd.server_close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +50,11 @@ def save(cache: MetricCache, path: Path) -> int:
         f.flush()
         os.fsync(f.fileno())
     tmp.replace(path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
     return int(ts_all.shape[0])
 
 
@@ -64,17 +68,27 @@ def load(cache: MetricCache, path: Path, now_ms: int, max_age_ms: int) -> int:
         return 0
     try:
         with np.load(path, allow_pickle=False) as z:
-            version = int(z["version"][0])
-            if version != FORMAT_VERSION:
-                raise PersistError(f"{path}: format version {version}, expected {FORMAT_VERSION}")
+            version_arr = np.asarray(z["version"])
             raw_keys = json.loads(bytes(z["keys"]).decode())
-            lengths = z["lengths"]
-            ts_all = z["timestamps"]
-            vals_all = z["values"]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as e:
-        raise PersistError(f"{path}: not a metric cache file: {e}") from e
-    total = int(lengths.sum())
-    if len(raw_keys) != lengths.shape[0] or total != ts_all.shape[0] or total != vals_all.shape[0]:
+            lengths = np.asarray(z["lengths"], dtype=np.int64)
+            ts_all = np.asarray(z["timestamps"], dtype=np.int64)
+            vals_all = np.asarray(z["values"], dtype=np.float64)
+    except Exception as e:  # numpy/zipfile raise many types on a damaged file; all mean "unreadable"
+        raise PersistError(f"{path}: not a metric cache file: {type(e).__name__}: {e}") from e
+    if version_arr.shape != (1,) or int(version_arr[0]) != FORMAT_VERSION:
+        found = version_arr.tolist()
+        raise PersistError(
+            f"{path}: format version {found[0] if len(found) == 1 else found}, expected {FORMAT_VERSION}"
+        )
+    total = int(lengths.sum()) if lengths.ndim == 1 else -1
+    if (
+        not isinstance(raw_keys, list)
+        or lengths.ndim != 1
+        or bool((lengths < 0).any())
+        or len(raw_keys) != lengths.shape[0]
+        or total != ts_all.shape[0]
+        or total != vals_all.shape[0]
+    ):
         raise PersistError(f"{path}: inconsistent series table")
     items: list[tuple[SeriesKey, IntArray, FloatArray]] = []
     offsets = np.concatenate([[0], np.cumsum(lengths)])

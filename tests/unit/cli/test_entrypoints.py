@@ -32,10 +32,19 @@ def test_daemons_print_their_version(module: str) -> None:
     assert out.stdout.strip().endswith(__version__)
 
 
-def test_unbuilt_daemons_fail_loudly() -> None:
-    out = subprocess.run([sys.executable, "-m", "agent.daemon"], capture_output=True, text=True)
+def test_koordlet_needs_a_node_name() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NODE_NAME"}
+    out = subprocess.run([sys.executable, "-m", "agent.daemon"], capture_output=True, text=True, env=env)
     assert out.returncode == 2
-    assert "not built yet" in out.stderr
+    assert "--node-name" in out.stderr and "NODE_NAME" in out.stderr
+
+
+def test_koordlet_without_a_cluster_says_what_it_tried() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    out = subprocess.run([sys.executable, "-m", "agent.daemon", "--node-name=n1"], capture_output=True,
+                         text=True, env=env, timeout=60)  # fmt: skip
+    assert out.returncode == 1
+    assert "no usable Kubernetes configuration" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_scheduler_without_a_cluster_says_what_it_tried() -> None:

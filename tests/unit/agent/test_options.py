@@ -1,0 +1,191 @@
+"""koordlet flags: NODE_NAME from env (required), duration parsing, errors naming the flag and the value
+(argparse exits with code 2), feature gates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent import options
+from agent.options import FEATURE_GATES, parse, parse_feature_gates
+from agent.system.podcgroup import CgroupDriver
+
+
+@pytest.fixture(autouse=True)
+def no_service_account(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(options, "SERVICE_ACCOUNT_TOKEN", tmp_path / "no-such-token")
+
+
+def parse_error(argv: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as info:
+        parse(argv, env)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    # only the error line: the usage text above it names every flag
+    [line] = [ln for ln in err.splitlines() if ln.startswith("koordlet: error:")]
+    return line
+
+
+def test_defaults_with_node_name_from_env() -> None:
+    opts, _ = parse([], {"NODE_NAME": "node-1"})
+    assert opts.node_name == "node-1"
+    assert opts.collect_interval_seconds == 1.0
+    assert opts.addr == ":9316"
+    assert opts.hub_address is None
+    assert opts.hub_token_file is None
+    assert opts.push_interval_seconds == 5.0
+    assert opts.enable_node_metric_report is True
+    assert opts.metric_cache_path == Path("/metric-data/metric-cache.npz")
+    assert opts.retention_seconds == 12 * 3600
+    assert opts.pod_retention_seconds == 15 * 60
+    assert opts.kube_api_qps == 20.0
+    assert opts.kube_api_burst == 30
+    assert opts.cgroup_driver is None
+    assert dict(opts.feature_gates) == FEATURE_GATES
+
+
+def test_flag_overrides_env_node_name() -> None:
+    opts, _ = parse(["--node-name", "flag-node"], {"NODE_NAME": "env-node"})
+    assert opts.node_name == "flag-node"
+
+
+@pytest.mark.parametrize("env", [{}, {"NODE_NAME": ""}])
+def test_node_name_required(env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    err = parse_error([], env, capsys)
+    assert "--node-name" in err
+    assert "NODE_NAME" in err
+
+
+def test_durations_and_values_parsed(tmp_path: Path) -> None:
+    token = tmp_path / "tok"
+    opts, _ = parse(
+        [
+            "--collect-res-used-interval",
+            "2s",
+            "--metric-retention",
+            "1h30m",
+            "--pod-metric-retention",
+            "500s",
+            "--hub-address",
+            "127.0.0.1:9400",
+            "--hub-token-file",
+            str(token),
+            "--push-interval-seconds",
+            "2.5",
+            "--no-enable-node-metric-report",
+            "--metric-cache-path",
+            "",
+            "--cgroup-driver",
+            "systemd",
+            "--addr",
+            "127.0.0.1:0",
+        ],
+        {"NODE_NAME": "n"},
+    )
+    assert opts.collect_interval_seconds == 2.0
+    assert opts.retention_seconds == 5400.0
+    assert opts.pod_retention_seconds == 500.0
+    assert opts.hub_address == "127.0.0.1:9400"
+    assert opts.hub_token_file == token
+    assert opts.push_interval_seconds == 2.5
+    assert opts.enable_node_metric_report is False
+    assert opts.metric_cache_path is None
+    assert opts.cgroup_driver is CgroupDriver.SYSTEMD
+    assert opts.addr == "127.0.0.1:0"
+
+
+def test_service_account_token_used_when_mounted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    sa = tmp_path / "sa-token"
+    sa.write_text("t")
+    monkeypatch.setattr(options, "SERVICE_ACCOUNT_TOKEN", sa)
+    opts, _ = parse([], {"NODE_NAME": "n"})
+    assert opts.hub_token_file == sa
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "value"),
+    [
+        (["--collect-res-used-interval", "soon"], "--collect-res-used-interval", "soon"),
+        (["--collect-res-used-interval", "500ms"], "--collect-res-used-interval", "500ms"),
+        (["--collect-res-used-interval", "0s"], "--collect-res-used-interval", "0s"),
+        (["--metric-retention", "12"], "--metric-retention", "12"),
+        (["--metric-retention=-1h"], "--metric-retention", "-1h"),
+        (["--pod-metric-retention", "0s"], "--pod-metric-retention", "0s"),
+        (["--push-interval-seconds", "0"], "--push-interval-seconds", "0"),
+        (["--push-interval-seconds", "fast"], "--push-interval-seconds", "fast"),
+        (["--kube-api-qps", "0"], "--kube-api-qps", "0"),
+        (["--kube-api-burst", "0"], "--kube-api-burst", "0"),
+        (["--cgroup-driver", "weird"], "--cgroup-driver", "weird"),
+        (["--feature-gates", "Nope=true"], "--feature-gates", "Nope"),
+        (["--feature-gates", "CPUBurst=maybe"], "--feature-gates", "CPUBurst=maybe"),
+    ],
+)
+def test_errors_name_flag_and_value(
+    argv: list[str], flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = parse_error(argv, {"NODE_NAME": "n"}, capsys)
+    assert flag in err
+    assert value in err
+
+
+@pytest.mark.parametrize("addr", ["nonsense", ":port", "host:70000"])
+def test_bad_addr_rejected_naming_value(addr: str, capsys: pytest.CaptureFixture[str]) -> None:
+    err = parse_error(["--addr", addr], {"NODE_NAME": "n"}, capsys)
+    assert addr in err
+
+
+@pytest.mark.parametrize("flag", ["--addr", "--hub-address"])
+def test_bad_addr_error_names_the_flag(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    err = parse_error([flag, "nonsense"], {"NODE_NAME": "n"}, capsys)
+    assert flag in err
+
+
+def test_nan_push_interval_rejected(capsys: pytest.CaptureFixture[str]) -> None:
+    err = parse_error(["--push-interval-seconds", "nan"], {"NODE_NAME": "n"}, capsys)
+    assert "--push-interval-seconds" in err
+
+
+# --- feature gates -------------------------------------------------------------------------------------
+def test_feature_gate_defaults() -> None:
+    gates = parse_feature_gates("")
+    assert gates == FEATURE_GATES
+    assert gates is not FEATURE_GATES
+    assert gates["BECPUSuppress"] is True
+    assert gates["BEMemoryEvict"] is False
+    assert parse_feature_gates("   ") == FEATURE_GATES
+
+
+def test_feature_gate_overrides() -> None:
+    gates = parse_feature_gates("BEMemoryEvict=true, CPUBurst=False,PSICollector=TRUE")
+    assert gates["BEMemoryEvict"] is True
+    assert gates["CPUBurst"] is False
+    assert gates["PSICollector"] is True
+    assert gates["BECPUSuppress"] is True  # untouched default
+    assert FEATURE_GATES["BEMemoryEvict"] is False  # the defaults are not mutated
+
+
+@pytest.mark.parametrize("name", ["AllAlpha", "AllBeta"])
+def test_all_alpha_all_beta(name: str) -> None:
+    assert set(parse_feature_gates(f"{name}=true").values()) == {True}
+    assert set(parse_feature_gates(f"{name}=false").values()) == {False}
+    later = parse_feature_gates(f"{name}=true,CPUBurst=false")
+    assert later["CPUBurst"] is False
+    assert later["BEMemoryEvict"] is True
+
+
+def test_unknown_gate_error_lists_known() -> None:
+    with pytest.raises(ValueError, match=r"--feature-gates: unknown gate 'Nope'.*CPUBurst"):
+        parse_feature_gates("Nope=true")
+
+
+@pytest.mark.parametrize("text", ["CPUBurst", "CPUBurst=", "CPUBurst=1", "=true"])
+def test_malformed_gate(text: str) -> None:
+    with pytest.raises(ValueError, match="--feature-gates"):
+        parse_feature_gates(text)
+
+
+def test_feature_gates_flag() -> None:
+    opts, _ = parse(["--feature-gates", "NetworkCollector=false,MemoryEvict=true"], {"NODE_NAME": "n"})
+    assert opts.feature_gates["NetworkCollector"] is False
+    assert opts.feature_gates["MemoryEvict"] is True
