@@ -47,11 +47,15 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
 
+_ENTITY_LABELS = frozenset({"pod_uid", "container_id", "interface"})
+
+
 @dataclass(frozen=True)
 class CacheConfig:
     """Sizing: per-series capacity = ceil(retention / collect interval) points (at least 1).
 
-    Series of pods and containers (labelled ``pod_uid`` or ``container_id``) may keep a shorter history
+    Series of pods, containers and network interfaces (``pod_uid``, ``container_id``, ``interface``) may
+    keep a shorter history
     (``entity_retention_seconds``): the node keeps hours for its aggregated windows, while a pod only
     needs the NodeMetric aggregation window and the QoS windows, and there may be hundreds of pods.
     """
@@ -77,7 +81,7 @@ class CacheConfig:
     def capacity_for(self, labels: Iterable[str]) -> int:
         """Capacity of a series with these label names."""
         names = set(labels)
-        if "pod_uid" in names or "container_id" in names:
+        if names & _ENTITY_LABELS:
             return self.entity_series_capacity
         return self.series_capacity
 

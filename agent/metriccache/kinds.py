@@ -37,6 +37,14 @@ CONTAINER = ("container_id",)
 HOST_APP = ("host_app_name",)
 PSI = ("psi_resource", "psi_precision", "psi_degree")
 GPU = ("gpu_minor", "gpu_device_uuid")
+INTERFACE = ("interface",)
+
+NETWORK_KINDS = tuple(
+    f"node_network_{direction}_{what}"
+    for what in ("bytes", "packets", "errors", "drops")
+    for direction in ("rx", "tx")
+)
+"""koord additions (not upstream): per-interface rates per second from the netlink counters."""
 
 _USAGE_SUFFIXES = (
     "memory_usage_with_page_cache",
@@ -99,6 +107,9 @@ _TABLE: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
         ("container_gpu_core_usage", "container_gpu_memory_usage", "container_gpu_memory_total"),
         GPU + CONTAINER,
     ),
+    # koord additions (not upstream): node-level PSI from /proc/pressure and the network rates.
+    (("node_psi",), PSI),
+    (NETWORK_KINDS, INTERFACE),
 )
 
 

@@ -2,7 +2,8 @@
 
 Each ``CgroupFile`` names its v1 (subsystem, file) and v2 file, a pure converter per version (text → typed
 value, ``ValueError`` naming the file on bad input) and an optional validator. ``read_cgroup`` is the thin
-file reader. Semantics per SPEC §6.3. Imports: standard library only (plus ``agent.system.procfs``).
+file reader (``agent.system.fastread`` has the per-tick fast path). Semantics per SPEC §6.3.
+Imports: standard library only (plus ``agent.system.procfs``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "CPU_USAGE",
     "IO_PRESSURE",
     "MEMORY_LIMIT",
+    "MEMORY_NUMA_STAT",
     "MEMORY_PRESSURE",
     "MEMORY_STAT",
     "MEMORY_USAGE",
@@ -39,6 +41,7 @@ __all__ = [
     "convert_cgroup",
     "detect_cgroup_version",
     "parse_cpuset_list",
+    "parse_numa_stat",
     "read_cgroup",
 ]
 
@@ -99,7 +102,22 @@ def _int_or_max(text: str, name: str) -> int:
 
 
 def _kv(text: str, name: str) -> dict[str, int]:
-    """Flat-keyed ``key value`` lines (cpu.stat, memory.stat)."""
+    """Flat-keyed ``key value`` lines (cpu.stat, memory.stat).
+
+    Fast path (the per-tick case): exactly two tokens per line on average over a file without blank
+    lines, all values integers; anything else takes the line-by-line path, which names the bad line.
+    """
+    tokens = text.split()
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    if tokens and len(tokens) == 2 * lines:
+        try:
+            return dict(zip(tokens[0::2], map(int, tokens[1::2]), strict=True))
+        except ValueError:
+            pass
+    return _kv_slow(text, name)
+
+
+def _kv_slow(text: str, name: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
@@ -222,6 +240,58 @@ def _memory_stat(prefix: str, cache_key: str, rss_key: str) -> Callable[[str, st
     return convert
 
 
+NUMA_STAT_PAGE = 4096
+"""v2 ``memory.numa_stat`` is in bytes; SPEC §6.3 converts each line to pages by integer division by 4096."""
+
+
+def _numa_fields(fields: list[str], name: str, line: str) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for field in fields:
+        key, sep, value = field.partition("=")
+        if not sep:
+            raise ValueError(f"{name}: bad field {field!r} in {line!r}")
+        if not key.startswith("N"):
+            continue
+        try:
+            out[int(key[1:])] = int(value)
+        except ValueError:
+            raise ValueError(f"{name}: bad field {field!r} in {line!r}") from None
+    return out
+
+
+def parse_numa_stat(text: str, name: str, version: CgroupVersion) -> dict[int, int]:
+    """``memory.numa_stat`` → pages per NUMA node (SPEC §6.3 pod NUMA memory).
+
+    v1: the first line ``total=<pages> N0=<pages> …``. v2: the ``anon`` and ``file`` lines (bytes), each
+    converted to pages by integer division by 4096 and summed per node.
+    """
+    lines = text.splitlines()
+    if version is CgroupVersion.V1:
+        if not lines or not lines[0].startswith("total="):
+            raise ValueError(f"{name}: first line is not 'total=…'")
+        return _numa_fields(lines[0].split(), name, lines[0])
+    out: dict[int, int] = {}
+    seen = 0
+    for line in lines:
+        fields = line.split()
+        if not fields or fields[0] not in ("anon", "file"):
+            continue
+        seen += 1
+        for node, value in _numa_fields(fields[1:], name, line).items():
+            out[node] = out.get(node, 0) + value // NUMA_STAT_PAGE
+    if seen != 2:
+        raise ValueError(f"{name}: expected both 'anon' and 'file' lines")
+    return out
+
+
+def _numa_stat_v1(text: str, name: str) -> dict[int, int]:
+    return parse_numa_stat(text, name, CgroupVersion.V1)
+
+
+def _numa_stat_v2(text: str, name: str) -> dict[int, int]:
+    return parse_numa_stat(text, name, CgroupVersion.V2)
+
+
 def _nonneg(value: int) -> str | None:
     return None if value >= 0 else f"negative value {value}"
 
@@ -286,6 +356,9 @@ MEMORY_USAGE: CgroupFile[int] = CgroupFile(
 MEMORY_LIMIT: CgroupFile[int] = CgroupFile(
     "memory_limit_bytes", "memory", "memory.limit_in_bytes", _int, "memory.max", _int_or_max, _limit
 )
+MEMORY_NUMA_STAT: CgroupFile[dict[int, int]] = CgroupFile(
+    "memory_numa_stat", "memory", "memory.numa_stat", _numa_stat_v1, "memory.numa_stat", _numa_stat_v2
+)
 # PSI: cgroup v2, or Anolis v1 kernels exposing the pressure files in the cpuacct subsystem.
 CPU_PRESSURE: CgroupFile[PressureStats] = CgroupFile(
     "cpu_pressure", "cpuacct", "cpu.pressure", parse_pressure, "cpu.pressure", parse_pressure
@@ -307,6 +380,7 @@ CGROUP_FILES: tuple[CgroupFile[Any], ...] = (
     MEMORY_STAT,
     MEMORY_USAGE,
     MEMORY_LIMIT,
+    MEMORY_NUMA_STAT,
     CPU_PRESSURE,
     MEMORY_PRESSURE,
     IO_PRESSURE,

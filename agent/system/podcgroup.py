@@ -1,7 +1,8 @@
 """Pod and container cgroup directories from a pod's UID and Kubernetes QoS class (kubelet's naming).
 
 Supports the ``cgroupfs`` and ``systemd`` cgroup drivers (SPEC §6.2, §6.3). Directories are relative to the
-cgroup root (and, on cgroup v1, to a subsystem) and end with ``/``. Pure functions; standard library only.
+cgroup root (and, on cgroup v1, to a subsystem) and end with ``/``. Pure functions plus one probe,
+``detect_cgroup_driver``. Imports: standard library and ``agent.system.cgroup``.
 """
 
 from __future__ import annotations
@@ -9,11 +10,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from agent.system.cgroup import CgroupVersion, HostPaths
+
 __all__ = [
     "CgroupDriver",
     "ContainerID",
     "KubeQOS",
     "container_cgroup_dir",
+    "detect_cgroup_driver",
     "parse_container_id",
     "pod_cgroup_dir",
     "qos_cgroup_dir",
@@ -23,6 +27,19 @@ __all__ = [
 class CgroupDriver(enum.Enum):
     CGROUPFS = "cgroupfs"
     SYSTEMD = "systemd"
+
+
+def detect_cgroup_driver(paths: HostPaths, version: CgroupVersion) -> CgroupDriver:
+    """``systemd`` when ``kubepods.slice`` exists, ``cgroupfs`` when ``kubepods`` does.
+
+    Looked up under the ``cpu`` subsystem on v1 and at the root on v2; ``ValueError`` when neither exists.
+    """
+    base = paths.cgroup_root / "cpu" if version is CgroupVersion.V1 else paths.cgroup_root
+    if (base / "kubepods.slice").is_dir():
+        return CgroupDriver.SYSTEMD
+    if (base / "kubepods").is_dir():
+        return CgroupDriver.CGROUPFS
+    raise ValueError(f"{base}: neither kubepods.slice (systemd) nor kubepods (cgroupfs) found")
 
 
 class KubeQOS(enum.Enum):

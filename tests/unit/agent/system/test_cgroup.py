@@ -48,7 +48,7 @@ def test_detect_nothing(tmp_path: Path) -> None:
 
 def test_file_table_is_complete() -> None:
     names = [f.name for f in cg.CGROUP_FILES]
-    assert len(names) == len(set(names)) == 12
+    assert len(names) == len(set(names)) == 13
     for f in cg.CGROUP_FILES:
         assert f.v1_file and f.v1_subsystem and f.v1_convert and f.v2_file and f.v2_convert
 

@@ -1,0 +1,121 @@
+"""BEResourceCollector (SPEC §6.3, 1 s, milli-cores): ``node_be`` request / real-limit / usage sharing one
+timestamp. Request = Σ batch-cpu requests of raw-QoS-BE pods (containers + sidecar init containers,
+negatives → 0). Real limit = min(smallest cpuset among the besteffort QoS cgroup and its container dirs
+× 1000, quota × 1000 // period unless quota is −1). Usage = int64(float64(Δns // 1e6) / float64(Δwall ms)
+× 1000), 0 on the first round. Any read error aborts the round.
+
+Container dirs come from PodSource (pods of Kubernetes class BestEffort), not from a tree walk, so sandbox
+(pause) dirs that kubelet does not report are not part of the cpuset minimum.
+Imports: standard library, apis.{constants,pod,qos}, agent.system.{cgroup,podcgroup}, agent.metriccache.cache,
+agent.metricsadvisor.framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from agent.metriccache.cache import Sample
+from agent.metricsadvisor.framework import BaseCollector, CollectContext, ms, udelta
+from agent.podmeta import PodMeta
+from agent.system import cgroup as cg
+from agent.system.fastread import read_text_fast
+from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
+from apis.constants import BATCH_CPU
+from apis.pod import container_requests, containers, init_containers, is_restartable_init_container
+from apis.qos import QoSClass, qos_class_raw
+
+__all__ = ["BEResourceCollector", "be_real_limit_milli", "be_request_milli", "be_usage_milli"]
+
+T = TypeVar("T")
+
+_LABELS = {
+    alloc: {"be_resource": "cpu", "be_allocation": alloc} for alloc in ("request", "real-limit", "usage")
+}
+
+
+def be_request_milli(pods: Sequence[Mapping[str, Any]]) -> int:
+    """Σ over raw-QoS-BE pods of their containers' (and sidecar init containers') batch-cpu requests."""
+    total = 0
+    for pod in pods:
+        if qos_class_raw(pod) is not QoSClass.BE:
+            continue
+        members = containers(pod) + [c for c in init_containers(pod) if is_restartable_init_container(c)]
+        for container in members:
+            q = container_requests(container, (BATCH_CPU,)).get(BATCH_CPU)
+            if q is not None:
+                total += max(q.value(), 0)
+    return total
+
+
+def be_real_limit_milli(cpuset_sizes: Sequence[int], quota_us: int, period_us: int) -> int:
+    """min(smallest cpuset × 1000, quota × 1000 // period unless quota is −1); int64 division truncates."""
+    limit = min(cpuset_sizes) * 1000
+    if quota_us != -1:
+        if quota_us <= 0 or period_us <= 0:
+            raise ValueError(f"bad CFS quota/period {quota_us}/{period_us}")
+        limit = min(limit, quota_us * 1000 // period_us)
+    return limit
+
+
+def be_usage_milli(cur_ns: int, last_ns: int, delta_wall_ns: int) -> int:
+    """``int64(float64((cur − last) / 1e6) / float64(Δwall.Milliseconds()) × 1000)`` (unsigned ns delta)."""
+    wall_ms = delta_wall_ns // 1_000_000
+    if wall_ms <= 0:
+        return 0
+    return int(float(udelta(cur_ns, last_ns) // 1_000_000) / float(wall_ms) * 1000)
+
+
+class BEResourceCollector(BaseCollector):
+    def __init__(self, interval_seconds: float = 1.0) -> None:
+        super().__init__("be_resource", interval_seconds)
+        self._last: tuple[int, int] | None = None  # (cpu ns, wall ns)
+        # uid → (the pod object the request was computed from, request); compared by identity
+        self._request_cache: dict[str, tuple[Mapping[str, Any], int]] = {}
+        self._cpuset_paths: dict[str, str] = {}
+
+    def _read(self, ctx: CollectContext, spec: cg.CgroupFile[T], cgroup_dir: str) -> T:
+        key = spec.name + "\0" + cgroup_dir
+        path = self._cpuset_paths.get(key)
+        if path is None:
+            root, version = ctx.paths.cgroup_root, ctx.cgroup_version
+            path = self._cpuset_paths[key] = str(cg.cgroup_file_path(root, version, spec, cgroup_dir))
+        return cg.convert_cgroup(spec, ctx.cgroup_version, read_text_fast(path), path)
+
+    def _request(self, pods: Sequence[PodMeta]) -> int:
+        cache: dict[str, tuple[Mapping[str, Any], int]] = {}
+        total = 0
+        for meta in pods:
+            hit = self._request_cache.get(meta.uid)
+            if hit is None or hit[0] is not meta.pod:
+                hit = (meta.pod, be_request_milli((meta.pod,)))
+            cache[meta.uid] = hit
+            total += hit[1]
+        self._request_cache = cache
+        return total
+
+    def collect(self, ctx: CollectContext) -> list[Sample]:
+        be_dir = qos_cgroup_dir(ctx.cgroup_driver, KubeQOS.BESTEFFORT)
+        pods = ctx.pods.pods()
+        request = self._request(pods)
+        dirs = [be_dir]
+        for meta in pods:
+            if meta.kube_qos is KubeQOS.BESTEFFORT:
+                dirs.extend(c.cgroup_dir for c in meta.containers)
+        sizes = [len(self._read(ctx, cg.CPUSET_CPUS, d)) for d in dirs]
+        quota = self._read(ctx, cg.CPU_QUOTA, be_dir)
+        period = self._read(ctx, cg.CPU_PERIOD, be_dir)
+        limit = be_real_limit_milli(sizes, quota, period)
+        if len(self._cpuset_paths) > 4 * len(dirs) + 16:
+            self._cpuset_paths.clear()  # forget dirs of pods that are gone
+        wall = ctx.clock_ns()
+        cur = self._read(ctx, cg.CPU_USAGE, be_dir)
+        last, self._last = self._last, (cur, wall)
+        usage = 0 if last is None else be_usage_milli(cur, last[0], wall - last[1])
+        ts = ms(wall)
+        self.mark_started()
+        return [
+            Sample("node_be", _LABELS["request"], ts, float(request)),
+            Sample("node_be", _LABELS["real-limit"], ts, float(limit)),
+            Sample("node_be", _LABELS["usage"], ts, float(usage)),
+        ]
