@@ -24,9 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from koord.localcluster.binaries import Binaries, find_binaries
-from koord.localcluster.pki import ADMIN_USER, PKI, make_pki
+from koord.localcluster.pki import ADMIN_USER, PKI, issue_cert, make_pki
 
 SERVICE_CIDR = "10.0.0.0/24"
+# The API server's client identity towards kubelets (logs, exec, the node proxy); system:masters
+# passes the kubelet's webhook authorization.
+KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 
 
 class ControlPlaneError(RuntimeError):
@@ -91,6 +94,7 @@ class ControlPlane:
         self.apiserver_port = 0
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._etcd_data: Path | None = None
+        self._kubelet_client: tuple[Path, Path] | None = None
 
     # --- paths and client settings ------------------------------------------------------------
     @property
@@ -125,6 +129,8 @@ class ControlPlane:
         self.binaries = binaries
         (self.state_dir / "logs").mkdir(parents=True, exist_ok=True)
         self.pki = make_pki(self.state_dir / "pki")
+        self._kubelet_client = issue_cert(self.pki, "apiserver-kubelet-client", KUBELET_CLIENT_USER,
+                                          ("system:masters",))  # fmt: skip
         self.etcd_port, etcd_peer, self.apiserver_port = free_ports(3)
         try:
             self._start_etcd(binaries, etcd_peer, timeout)
@@ -161,7 +167,8 @@ class ControlPlane:
 
     def _start_apiserver(self, binaries: Binaries, timeout: float) -> None:
         pki = self.pki
-        assert pki is not None
+        assert pki is not None and self._kubelet_client is not None
+        kubelet_cert, kubelet_key = self._kubelet_client
         self._spawn("kube-apiserver", [
             str(binaries.kube_apiserver),
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
@@ -170,6 +177,10 @@ class ControlPlane:
             f"--tls-cert-file={pki.server_cert}", f"--tls-private-key-file={pki.server_key}",
             f"--client-ca-file={pki.ca_cert}", f"--token-auth-file={pki.token_file}",
             "--authorization-mode=Node,RBAC",
+            # Reach kubelets (a LocalNode) by their InternalIP, as a verified TLS client of our CA.
+            f"--kubelet-client-certificate={kubelet_cert}", f"--kubelet-client-key={kubelet_key}",
+            f"--kubelet-certificate-authority={pki.ca_cert}",
+            "--kubelet-preferred-address-types=InternalIP",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
@@ -233,20 +244,37 @@ class ControlPlane:
         }
         self.state_file.write_text(json.dumps(state))
 
-    def _write_kubeconfig(self) -> None:
+    def _kubeconfig(self, user: str, credentials: dict[str, str]) -> dict[str, Any]:
         assert self.pki is not None
-        cfg = {
+        return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "koord-local", "cluster": {
                 "server": self.server, "certificate-authority": str(self.pki.ca_cert)}}],
-            "users": [{"name": ADMIN_USER, "user": {"token": self.pki.admin_token}}],
-            "contexts": [{"name": "koord-local", "context": {"cluster": "koord-local", "user": ADMIN_USER}}],
+            "users": [{"name": user, "user": credentials}],
+            "contexts": [{"name": "koord-local", "context": {"cluster": "koord-local", "user": user}}],
             "current-context": "koord-local",
         }  # fmt: skip
+
+    def _write_kubeconfig(self) -> None:
+        assert self.pki is not None
+        cfg = self._kubeconfig(ADMIN_USER, {"token": self.pki.admin_token})
         # JSON is valid YAML, so every kubeconfig reader accepts it.
         self.kubeconfig_path.write_text(json.dumps(cfg, indent=2))
         self.kubeconfig_path.chmod(0o600)
+
+    def component_kubeconfig(self, name: str, user: str, groups: tuple[str, ...] = ()) -> Path:
+        """Writes `<state>/components/<name>.kubeconfig` for a component acting as `user` in `groups`
+        (e.g. `system:node:<node>` in `system:nodes` for a kubelet), with a client certificate of the
+        control plane's CA: the API server accepts it without a restart, unlike a token-file entry."""
+        assert self.pki is not None, "control plane not started"
+        cert, key = issue_cert(self.pki, f"client-{name}", user, groups)
+        path = self.state_dir / "components" / f"{name}.kubeconfig"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cfg = self._kubeconfig(user, {"client-certificate": str(cert), "client-key": str(key)})
+        path.write_text(json.dumps(cfg, indent=2))
+        path.chmod(0o600)
+        return path
 
     def api_client(self) -> Any:
         """A kubernetes.client.ApiClient authenticated as the admin."""

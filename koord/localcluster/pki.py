@@ -78,3 +78,31 @@ def make_pki(directory: Path, extra_tokens: dict[str, tuple[str, list[str]]] | N
         token_file=token_file,
         admin_token=admin_token,
     )
+
+
+def issue_cert(
+    pki: PKI,
+    name: str,
+    common_name: str,
+    organizations: tuple[str, ...] = (),
+    *,
+    client: bool = True,
+    server_sans: tuple[str, ...] = (),
+) -> tuple[Path, Path]:
+    """Signs a key pair for `common_name` (the user name when used as a client certificate) with
+    the groups `organizations`, under `pki.dir/<name>.{crt,key}`. `server_sans` (e.g. "IP:10.0.0.1",
+    "DNS:node") also make it a serving certificate. Returns (cert, key)."""
+    d = pki.dir
+    subject = "".join(f"/O={o}" for o in organizations) + f"/CN={common_name}"
+    usages = (["clientAuth"] if client else []) + (["serverAuth"] if server_sans else [])
+    ext = ["basicConstraints=CA:FALSE", "keyUsage=digitalSignature,keyEncipherment",
+           f"extendedKeyUsage={','.join(usages)}"]  # fmt: skip
+    if server_sans:
+        ext.append(f"subjectAltName={','.join(server_sans)}")
+    (d / f"{name}.ext").write_text("\n".join(ext) + "\n")
+    _openssl("genrsa", "-out", f"{name}.key", "2048", cwd=d)
+    _openssl("req", "-new", "-key", f"{name}.key", "-subj", subject, "-out", f"{name}.csr", cwd=d)
+    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+             "-days", "3650", "-extfile", f"{name}.ext", "-out", f"{name}.crt", cwd=d)  # fmt: skip
+    (d / f"{name}.key").chmod(0o600)
+    return d / f"{name}.crt", d / f"{name}.key"
