@@ -1,26 +1,252 @@
-"""koordlet entry point. Only `--version` works in this increment:
-the node agent (collection, reporting, QoS) arrives with issues 4 and 6.
+"""koordlet entry point and composition root (SPEC §6.1 start order, with readiness barriers).
 
-Imports: argparse, apis.version.
+Order: probe server (``/healthz`` live at once, ``/readyz`` not yet) → metric cache (reloaded from the
+last shutdown) → states informer (wait until synced) → collectors (wait until each has run once) →
+reporter (NodeMetric CR + MetricHub push). Loops run as supervised threads. SIGTERM/SIGINT stop everything
+and save the metric cache. Imports: standard library, kube.{client,httpserver}, agent.*.
 """
 
 from __future__ import annotations
 
-import argparse
+import logging
+import os
+import signal
 import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import FrameType
 
-from apis.version import koord_version
+from prometheus_client import CollectorRegistry
+
+from agent.gateway import KubeGateway
+from agent.metriccache import CacheConfig, MetricCache, persist
+from agent.metrics import AgentMetrics
+from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
+from agent.metricsadvisor.registry import default_collectors, numa_ids
+from agent.metricsadvisor.runner import CollectorRunner
+from agent.options import Options, parse
+from agent.reporter.hubpush import HubPusher
+from agent.reporter.loop import ReporterLoop
+from agent.statesinformer.informer import StatesInformer
+from agent.supervisor import Supervisor
+from agent.system.cgroup import detect_cgroup_version
+from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
+from kube.errors import KubeConfigError
+from kube.httpserver import ProbeServer
+from kube.rest import KubeRest
+
+__all__ = ["Koordlet", "main"]
+
+log = logging.getLogger("koordlet")
+
+DRIVER_WAIT_SECONDS = 60.0
+SHUTDOWN_JOIN_SECONDS = 10.0
+
+
+class Koordlet:
+    """One node agent. ``start()`` returns at once; ``ready`` tells when reporting runs."""
+
+    def __init__(
+        self, opts: Options, rest: KubeRest | None = None, registry: CollectorRegistry | None = None
+    ) -> None:
+        self.opts = opts
+        self.stop_event = threading.Event()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = AgentMetrics(opts.node_name, self.registry)
+        self.cache = MetricCache(
+            CacheConfig(
+                retention_seconds=opts.retention_seconds,
+                collect_interval_seconds=opts.collect_interval_seconds,
+                entity_retention_seconds=min(opts.pod_retention_seconds, opts.retention_seconds),
+            )
+        )
+        self.supervisor = Supervisor(self.stop_event)
+        self.rest = (
+            rest
+            if rest is not None
+            else KubeRest.from_kubeconfig(opts.kubeconfig, opts.kube_api_qps, opts.kube_api_burst)
+        )
+        self.gateway = KubeGateway(self.rest, opts.node_name)
+        self.cgroup_version = detect_cgroup_version(opts.paths.cgroup_root)
+        self.driver = opts.cgroup_driver or self._detect_driver()
+        self.states = StatesInformer(self.gateway, self.driver, on_forget=self._forget)
+        self.context = CollectContext(
+            paths=opts.paths,
+            cgroup_version=self.cgroup_version,
+            cgroup_driver=self.driver,
+            pods=self.states,
+            host_apps=self.states.host_apps,
+            node_memory_policy=self._memory_policy,
+        )
+        self.runner = CollectorRunner(
+            default_collectors(
+                AdvisorConfig(collect_interval_seconds=opts.collect_interval_seconds), opts.feature_gates
+            ),
+            cache=self.cache,
+            ctx=self.context,
+            on_collect=self.metrics.on_collect,
+        )
+        self.pusher = (
+            HubPusher(opts.hub_address, opts.hub_token_file, on_result=self.metrics.on_report)
+            if opts.hub_address
+            else None
+        )
+        self.reporter = ReporterLoop(
+            node_name=opts.node_name,
+            cache=self.cache,
+            sources=self.states,
+            writer=self.gateway if opts.enable_node_metric_report else None,
+            pusher=self.pusher,
+            push_interval=opts.push_interval_seconds,
+            numa_ids=lambda: numa_ids(self.context),
+            on_result=self._report_result,
+        )
+        self._collectors_started = threading.Event()
+        self.server = ProbeServer(
+            opts.addr,
+            self.registry,
+            liveness={"threads": self.supervisor.healthy},
+            readiness={
+                "informers": lambda: (
+                    self.states.synced(),
+                    "pods, node, nodeslo, nodemetric informers synced",
+                ),
+                "collectors": lambda: (self._collectors_started.is_set(), self._collectors_detail()),
+            },
+        )
+
+    # -- wiring helpers ------------------------------------------------------------------------------
+    def _detect_driver(self) -> CgroupDriver:
+        """The kubelet creates ``kubepods`` when it starts; wait a bounded time for it."""
+        deadline = time.monotonic() + DRIVER_WAIT_SECONDS
+        while True:
+            try:
+                return detect_cgroup_driver(self.opts.paths, self.cgroup_version)
+            except ValueError as e:
+                if time.monotonic() > deadline:
+                    raise ValueError(
+                        f"cannot detect the kubelet cgroup driver (use --cgroup-driver): {e}"
+                    ) from e
+                log.info("waiting for the kubelet's pod cgroups: %s", e)
+                time.sleep(2.0)
+
+    def _memory_policy(self) -> str | None:
+        policy = self.states.collect_policy()
+        value = policy.node_memory_collect_policy if policy else None
+        return None if value is None else str(value)
+
+    def _forget(self, pod_uid: str | None, container_ids: Sequence[str]) -> None:
+        dropped = self.cache.drop({"pod_uid": pod_uid}) if pod_uid else 0
+        for cid in container_ids:
+            dropped += self.cache.drop({"container_id": cid})
+        log.debug("dropped %d series of pod %s", dropped, pod_uid)
+
+    def _report_result(self, target: str, result: str) -> None:
+        self.metrics.on_report(target, result)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def start(self) -> Koordlet:
+        self.server.start()
+        log.info(
+            "koordlet %s on node %s: /metrics /healthz /readyz on port %d (cgroup %s, driver %s)",
+            os.getpid(),
+            self.opts.node_name,
+            self.server.port,
+            self.cgroup_version.value,
+            self.driver.value,
+        )
+        if self.opts.metric_cache_path is not None:
+            try:
+                n = persist.load(
+                    self.cache,
+                    self.opts.metric_cache_path,
+                    int(time.time() * 1000),
+                    int(self.opts.retention_seconds * 1000),
+                )
+                log.info("metric cache: restored %d points from %s", n, self.opts.metric_cache_path)
+            except persist.PersistError as e:
+                log.warning("metric cache: starting empty: %s", e)
+        self.states.start(self.stop_event)
+        self.supervisor.spawn("bringup", self._bring_up)
+        return self
+
+    def _bring_up(self, stop: threading.Event) -> None:
+        while not self.states.wait_synced(5.0):
+            if stop.is_set():
+                return
+            log.info("waiting for the states informer to sync")
+        self.runner.start()
+        # SPEC §6.5: the reporter needs only the informers; it reports whatever the cache holds.
+        self.supervisor.spawn("reporter", self.reporter.run)
+        self.supervisor.spawn("usage-metrics", self._usage_metrics)
+        while not self.runner.wait_started(5.0):
+            if stop.is_set():
+                return
+            log.info("waiting for every collector's first round: %s", self._collectors_detail())
+        self._collectors_started.set()
+        log.info("every collector has run once: ready")
+
+    def _collectors_detail(self) -> str:
+        failures = {k: v for k, v in self.runner.failures.items() if v}
+        slo = (
+            ""
+            if self.states.node_slo() is not None
+            else "; no NodeSLO for this node yet (system and host-app collectors wait for it)"
+        )
+        return f"enabled {self.runner.enabled_collectors}, failed rounds {failures}{slo}"
+
+    def _usage_metrics(self, stop: threading.Event) -> None:
+        window_ms = int(2 * self.opts.collect_interval_seconds * 1000)
+        while not stop.wait(self.opts.push_interval_seconds):
+            self.metrics.update_usage(self.cache, self.states.pods(), int(time.time() * 1000), window_ms)
+
+    @property
+    def ready(self) -> bool:
+        return self.states.synced() and self._collectors_started.is_set()
+
+    def shutdown(self) -> None:
+        self.stop_event.set()
+        self.runner.stop()
+        left = self.supervisor.join(SHUTDOWN_JOIN_SECONDS)
+        if left:
+            log.warning("threads still running at shutdown: %s", ", ".join(left))
+        if self.opts.metric_cache_path is not None:
+            try:
+                n = persist.save(self.cache, self.opts.metric_cache_path)
+                log.info("metric cache: saved %d points to %s", n, self.opts.metric_cache_path)
+            except OSError as e:
+                log.error("metric cache: not saved to %s: %s", self.opts.metric_cache_path, e)
+        if self.pusher is not None:
+            self.pusher.close()
+        self.rest.close()
+        self.server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="koordlet")
-    p.add_argument("--version", action="version", version=f"koordlet {koord_version()}")
-    p.parse_args(argv)
-    print(
-        "koordlet: not built yet: the node agent (collection, reporting, QoS) arrives with issues 4 and 6",
-        file=sys.stderr,
+    opts, args = parse(argv, os.environ)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return 2
+    try:
+        agent = Koordlet(opts)
+    except (ValueError, OSError, KubeConfigError) as e:
+        print(f"koordlet: {e}", file=sys.stderr)
+        return 1
+    done = threading.Event()
+
+    def _on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        done.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    agent.start()
+    while not done.wait(1.0):
+        pass
+    agent.shutdown()
+    return 0
 
 
 if __name__ == "__main__":
