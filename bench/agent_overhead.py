@@ -244,31 +244,87 @@ class _Pods:
 # ------------------------------------------------------------------ children
 
 
+class _Sources(_Pods):
+    """What the reporter reads from the states informer (no NodeMetric CR here: the CR write is an API
+    call every 60 s, not a per-second cost)."""
+
+    def host_apps(self) -> Sequence[Any] | None:
+        return []
+
+    def collect_policy(self) -> Any:
+        return None
+
+    def nodemetric_seen(self) -> bool:
+        return False
+
+
+class _DiscardPusher:
+    """Stands in for the hub client: the report is built and serialised to protobuf, then dropped."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def push(self, report: Any = None) -> bool:
+        self.bytes += len(report.SerializeToString()) if report is not None else 0
+        return True
+
+
 def child_agent(host: FakeHost, seconds: float) -> dict[str, Any]:
-    from agent.metriccache.cache import MetricCache
+    # Everything the koordlet process imports, so RSS is the daemon's, not just the collectors'.
+    import threading
+
+    import agent.daemon  # noqa: F401
+    from agent.metriccache.cache import CacheConfig, MetricCache
+    from agent.metrics import AgentMetrics
     from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
     from agent.metricsadvisor.registry import default_collectors
     from agent.metricsadvisor.runner import CollectorRunner
+    from agent.options import parse
+    from agent.reporter.loop import ReporterLoop
 
+    opts, _ = parse(["--node-name=bench"], {})
+    sources = _Sources(host.metas)
     ctx = CollectContext(
         paths=host.paths,
         cgroup_version=host.version,
         cgroup_driver=host.driver,
-        pods=_Pods(host.metas),
+        pods=sources,
         host_apps=lambda: [],
     )
-    cache = MetricCache()
-    runner = CollectorRunner(default_collectors(AdvisorConfig()), ctx, cache)
+    # The daemon's cache sizing (node series 12 h, pod/container/interface series 15 min).
+    cache = MetricCache(
+        CacheConfig(
+            retention_seconds=opts.retention_seconds,
+            collect_interval_seconds=opts.collect_interval_seconds,
+            entity_retention_seconds=opts.pod_retention_seconds,
+        )
+    )
+    metrics = AgentMetrics("bench")
+    runner = CollectorRunner(
+        default_collectors(AdvisorConfig(), opts.feature_gates), ctx, cache, on_collect=metrics.on_collect
+    )
+    pusher = _DiscardPusher()
+    reporter = ReporterLoop(
+        node_name="bench", cache=cache, sources=sources, writer=None, pusher=pusher,
+        push_interval=opts.push_interval_seconds,
+    )  # fmt: skip
+    stop = threading.Event()
     _ready()
     runner.start()
+    loop = threading.Thread(target=reporter.run, args=(stop,), daemon=True)
+    loop.start()
     time.sleep(seconds)
+    stop.set()
     runner.stop()
+    loop.join(5)
     return {
         "failures": dict(runner.failures),
         "rounds": dict(runner.rounds),
         "series": cache.series_count(),
         "started": runner.wait_started(0),
         "not_started": runner.not_started(),
+        "report_bytes": pusher.bytes,
+        "reported_pods": len(reporter.last_status.pods_metric) if reporter.last_status else 0,
     }
 
 

@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -96,9 +97,9 @@ class CacheConfig:
             raise ValueError("entity_retention_seconds must be > 0")
 
 
-@dataclass(frozen=True)
-class Sample:
-    """One point of metric `kind` with its property labels."""
+class Sample(NamedTuple):
+    """One point of metric `kind` with its property labels (a NamedTuple: collectors create ~1,000 a
+    second and a frozen dataclass costs several times more to construct)."""
 
     kind: str
     labels: Mapping[str, str]
@@ -151,6 +152,10 @@ def _series_key(kind: str, labels: Mapping[str, str]) -> SeriesKey:
 
 
 def _check_point(s: Sample) -> tuple[int, float]:
+    ts0, v0 = s.timestamp_ms, s.value
+    # Fast path for what collectors write (a plain int and a plain float); the checks below cover the rest.
+    if type(ts0) is int and type(v0) is float and INT64_MIN <= ts0 <= INT64_MAX:
+        return ts0, v0
     if isinstance(s.timestamp_ms, bool) or not isinstance(s.timestamp_ms, int | np.integer):
         raise MetricCacheError(f"metric {s.kind}: timestamp must be an int (ms), got {s.timestamp_ms!r}")
     ts = int(s.timestamp_ms)
@@ -171,6 +176,10 @@ class MetricCache:
         self._series: OrderedDict[SeriesKey, RingSeries] = OrderedDict()
         self._by_kind: dict[str, set[SeriesKey]] = {}
         self._evicted = 0
+        # (kind, labels as given) → validated series key: collectors write the same label sets every
+        # tick, so validation and sorting happen once per series. Bounded: cleared when it grows past
+        # a multiple of the series bound (pods come and go).
+        self._key_memo: dict[tuple[str, tuple[tuple[str, str], ...]], SeriesKey] = {}
 
     @property
     def config(self) -> CacheConfig:
@@ -193,10 +202,18 @@ class MetricCache:
     def append(self, samples: Iterable[Sample]) -> None:
         """Store a batch; if any sample is invalid nothing is stored (MetricCacheError)."""
         checked: list[tuple[SeriesKey, int, float]] = []
+        memo = self._key_memo
         for s in samples:
-            validate_sample_labels(s.kind, s.labels)
+            raw = (s.kind, tuple(s.labels.items()))
+            key = memo.get(raw)
+            if key is None:
+                validate_sample_labels(s.kind, s.labels)
+                key = _series_key(s.kind, s.labels)
+                if len(memo) >= 4 * self._config.max_series:
+                    memo.clear()
+                memo[raw] = key
             ts, value = _check_point(s)
-            checked.append((_series_key(s.kind, s.labels), ts, value))
+            checked.append((key, ts, value))
         with self._lock:
             for key, ts, value in checked:
                 series = self._series.get(key)
@@ -221,9 +238,20 @@ class MetricCache:
 
     def query(self, kind: str, labels: Mapping[str, str], start_ms: int, end_ms: int) -> Result:
         """Pool the points of every series of `kind` matching `labels` within [start_ms, end_ms]."""
-        validate_query_labels(kind, labels)
-        wanted = set(labels.items())
+        spec = validate_query_labels(kind, labels)
         result = Result()
+        if len(labels) == len(spec.labels):
+            # Every label given (e.g. one pod's series): one direct lookup instead of a scan of the kind,
+            # which would make a report over all pods quadratic in the pod count.
+            key = _series_key(kind, labels)
+            with self._lock:
+                series = self._series.get(key)
+                if series is not None:
+                    ts, vals = series.window(start_ms, end_ms)
+                    if ts.shape[0]:
+                        result.add_series(ts, vals)
+            return result
+        wanted = set(labels.items())
         with self._lock:
             keys = sorted(k for k in self._by_kind.get(kind, ()) if wanted.issubset(k[1]))
             for key in keys:
