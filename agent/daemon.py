@@ -26,12 +26,14 @@ from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
 from agent.metricsadvisor.registry import default_collectors, numa_ids
 from agent.metricsadvisor.runner import CollectorRunner
 from agent.options import Options, parse
+from agent.reporter.build import aggregate_duration_seconds
 from agent.reporter.hubpush import HubPusher
 from agent.reporter.loop import ReporterLoop
 from agent.statesinformer.informer import StatesInformer
 from agent.supervisor import Supervisor
 from agent.system.cgroup import detect_cgroup_version
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
+from apis.nodemetric import NodeMetricCollectPolicy
 from kube.errors import KubeConfigError
 from kube.httpserver import ProbeServer
 from kube.rest import KubeRest
@@ -58,7 +60,7 @@ class Koordlet:
             CacheConfig(
                 retention_seconds=opts.retention_seconds,
                 collect_interval_seconds=opts.collect_interval_seconds,
-                entity_retention_seconds=min(opts.pod_retention_seconds, opts.retention_seconds),
+                entity_retention_seconds=min(max(opts.pod_retention_seconds, 360.0), opts.retention_seconds),
             )
         )
         self.supervisor = Supervisor(self.stop_event)
@@ -200,6 +202,14 @@ class Koordlet:
         window_ms = int(2 * self.opts.collect_interval_seconds * 1000)
         while not stop.wait(self.opts.push_interval_seconds):
             self.metrics.update_usage(self.cache, self.states.pods(), int(time.time() * 1000), window_ms)
+            self.cache.set_entity_retention(self.pod_retention_seconds())
+
+    def pod_retention_seconds(self) -> float:
+        """Pod series must cover the NodeMetric aggregation window (plus a minute of slack), whatever the
+        configured retention; never more than the node retention."""
+        policy = self.states.collect_policy() or NodeMetricCollectPolicy()
+        needed = aggregate_duration_seconds(policy) + 60.0
+        return min(max(self.opts.pod_retention_seconds, needed), self.opts.retention_seconds)
 
     @property
     def ready(self) -> bool:

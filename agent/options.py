@@ -142,7 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--metric-retention", default="12h", help="history kept for node series (%(default)s)")
     p.add_argument(
-        "--pod-metric-retention", default="15m", help="history kept for pod/container series (%(default)s)"
+        "--pod-metric-retention",
+        default="6m",
+        help="history kept for pod/container series (%(default)s; raised to the NodeMetric aggregation "
+        "window + 1m when that is longer)",
     )
     p.add_argument("--kube-api-qps", type=float, default=20.0)
     p.add_argument("--kube-api-burst", type=int, default=30)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -278,6 +278,19 @@ class MetricCache:
                 del self._series[key]
                 self._forget_kind(key)
             return len(doomed)
+
+    def set_entity_retention(self, seconds: float) -> None:
+        """Change how long pod/container/interface series keep points, resizing the existing ones
+        (the NodeMetric aggregation window may grow beyond the configured retention)."""
+        config = replace(self._config, entity_retention_seconds=seconds)
+        with self._lock:
+            if config == self._config:
+                return
+            self._config = config
+            capacity = config.entity_series_capacity
+            for key, series in self._series.items():
+                if config.capacity_for(name for name, _ in key[1]) == capacity:
+                    series.resize(capacity)
 
     def export(self) -> list[tuple[SeriesKey, IntArray, FloatArray]]:
         """Every series with copies of its points (oldest written first), least recently written first."""

@@ -46,6 +46,20 @@ class RingSeries:
     def capacity(self) -> int:
         return self._capacity
 
+    def resize(self, capacity: int) -> None:
+        """Change the capacity; shrinking keeps the newest points."""
+        if capacity < 1:
+            raise ValueError(f"series capacity must be ≥ 1, got {capacity}")
+        if self._head:
+            # Unwrap so the buffers are oldest-first again.
+            self._ts = self._ts[self._head :] + self._ts[: self._head]
+            self._vals = self._vals[self._head :] + self._vals[: self._head]
+            self._head = 0
+        if len(self._ts) > capacity:
+            del self._ts[: len(self._ts) - capacity]
+            del self._vals[: len(self._vals) - capacity]
+        self._capacity = capacity
+
     def __len__(self) -> int:
         return len(self._ts)
 

@@ -8,6 +8,7 @@ apis.nodeslo (types only).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -34,6 +35,7 @@ __all__ = [
     "SharedState",
     "Totals",
     "ms",
+    "numa_labels",
     "udelta",
 ]
 
@@ -42,6 +44,12 @@ U64 = 1 << 64
 NODE = "node"
 PODS = "pods"
 HOST_APPS = "host_apps"
+
+
+@functools.cache
+def numa_labels(node: int) -> Mapping[str, str]:
+    """The ``numa_node_id`` label set of a NUMA node, one shared dict per node (never mutate it)."""
+    return {"numa_node_id": str(node)}
 
 
 def udelta(cur: int, last: int) -> int:

@@ -13,7 +13,15 @@ from collections.abc import Iterable, Mapping
 
 from agent.metriccache.cache import Sample
 from agent.metriccache.kv import NODE_CPU_INFO
-from agent.metricsadvisor.framework import NODE, BaseCollector, CollectContext, Totals, ms, udelta
+from agent.metricsadvisor.framework import (
+    NODE,
+    BaseCollector,
+    CollectContext,
+    Totals,
+    ms,
+    numa_labels,
+    udelta,
+)
 from agent.system.fastread import read_text_fast
 from agent.system.nodeinfo import NodeTopology, node_meminfo_path, numa_memory_usage_bytes, parse_node_meminfo
 from agent.system.procfs import meminfo_usage_bytes, parse_meminfo, parse_proc_stat
@@ -53,13 +61,6 @@ class NodeResourceCollector(BaseCollector):
         self._last_busy: int | None = None
         self._last_wall = 0
         self._last_per_cpu: dict[int, int] = {}
-        self._numa_labels: dict[int, Mapping[str, str]] = {}
-
-    def _labels(self, node: int) -> Mapping[str, str]:
-        labels = self._numa_labels.get(node)
-        if labels is None:
-            labels = self._numa_labels[node] = {"numa_node_id": str(node)}
-        return labels
 
     def collect(self, ctx: CollectContext) -> list[Sample]:
         stat_path = str(ctx.paths.proc / "stat")
@@ -93,9 +94,9 @@ class NodeResourceCollector(BaseCollector):
                 info = parse_node_meminfo(read_text_fast(path), path)
                 numa_mem[node] = float(numa_memory_usage_bytes(info, path))
             for node, value in numa_cpu.items():
-                out.append(Sample("node_numa_cpu_usage", self._labels(node), ts, value))
+                out.append(Sample("node_numa_cpu_usage", numa_labels(node), ts, value))
             for node, value in numa_mem.items():
-                out.append(Sample("node_numa_memory_usage", self._labels(node), ts, value))
+                out.append(Sample("node_numa_memory_usage", numa_labels(node), ts, value))
         ctx.shared.publish(NODE, Totals(cpu, float(memory), wall, numa_cpu, numa_mem))
         self.mark_started()
         return out

@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agent.metriccache.cache import Sample
-from agent.metricsadvisor.framework import HOST_APPS, NODE, PODS, BaseCollector, CollectContext, Totals, ms
+from agent.metricsadvisor.framework import (
+    HOST_APPS,
+    NODE,
+    PODS,
+    BaseCollector,
+    CollectContext,
+    Totals,
+    ms,
+    numa_labels,
+)
 
 __all__ = ["SystemResourceCollector", "SystemUsage", "system_usage"]
 
@@ -57,13 +66,6 @@ class SystemResourceCollector(BaseCollector):
     def __init__(self, interval_seconds: float = 1.0, outdated_seconds: float = 10.0) -> None:
         super().__init__("system_resource", interval_seconds)
         self._outdated_ns = int(outdated_seconds * 1e9)
-        self._numa_labels: dict[int, Mapping[str, str]] = {}
-
-    def _labels(self, node: int) -> Mapping[str, str]:
-        labels = self._numa_labels.get(node)
-        if labels is None:
-            labels = self._numa_labels[node] = {"numa_node_id": str(node)}
-        return labels
 
     def collect(self, ctx: CollectContext) -> list[Sample]:
         now = ctx.clock_ns()
@@ -79,8 +81,8 @@ class SystemResourceCollector(BaseCollector):
             Sample("sys_memory_usage", _NO_LABELS, ts, usage.memory),
         ]
         for node, value in usage.numa_cpu.items():
-            out.append(Sample("sys_numa_cpu_usage", self._labels(node), ts, value))
+            out.append(Sample("sys_numa_cpu_usage", numa_labels(node), ts, value))
         for node, value in usage.numa_memory.items():
-            out.append(Sample("sys_numa_memory_usage", self._labels(node), ts, value))
+            out.append(Sample("sys_numa_memory_usage", numa_labels(node), ts, value))
         self.mark_started()
         return out

@@ -25,6 +25,8 @@ from typing import Any
 
 from koord.localcluster.binaries import Binaries, find_binaries
 from koord.localcluster.pki import ADMIN_USER, PKI, issue_cert, make_pki
+from koord.localcluster.procs import alive as _alive
+from koord.localcluster.procs import spawn_logged
 
 SERVICE_CIDR = "10.0.0.0/24"
 # The API server's client identity towards kubelets (logs, exec, the node proxy); system:masters
@@ -56,14 +58,6 @@ def _tail(path: Path, lines: int = 25) -> str:
     except OSError:
         return "(no log)"
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -142,10 +136,7 @@ class ControlPlane:
         return self
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        log = self.log_path(name).open("ab")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)  # fmt: skip
-        log.close()
+        proc = spawn_logged(self.log_path(name), argv)
         self._procs[name] = proc
         self._save_state()
         return proc

@@ -30,6 +30,7 @@ from koord.localcluster.nodebinaries import NodeBinaries, find_node_binaries
 from koord.localcluster.nodeconfig import NodePaths, cni_conflist, containerd_toml, kubelet_config
 from koord.localcluster.pki import issue_cert
 from koord.localcluster.podspec import busybox_pod
+from koord.localcluster.procs import spawn_logged
 
 DEFAULT_NODE_NAME = "koord-node-0"
 DEFAULT_BRIDGE = "koordbr0"
@@ -180,11 +181,7 @@ class LocalNode:
             self._lock_fd = None
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = self.log_path(name).open("ab")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)  # fmt: skip
-        log.close()
-        self._procs[name] = proc
+        self._procs[name] = spawn_logged(self.log_path(name), argv)
         self._save_state()
 
     def _wait(self, name: str, probe: Callable[[], bool], deadline: float, what: str) -> None:

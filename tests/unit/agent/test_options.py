@@ -38,7 +38,7 @@ def test_defaults_with_node_name_from_env() -> None:
     assert opts.enable_node_metric_report is True
     assert opts.metric_cache_path == Path("/metric-data/metric-cache.npz")
     assert opts.retention_seconds == 12 * 3600
-    assert opts.pod_retention_seconds == 15 * 60
+    assert opts.pod_retention_seconds == 6 * 60
     assert opts.kube_api_qps == 20.0
     assert opts.kube_api_burst == 30
     assert opts.cgroup_driver is None

@@ -244,3 +244,33 @@ def test_concurrent_appends_and_queries() -> None:
     r = c.query("pod_cpu_usage", {}, 0, 10_000)
     assert r.count() == 2000
     assert np.all(r.values == 1.0)
+
+
+def test_series_resize_keeps_the_newest_points() -> None:
+    s = RingSeries(5)
+    for t in range(8):  # wrapped: holds 3..7
+        s.append(t, float(t))
+    s.resize(3)
+    assert s.points()[0].tolist() == [5, 6, 7] and s.capacity == 3
+    s.resize(6)
+    for t in range(8, 12):
+        s.append(t, float(t))
+    assert s.points()[0].tolist() == [6, 7, 8, 9, 10, 11]
+    with pytest.raises(ValueError):
+        s.resize(0)
+
+
+def test_entity_retention_follows_the_aggregation_window() -> None:
+    c = MetricCache(
+        CacheConfig(retention_seconds=100, collect_interval_seconds=1, entity_retention_seconds=4)
+    )
+    for t in range(10):
+        c.append([Sample("pod_cpu_usage", {"pod_uid": "u"}, t, float(t)), node_cpu(t, float(t))])
+    assert c.query("pod_cpu_usage", {"pod_uid": "u"}, 0, 100).timestamps.tolist() == [6, 7, 8, 9]
+    c.set_entity_retention(8)  # grows: new points are kept, up to 8
+    for t in range(10, 16):
+        c.append([Sample("pod_cpu_usage", {"pod_uid": "u"}, t, float(t))])
+    assert c.query("pod_cpu_usage", {"pod_uid": "u"}, 0, 100).timestamps.tolist() == list(range(8, 16))
+    c.set_entity_retention(2)  # shrinks: keeps the newest; node series untouched
+    assert c.query("pod_cpu_usage", {"pod_uid": "u"}, 0, 100).timestamps.tolist() == [14, 15]
+    assert c.query("node_cpu_usage", {}, 0, 100).count() == 10
