@@ -44,6 +44,8 @@ log = logging.getLogger("koordlet")
 
 DRIVER_WAIT_SECONDS = 60.0
 SHUTDOWN_JOIN_SECONDS = 10.0
+NODE_RETENTION_SLACK_SECONDS = 300.0
+DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
 
 
 class Koordlet:
@@ -56,9 +58,10 @@ class Koordlet:
         self.stop_event = threading.Event()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = AgentMetrics(opts.node_name, self.registry)
+        # Sized for the default NodeMetric spec until the node's own spec is known (see retention_seconds).
         self.cache = MetricCache(
             CacheConfig(
-                retention_seconds=opts.retention_seconds,
+                retention_seconds=min(DEFAULT_NODE_RETENTION_SECONDS, opts.retention_seconds),
                 collect_interval_seconds=opts.collect_interval_seconds,
                 entity_retention_seconds=min(max(opts.pod_retention_seconds, 360.0), opts.retention_seconds),
             )
@@ -202,14 +205,19 @@ class Koordlet:
         window_ms = int(2 * self.opts.collect_interval_seconds * 1000)
         while not stop.wait(self.opts.push_interval_seconds):
             self.metrics.update_usage(self.cache, self.states.pods(), int(time.time() * 1000), window_ms)
-            self.cache.set_entity_retention(self.pod_retention_seconds())
+            self.cache.set_retention(*self.retention_seconds())
 
-    def pod_retention_seconds(self) -> float:
-        """Pod series must cover the NodeMetric aggregation window (plus a minute of slack), whatever the
-        configured retention; never more than the node retention."""
-        policy = self.states.collect_policy() or NodeMetricCollectPolicy()
-        needed = aggregate_duration_seconds(policy) + 60.0
-        return min(max(self.opts.pod_retention_seconds, needed), self.opts.retention_seconds)
+    def retention_seconds(self) -> tuple[float, float]:
+        """(node, pod) history to keep: what the NodeMetric spec's windows need plus slack, capped by
+        ``--metric-retention``; pod series at least ``--pod-metric-retention``. Memory then follows
+        what is actually queried (30 min windows by default) instead of the 12 h cap."""
+        policy = (self.states.collect_policy() or NodeMetricCollectPolicy()).with_defaults()
+        aggregate = aggregate_duration_seconds(policy)
+        durations = policy.node_aggregate_policy.durations if policy.node_aggregate_policy else []
+        longest = max([aggregate, *(d.total_seconds() for d in durations)])
+        node = min(longest + NODE_RETENTION_SLACK_SECONDS, self.opts.retention_seconds)
+        pod = min(max(self.opts.pod_retention_seconds, aggregate + 60.0), node)
+        return node, pod
 
     @property
     def ready(self) -> bool:

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from agent.metriccache import MetricCache, MetricCacheError
 from agent.podmeta import PodMeta
@@ -67,6 +67,9 @@ class AgentMetrics:
         self.cache_series = Gauge(
             "koordlet_metric_cache_series", "Time series held in the metric cache", ["node"], registry=r
         )
+        # The agent's own CPU and RSS (process_cpu_seconds_total, process_resident_memory_bytes): what an
+        # operator checks the koordlet's overhead with.
+        ProcessCollector(registry=r)
         self._pod_keys: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self.start_time.labels(node).set(time.time())

@@ -140,7 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="/metric-data/metric-cache.npz",
         help="file the metric cache is saved to on shutdown and reloaded from on start ('' = none)",
     )
-    p.add_argument("--metric-retention", default="12h", help="history kept for node series (%(default)s)")
+    p.add_argument(
+        "--metric-retention",
+        default="12h",
+        help="most history kept for node series (%(default)s); the agent keeps what the NodeMetric "
+        "windows need (30m + 5m by default)",
+    )
     p.add_argument(
         "--pod-metric-retention",
         default="6m",

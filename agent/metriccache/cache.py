@@ -279,18 +279,25 @@ class MetricCache:
                 self._forget_kind(key)
             return len(doomed)
 
-    def set_entity_retention(self, seconds: float) -> None:
-        """Change how long pod/container/interface series keep points, resizing the existing ones
-        (the NodeMetric aggregation window may grow beyond the configured retention)."""
-        config = replace(self._config, entity_retention_seconds=seconds)
+    def set_retention(self, node_seconds: float | None = None, entity_seconds: float | None = None) -> None:
+        """Change how long node series and pod/container/interface series keep points, resizing the
+        existing series in place (windows of the NodeMetric spec can change at run time)."""
+        config = self._config
+        if node_seconds is not None:
+            config = replace(config, retention_seconds=node_seconds)
+        if entity_seconds is not None:
+            config = replace(config, entity_retention_seconds=entity_seconds)
         with self._lock:
             if config == self._config:
                 return
             self._config = config
-            capacity = config.entity_series_capacity
             for key, series in self._series.items():
-                if config.capacity_for(name for name, _ in key[1]) == capacity:
+                capacity = config.capacity_for(name for name, _ in key[1])
+                if series.capacity != capacity:
                     series.resize(capacity)
+
+    def set_entity_retention(self, seconds: float) -> None:
+        self.set_retention(entity_seconds=seconds)
 
     def export(self) -> list[tuple[SeriesKey, IntArray, FloatArray]]:
         """Every series with copies of its points (oldest written first), least recently written first."""

@@ -173,3 +173,11 @@ def test_renamed_pod_same_uid_replaces_series(metrics: AgentMetrics) -> None:
     r = metrics.registry
     assert r.get_sample_value("koordlet_pod_used_cpu_cores", pod_labels(old)) is None
     assert r.get_sample_value("koordlet_pod_used_cpu_cores", pod_labels(new)) == 2.0
+
+
+def test_process_metrics_are_exported() -> None:
+    registry = CollectorRegistry()
+    AgentMetrics("n1", registry)
+    rss = registry.get_sample_value("process_resident_memory_bytes")
+    assert rss is not None and rss > 10 * 1024 * 1024
+    assert (registry.get_sample_value("process_cpu_seconds_total") or 0) > 0

@@ -274,3 +274,13 @@ def test_entity_retention_follows_the_aggregation_window() -> None:
     c.set_entity_retention(2)  # shrinks: keeps the newest; node series untouched
     assert c.query("pod_cpu_usage", {"pod_uid": "u"}, 0, 100).timestamps.tolist() == [14, 15]
     assert c.query("node_cpu_usage", {}, 0, 100).count() == 10
+
+
+def test_node_retention_resizes_node_series_only() -> None:
+    c = MetricCache(CacheConfig(retention_seconds=5, collect_interval_seconds=1, entity_retention_seconds=3))
+    for t in range(10):
+        c.append([Sample("pod_cpu_usage", {"pod_uid": "u"}, t, float(t)), node_cpu(t, float(t))])
+    c.set_retention(node_seconds=2)
+    assert c.query("node_cpu_usage", {}, 0, 100).timestamps.tolist() == [8, 9]
+    assert c.query("pod_cpu_usage", {"pod_uid": "u"}, 0, 100).timestamps.tolist() == [7, 8, 9]
+    assert c.config.series_capacity == 2 and c.config.entity_series_capacity == 3
