@@ -1,0 +1,1 @@
+"""The manager's controllers: slo-controller-config cache, NodeSLO and NodeMetric (noderesource elsewhere)."""

@@ -1,0 +1,54 @@
+"""The NodeMetric controller (SPEC §5.1): one NodeMetric per node whose ``spec.metricCollectPolicy``
+comes from the node's merged colocation strategy (``manager.controllers.specs.nodemetric_plan``);
+created with the node (empty status: the koordlet fills it), updated when the policy changes (an
+existing spec is kept while colocation-config is in error status), deleted with the node. Counts
+``slo_controller_nodemetric_reconcile_count{status,reason}`` and ``..._spec_parse_count``.
+Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.sloconfig.
+"""
+
+from __future__ import annotations
+
+from apis.sloconfig import SLOControllerConfig
+from manager.controllers.config import ConfigController
+from manager.controllers.nodeobject import NodeObjectController
+from manager.controllers.specs import Plan, nodemetric_plan
+from manager.gateway import Gateway, Obj
+from manager.metrics import ManagerMetrics
+
+__all__ = ["NodeMetricController"]
+
+
+class NodeMetricController(NodeObjectController):
+    """``NodeMetricController(gateway, config, metrics, workers=1, resync_seconds=0)``; runs as
+    ``.controller``."""
+
+    kind = "NodeMetric"
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        config: ConfigController,
+        metrics: ManagerMetrics | None = None,
+        *,
+        workers: int = 1,
+        resync_seconds: float = 0,
+    ) -> None:
+        super().__init__(
+            "nodemetric", gateway, config, gateway.nodemetrics, lambda m: m.nodemetric_reconcile, metrics,
+            workers=workers, resync_seconds=resync_seconds,
+        )  # fmt: skip
+
+    def plan(self, cfg: SLOControllerConfig, node: Obj | None, old: Obj | None) -> Plan:
+        plan = nodemetric_plan(cfg, node, old)
+        if plan.spec is not None:
+            self.metrics.nodemetric_spec_parse.inc(status="succeeded", reason="getNodeMetricSpec")
+        return plan
+
+    def create(self, name: str, spec: Obj) -> Obj:
+        return self.gateway.create_nodemetric(name, spec)
+
+    def update(self, old: Obj, spec: Obj) -> Obj:
+        return self.gateway.update_nodemetric_spec(old, spec)
+
+    def delete(self, name: str) -> bool:
+        return self.gateway.delete_nodemetric(name)

@@ -1,0 +1,152 @@
+"""The shared shape of the NodeSLO and NodeMetric controllers: one cluster-scoped object per node, named
+after it, kept equal to a spec computed from the node and the slo-controller-config.
+
+Triggers (SPEC §4.4, §5.1): Node create, update only when labels or ``status.allocatable`` changed,
+delete; object create/delete and updates that change ``metadata.generation`` (spec changes, not status);
+any change of the cached config enqueues every node. The reconcile drops the request while the config
+is unavailable, asks the subclass's pure ``plan`` what to write and does it through the gateway,
+counting ``{status, reason}`` in the subclass's upstream-named counter.
+Imports: the standard library, manager.{gateway,metrics,controller.runtime,controllers.config,
+controllers.specs}, apis.sloconfig.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from apis.sloconfig import SLOControllerConfig
+from manager.controller.runtime import Controller
+from manager.controllers.config import ConfigController
+from manager.controllers.specs import Plan
+from manager.gateway import Gateway, GatewayError, Obj, SharedInformer
+from manager.metrics import ExactCounter, ManagerMetrics
+
+__all__ = ["NodeObjectController"]
+
+log = logging.getLogger(__name__)
+
+
+def _node_changed(old: Obj, new: Obj) -> bool:
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if (old_meta.get("labels") or {}) != (new_meta.get("labels") or {}):
+        return True
+    return bool((old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"))
+
+
+def _generation_changed(old: Obj, new: Obj) -> bool:
+    return bool(
+        (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get("generation")
+    )
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+class NodeObjectController:
+    """Base of the per-node object controllers; subclasses set ``kind`` and implement the I/O hooks."""
+
+    kind = ""
+
+    def __init__(
+        self,
+        name: str,
+        gateway: Gateway,
+        config: ConfigController,
+        objects: SharedInformer,
+        counter: Callable[[ManagerMetrics], ExactCounter],
+        metrics: ManagerMetrics | None = None,
+        *,
+        workers: int = 1,
+        resync_seconds: float = 0,
+    ) -> None:
+        self.gateway = gateway
+        self.config = config
+        self.objects = objects
+        self.metrics = metrics if metrics is not None else config.metrics
+        self._counter = counter(self.metrics)
+        self.controller = Controller(
+            name, self.reconcile, workers, self.metrics, list_keys=self.keys, resync_seconds=resync_seconds
+        )
+        gateway.nodes.add_handlers(
+            on_add=self._enqueue_obj,
+            on_update=lambda old, new: self._enqueue_obj(new) if _node_changed(old, new) else None,
+            on_delete=self._enqueue_obj,
+        )
+        objects.add_handlers(
+            on_add=self._enqueue_obj,
+            on_update=lambda old, new: self._enqueue_obj(new) if _generation_changed(old, new) else None,
+            on_delete=self._enqueue_obj,
+        )
+        config.on_change(self.enqueue_all_nodes)
+
+    def keys(self) -> list[str]:
+        """Every node, and every object (an orphan must be deleted)."""
+        return sorted(set(self.gateway.node_names()) | set(self.objects.keys()))
+
+    def enqueue_all_nodes(self) -> None:
+        self.controller.enqueue_all(self.gateway.node_names())
+
+    def _enqueue_obj(self, obj: Obj) -> None:
+        name = _name(obj)
+        if name:
+            self.controller.enqueue(name)
+
+    # -- subclass hooks --------------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        return self.config.available()
+
+    def plan(self, cfg: SLOControllerConfig, node: Obj | None, old: Obj | None) -> Plan:
+        raise NotImplementedError
+
+    def create(self, name: str, spec: Obj) -> Obj:
+        raise NotImplementedError
+
+    def update(self, old: Obj, spec: Obj) -> Obj:
+        raise NotImplementedError
+
+    def delete(self, name: str) -> bool:
+        raise NotImplementedError
+
+    # -- reconcile -------------------------------------------------------------------------------------
+
+    def reconcile(self, name: str) -> float | None:
+        if not self.ready():
+            self._count("failed", "configUnavailable")
+            log.info("%s %s: slo-controller-config not available, request dropped", self.kind, name)
+            return None
+        cfg = self.config.current()
+        if cfg is None:
+            return None
+        node = self.gateway.node(name)
+        old = self.objects.get(name)
+        plan = self.plan(cfg, node, old)
+        if plan.warning:
+            log.warning("%s %s: %s", self.kind, name, plan.warning)
+        try:
+            self._apply(name, plan, old)
+        except GatewayError as e:
+            self._count("failed", plan.reason)
+            log.info("%s %s: %s; retrying with backoff", self.kind, name, e)
+            raise
+        if plan.action != "none":
+            self._count("succeeded", plan.reason)
+            log.info("%s %s: %s", self.kind, name, plan.reason)
+        return None
+
+    def _apply(self, name: str, plan: Plan, old: Obj | None) -> None:
+        if plan.action == "delete":
+            self.delete(name)
+        elif plan.action == "create" and plan.spec is not None:
+            try:
+                self.create(name, plan.spec)
+            except GatewayError as e:
+                if not e.conflict:  # 409 AlreadyExists: the cache is behind; the watch event requeues
+                    raise
+        elif plan.action == "update" and plan.spec is not None and old is not None:
+            self.update(old, plan.spec)
+
+    def _count(self, status: str, reason: str) -> None:
+        self._counter.inc(status=status, reason=reason or "unknown")

@@ -1,0 +1,234 @@
+"""The NodeResource controller (SPEC §5.2): batch and mid resources into each Node's status.
+
+Per node: colocation disabled → batch/mid removed; else the pure plugins (manager.noderesource) compute
+mid then batch from the node, its pods and its NodeMetric — the fresher of the CR and the MetricHub's
+latest report (decision D6). The node is written only when the result moved by more than
+``resourceDiffThreshold`` or appeared/vanished, or the last write is older than
+``updateTimeThresholdSeconds`` (the key is requeued after that long so the forced sync happens). When it
+writes, the formula's terms go into the ``*-resource-explain`` annotations, so an operator sees why the
+number is what it is. Triggers: Node and NodeMetric-status events, and any config change.
+
+Imports: standard library, apis.*, manager.{gateway,metrics,controller,controllers.config,noderesource}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import Gauge
+
+from apis import constants as c
+from apis.nodemetric import parse_time
+from apis.sloconfig import node_colocation_enabled, node_colocation_strategy
+from manager.controller.runtime import Controller
+from manager.controllers.config import ConfigController
+from manager.gateway import Gateway
+from manager.metrics import ExactCounter, ManagerMetrics
+from manager.noderesource.plugins import batchresource, midresource
+from manager.noderesource.prepare import disabled_reset, need_sync, prepare_node
+from manager.noderesource.resources import CalculateResult, nano
+
+__all__ = ["NodeResourceController", "fresher_nodemetric"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DIFF_THRESHOLD = 0.1
+DEFAULT_UPDATE_TIME_THRESHOLD_SECONDS = 300
+EXPLAIN_ANNOTATIONS = (
+    batchresource.ANNOTATION_BATCH_RESOURCE_EXPLAIN,
+    midresource.ANNOTATION_MID_RESOURCE_EXPLAIN,
+)
+
+RESOURCE_UNITS = (
+    (c.BATCH_CPU, "integer"),
+    (c.BATCH_MEMORY, "byte"),
+    (c.MID_CPU, "integer"),
+    (c.MID_MEMORY, "byte"),
+)
+
+HubLookup = Callable[[str], Mapping[str, Any] | None]
+
+
+def _update_time(nm: Mapping[str, Any] | None) -> datetime | None:
+    if not nm:
+        return None
+    raw = (nm.get("status") or {}).get("updateTime")
+    if not raw:
+        return None
+    try:
+        return parse_time(raw)
+    except ValueError:
+        return None
+
+
+def fresher_nodemetric(
+    cr: Mapping[str, Any] | None, hub: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
+    """Pure: the NodeMetric whose ``status.updateTime`` is later (the CR on ties or when neither has one)."""
+    hub_time, cr_time = _update_time(hub), _update_time(cr)
+    if hub_time is not None and (cr_time is None or hub_time > cr_time):
+        return hub
+    return cr if cr is not None else hub
+
+
+class NodeResourceController:
+    def __init__(
+        self,
+        gateway: Gateway,
+        config: ConfigController,
+        metrics: ManagerMetrics,
+        *,
+        hub_lookup: HubLookup | None = None,
+        workers: int = 1,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.gateway = gateway
+        self.config = config
+        self.metrics = metrics
+        self._hub_lookup = hub_lookup
+        self._clock = clock
+        self._monotonic = monotonic
+        self._last_update: dict[str, float] = {}
+        self._lock = threading.Lock()
+        registry = metrics.registry
+        self.reconcile_count = ExactCounter(
+            "slo_controller_node_resource_reconcile_count",
+            "NodeResource reconciles by status and reason",
+            ["status", "reason"],
+            registry,
+        )
+        self.allocatable = Gauge(
+            "slo_controller_node_extended_resource_allocatable_internal",
+            "Batch/mid allocatable computed per node (cpu in cores, memory in bytes)",
+            ["node", "resource", "unit"],
+            registry=registry,
+        )
+        self.controller = Controller(
+            "noderesource", self.reconcile, workers, metrics, list_keys=gateway.node_names
+        )
+        gateway.nodes.add_handlers(
+            lambda obj: self._enqueue(obj),
+            lambda _old, new: self._enqueue(new),
+            lambda obj: self._forget(obj),
+        )
+        gateway.nodemetrics.add_handlers(
+            lambda obj: self._enqueue(obj),
+            self._nodemetric_updated,
+            lambda obj: self._forget(obj, requeue=True),
+        )
+        config.on_change(lambda: self.controller.enqueue_all(gateway.node_names()))
+
+    # -- events ----------------------------------------------------------------------------------------
+    @staticmethod
+    def _name(obj: Mapping[str, Any]) -> str:
+        return str((obj.get("metadata") or {}).get("name") or "")
+
+    def _enqueue(self, obj: Mapping[str, Any]) -> None:
+        if name := self._name(obj):
+            self.controller.enqueue(name)
+
+    def _nodemetric_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if old.get("status") != new.get("status"):
+            self._enqueue(new)
+
+    def _forget(self, obj: Mapping[str, Any], requeue: bool = False) -> None:
+        name = self._name(obj)
+        with self._lock:
+            self._last_update.pop(name, None)
+        for resource, unit in RESOURCE_UNITS:
+            with contextlib.suppress(KeyError):
+                self.allocatable.remove(name, resource, unit)
+        if requeue and name:
+            self.controller.enqueue(name)
+
+    # -- reconcile -----------------------------------------------------------------------------------
+    def nodemetric(self, name: str) -> Mapping[str, Any] | None:
+        hub = self._hub_lookup(name) if self._hub_lookup is not None else None
+        return fresher_nodemetric(self.gateway.nodemetric(name), hub)
+
+    def reconcile(self, name: str) -> float | None:
+        if not self.config.available():
+            self.reconcile_count.inc(status="failed", reason="config_unavailable")
+            return None
+        cfg = self.config.current()
+        node = self.gateway.node(name)
+        if cfg is None or node is None:
+            return None
+        meta = node.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        annotations = meta.get("annotations") or {}
+        strategy = node_colocation_strategy(cfg, labels, annotations)
+        results: list[CalculateResult[Any]]
+        explain: dict[str, str | None] = dict.fromkeys(EXPLAIN_ANNOTATIONS)
+        if not node_colocation_enabled(cfg, labels, annotations):
+            results = [disabled_reset()]
+        else:
+            nm = self.nodemetric(name)
+            pods = self.gateway.pods_on_node(name)
+            now = self._clock()
+            mid = midresource.calculate(strategy, node, pods, nm, now)
+            batch = batchresource.calculate(strategy, node, pods, nm, now)
+            results = [mid, batch]
+            explain[batchresource.ANNOTATION_BATCH_RESOURCE_EXPLAIN] = batchresource.explain_annotation(batch)
+            explain[midresource.ANNOTATION_MID_RESOURCE_EXPLAIN] = midresource.explain_annotation(mid)
+        items = [item for r in results for item in r.items]
+        prepared = prepare_node(node, items)
+        diff = strategy.resource_diff_threshold or DEFAULT_DIFF_THRESHOLD
+        period = float(strategy.update_time_threshold_seconds or DEFAULT_UPDATE_TIME_THRESHOLD_SECONDS)
+        with self._lock:
+            last = self._last_update.get(name)
+        now_mono = self._monotonic()
+        forced = last is None or now_mono - last >= period
+        if not forced and not need_sync(node, prepared, diff):
+            self.reconcile_count.inc(status="succeeded", reason="unchanged")
+            return max(1.0, period - (now_mono - (last or now_mono)))
+        written = self.gateway.update_node_status(name, lambda fresh: prepare_node(fresh, items))
+        if written is None:
+            return None
+        with self._lock:
+            self._last_update[name] = self._monotonic()
+        self._publish(name, written)
+        self._annotate(name, written, prepared, explain)
+        reason = next((r.reason for r in results if r.reason), "updated")
+        self.reconcile_count.inc(status="succeeded", reason=reason)
+        return period
+
+    def _annotate(
+        self,
+        name: str,
+        written: Mapping[str, Any],
+        prepared: Mapping[str, Any],
+        explain: Mapping[str, str | None],
+    ) -> None:
+        """The status write does not carry annotations: patch the ones that changed (origin allocatable
+        and the explain annotations; None deletes)."""
+        current = (written.get("metadata") or {}).get("annotations") or {}
+        wanted = dict(explain)
+        origin = c.ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE
+        new_origin = ((prepared.get("metadata") or {}).get("annotations") or {}).get(origin)
+        if new_origin is not None:
+            wanted[origin] = new_origin
+        changes = {
+            k: v for k, v in wanted.items() if current.get(k) != v and not (v is None and k not in current)
+        }
+        if changes:
+            self.gateway.patch_node_metadata(name, annotations=changes)
+
+    def _publish(self, name: str, node: Mapping[str, Any]) -> None:
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        for resource, unit in RESOURCE_UNITS:
+            raw = allocatable.get(resource)
+            if raw is None:
+                with contextlib.suppress(KeyError):
+                    self.allocatable.remove(name, resource, unit)
+                continue
+            v = float(nano(raw)) / 1e9
+            # batch-cpu / mid-cpu are integer milli-cores: expose cores, as upstream's gauge does.
+            self.allocatable.labels(name, resource, unit).set(v / 1000.0 if unit == "integer" else v)

@@ -1,0 +1,58 @@
+"""The NodeSLO controller (SPEC §4.4): one NodeSLO per node, its spec rendered from the cached
+slo-controller-config by ``manager.controllers.specs.nodeslo_plan``; created with the node, updated
+only when the typed spec differs (``extensions`` carried over from the old spec), deleted with the node.
+Counts ``slo_controller_nodeslo_reconcile_count{status,reason}`` and ``..._spec_parse_count``.
+Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.sloconfig.
+"""
+
+from __future__ import annotations
+
+from apis.sloconfig import SLOControllerConfig
+from manager.controllers.config import ConfigController
+from manager.controllers.nodeobject import NodeObjectController
+from manager.controllers.specs import Plan, nodeslo_plan
+from manager.gateway import Gateway, Obj
+from manager.metrics import ManagerMetrics
+
+__all__ = ["NodeSLOController"]
+
+
+class NodeSLOController(NodeObjectController):
+    """``NodeSLOController(gateway, config, metrics, workers=1, resync_seconds=0)``; run ``.controller``."""
+
+    kind = "NodeSLO"
+
+    def __init__(
+        self,
+        gateway: Gateway,
+        config: ConfigController,
+        metrics: ManagerMetrics | None = None,
+        *,
+        workers: int = 1,
+        resync_seconds: float = 0,
+    ) -> None:
+        super().__init__(
+            "nodeslo", gateway, config, gateway.nodeslos, lambda m: m.nodeslo_reconcile, metrics,
+            workers=workers, resync_seconds=resync_seconds,
+        )  # fmt: skip
+
+    def ready(self) -> bool:
+        # The NodeSLO keys are usable after any sync, even when colocation-config was rejected.
+        return self.config.slo_available()
+
+    def plan(self, cfg: SLOControllerConfig, node: Obj | None, old: Obj | None) -> Plan:
+        plan = nodeslo_plan(cfg, node, old)
+        if plan.spec is not None:
+            status = "failed" if plan.warning else "succeeded"
+            reason = "getSystemSpec" if plan.warning else "getNodeSLOSpec"
+            self.metrics.nodeslo_spec_parse.inc(status=status, reason=reason)
+        return plan
+
+    def create(self, name: str, spec: Obj) -> Obj:
+        return self.gateway.create_nodeslo(name, spec)
+
+    def update(self, old: Obj, spec: Obj) -> Obj:
+        return self.gateway.update_nodeslo(old, spec)
+
+    def delete(self, name: str) -> bool:
+        return self.gateway.delete_nodeslo(name)

@@ -1,0 +1,40 @@
+"""Cpuset strings (``"0-5,8"``) as used by the node reservation annotation's ``reservedCPUs``
+(SPEC §5.3, Appendix B 16). Pure. Imports: the standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+MAX_CPU_ID: Final = 4096  # ids above this are rejected (Appendix B 16)
+_GO_ATOI: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+class CPUSetError(ValueError):
+    """A cpuset string that does not parse; the message names the offending element."""
+
+
+def _atoi(text: str, whole: str) -> int:
+    if not _GO_ATOI.fullmatch(text):
+        raise CPUSetError(f"invalid cpuset {whole!r}: {text!r} is not an integer")
+    value = int(text)
+    if not 0 <= value <= MAX_CPU_ID:
+        raise CPUSetError(f"invalid cpuset {whole!r}: cpu id {value} out of range 0..{MAX_CPU_ID}")
+    return value
+
+
+def parse_cpuset(text: str) -> frozenset[int]:
+    """The CPU ids of a cpuset string. ``""`` is the empty set; elements are ``N`` or ``A-B`` separated
+    by commas, no spaces; ``A-B`` with ``A > B`` is empty; ids above 4096 are invalid (CPUSetError)."""
+    if text == "":
+        return frozenset()
+    cpus: set[int] = set()
+    for element in text.split(","):
+        bounds = element.split("-", 1)
+        if len(bounds) == 1:
+            cpus.add(_atoi(bounds[0], text))
+            continue
+        start, end = _atoi(bounds[0], text), _atoi(bounds[1], text)
+        cpus.update(range(start, end + 1))
+    return frozenset(cpus)

@@ -1,0 +1,112 @@
+"""NodeResource controller on the real API server: batch resources appear on the node with SPEC §5.3's
+worked-example numbers, follow the NodeMetric, do not flap on small changes, degrade on a stale
+NodeMetric, and go when colocation is switched off; the explain annotation and the gauge follow."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from apis.constants import BATCH_CPU, BATCH_MEMORY, NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
+from manager.noderesource.plugins.batchresource import ANNOTATION_BATCH_RESOURCE_EXPLAIN
+from tests.integration.manager.conftest import Harness, wait_for
+
+pytestmark = pytest.mark.apiserver
+
+GI = 1024**3
+
+
+def _time(delta: timedelta = timedelta(0)) -> str:
+    return (datetime.now(UTC) + delta).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _node(h: Harness) -> str:
+    name = h.node_name("big")
+    h.core.create_node({
+        "metadata": {"name": name},
+        "status": {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                   "allocatable": {"cpu": "31", "memory": "124Gi", "pods": "110"}},
+    })  # fmt: skip
+    return name
+
+
+def _pods(h: Harness, node: str) -> None:
+    for name, cpu, mem in (("a", "8", "16Gi"), ("b", "4", "8Gi")):
+        h.core.create_namespaced_pod(h.namespace, {
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]},
+        })  # fmt: skip
+
+
+def _set_metric(h: Harness, node: str, system_cpu: str, updated: str) -> None:
+    status = {
+        "updateTime": updated,
+        "nodeMetric": {"nodeUsage": {"resources": {"cpu": "6", "memory": "20Gi"}},
+                       "systemUsage": {"resources": {"cpu": system_cpu, "memory": "6Gi"}}},
+        "podsMetric": [{"namespace": h.namespace, "name": "a", "priority": "koord-prod",
+                        "podUsage": {"resources": {"cpu": "3", "memory": "10Gi"}}}],
+    }  # fmt: skip
+    h.custom.patch_cluster_custom_object_status(
+        SLO_GROUP, SLO_VERSION, NODE_METRIC_PLURAL, node, {"status": status}
+    )
+
+
+def _allocatable(h: Harness, node: str) -> dict[str, Any]:
+    return dict(h.core.read_node(node).status.allocatable or {})
+
+
+def test_batch_resources_follow_the_nodemetric(harness: Harness) -> None:
+    h = harness
+    h.set_config({"colocation-config": {"enable": True}})
+    node = _node(h)
+    _pods(h, node)
+    wait_for(lambda: h.nodemetric(node), 10, "the NodeMetric controller to create the NodeMetric")
+    _set_metric(h, node, "1500m", _time())
+
+    # SPEC §5.3 worked example: 32000 − 12800 − 1500 − (3000 + 4000) = 10700 milli-cores;
+    # 137438953472 − 48103633715 − 6 Gi − (10 Gi + 8 Gi) = 63565515981 bytes.
+    def batch() -> tuple[str, str] | None:
+        a = _allocatable(h, node)
+        return (a[BATCH_CPU], a[BATCH_MEMORY]) if BATCH_CPU in a and BATCH_MEMORY in a else None
+
+    assert wait_for(batch, 10, "batch resources") == ("10700", "63565515981")
+    capacity = h.core.read_node(node).status.capacity
+    assert capacity[BATCH_CPU] == "10700"
+    explain = wait_for(
+        lambda: (h.core.read_node(node).metadata.annotations or {}).get(ANNOTATION_BATCH_RESOURCE_EXPLAIN),
+        5,
+        "the explain annotation",
+    )
+    terms = json.loads(explain)
+    assert "10700" in json.dumps(terms) and "12800" in json.dumps(terms)
+    gauge = h.sample(
+        "slo_controller_node_extended_resource_allocatable_internal",
+        node=node,
+        resource=BATCH_CPU,
+        unit="integer",
+    )
+    assert gauge == pytest.approx(10.7)
+
+    # A small change (100m of 10700, under the 10 % diff threshold) is not written.
+    _set_metric(h, node, "1600m", _time())
+    time.sleep(2.0)
+    assert _allocatable(h, node)[BATCH_CPU] == "10700"
+    # A large one is: 32000 − 12800 − 6000 − 7000 = 6200.
+    _set_metric(h, node, "6", _time())
+    wait_for(lambda: _allocatable(h, node).get(BATCH_CPU) == "6200", 10, "batch-cpu 6200")
+
+    # A NodeMetric older than degradeTimeMinutes (15) removes the batch resources.
+    _set_metric(h, node, "6", _time(-timedelta(minutes=20)))
+    wait_for(lambda: BATCH_CPU not in _allocatable(h, node), 10, "degraded: batch resources removed")
+    assert BATCH_MEMORY not in _allocatable(h, node)
+
+    # Fresh again, then colocation switched off: removed with the disabled reason.
+    _set_metric(h, node, "1500m", _time())
+    wait_for(lambda: _allocatable(h, node).get(BATCH_CPU) == "10700", 10, "batch back")
+    h.set_config({"colocation-config": {"enable": False}})
+    wait_for(lambda: BATCH_CPU not in _allocatable(h, node), 10, "colocation off: batch resources removed")
