@@ -1,6 +1,7 @@
 """Assembling the SLO controllers for the composition root (manager/main.py): the ``--config-namespace``
 / ``--slo-config-name`` flags and ``build_slo_controllers``, which makes the gateway, the config cache,
-the NodeSLO, NodeMetric and NodeResource controllers and a ``ControllerManager`` over them, with no global state.
+the NodeSLO, NodeMetric and NodeResource controllers and a ``ControllerManager`` over them, with no
+global state.
 Imports: argparse, prometheus_client, apis.constants, kube.events, manager.{gateway,metrics,
 controller.runtime,controllers.*}.
 """
