@@ -1,10 +1,12 @@
-"""koord-manager entry point (composition root): the MetricHub gRPC service, leader election on the
-Lease `koordinator-manager`, and — unless `--no-enable-scheduler` — the embedded koord-scheduler,
-which reads node metrics from this manager's hub over loopback and schedules only while this
-replica leads. The SLO controllers join in a later increment.
+"""koord-manager entry point (composition root): the MetricHub gRPC service, the SLO controllers
+(config, NodeSLO, NodeMetric, NodeResource) running only while this replica holds the Lease
+`koordinator-manager`, `/metrics` `/healthz` `/readyz`, and — unless `--no-enable-scheduler` — the
+embedded koord-scheduler, which reads node metrics from this manager's hub over loopback and schedules
+only while this replica leads. Losing the lease exits the process (as upstream), so a restarted replica
+starts clean.
 
 The one place that may import the scheduler (its public entry point, scheduler.main).
-Imports: argparse, signal, apis, kube, manager.metrichub, scheduler.main.
+Imports: argparse, signal, apis, kube, manager.*, scheduler.main.
 """
 
 from __future__ import annotations
@@ -16,15 +18,22 @@ import socket
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from apis.constants import DEFAULT_CONFIG_NAMESPACE
+from apis.convert import report_to_nodemetric_dict
 from apis.version import koord_version
+from kube.httpserver import ProbeServer
+from manager.controllers.setup import SLOControllers, add_config_flags, build_slo_controllers
 from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
 
 DEFAULT_HUB_ADDR = "0.0.0.0:9317"
+CONTROLLERS = ("nodemetric", "noderesource", "nodeslo")
 LEASE_NAME = "koordinator-manager"
 log = logging.getLogger("koord-manager")
 
@@ -43,7 +52,73 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler-config", help="KubeSchedulerConfiguration file for the embedded scheduler")
     p.add_argument("--enable-leader-election", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--leader-election-namespace", default=DEFAULT_CONFIG_NAMESPACE)
+    p.add_argument("--metrics-addr", default=":8080", help="/metrics (and /healthz, /readyz) address (:8080)")
+    p.add_argument("--health-probe-addr", default=":8000", help="/healthz and /readyz address (:8000)")
+    p.add_argument("--rest-config-qps", type=float, default=30.0)
+    p.add_argument("--rest-config-burst", type=int, default=50)
+    p.add_argument(
+        "--controllers",
+        default="*",
+        help=f"controllers to run: '*', names, '-name' to drop one (known: {', '.join(CONTROLLERS)})",
+    )
+    p.add_argument(
+        "--node-name-prefix",
+        default="",
+        help="manage only nodes whose names start with this (sharding a cluster between managers; tests)",
+    )
+    add_config_flags(p)
     return p
+
+
+def parse_controllers(text: str) -> set[str]:
+    """``*``, ``name``, ``-name`` (comma separated), as upstream's --controllers; unknown names refused."""
+    chosen: set[str] = set()
+    for raw in (t.strip() for t in text.split(",")):
+        if not raw:
+            continue
+        name = raw.lstrip("-")
+        if raw == "*":
+            chosen |= set(CONTROLLERS)
+        elif name not in CONTROLLERS:
+            raise ValueError(f"--controllers: unknown controller {name!r} (known: {', '.join(CONTROLLERS)})")
+        elif raw.startswith("-"):
+            chosen.discard(name)
+        else:
+            chosen.add(name)
+    return chosen
+
+
+def _hub_lookup(store: HubStore) -> Callable[[str], dict[str, Any] | None]:
+    """The hub's latest report for a node as a NodeMetric dict (the NodeResource controller compares it
+    with the CR and uses the fresher, decision D6)."""
+
+    def lookup(name: str) -> dict[str, Any] | None:
+        items = store.list(name).items
+        return report_to_nodemetric_dict(items[0].report) if items else None
+
+    return lookup
+
+
+def _start_controllers(
+    args: argparse.Namespace, store: HubStore, stop: threading.Event, identity: str
+) -> tuple[SLOControllers, CollectorRegistry]:
+    from kube.client import api_client
+    from kube.events import EventRecorder
+
+    wanted = parse_controllers(args.controllers)
+    registry = CollectorRegistry()
+    api = api_client(args.kubeconfig, qps=args.rest_config_qps, burst=args.rest_config_burst)
+    prefix = args.node_name_prefix
+    built = build_slo_controllers(
+        api, args.config_namespace, args.slo_config_name, registry, EventRecorder(api, "koord-manager"),
+        identity=identity, node_filter=(lambda n: n.startswith(prefix)) if prefix else None,
+        noderesource="noderesource" in wanted, hub_lookup=_hub_lookup(store),
+    )  # fmt: skip
+    for name, ctrl in (("nodeslo", built.nodeslo.controller), ("nodemetric", built.nodemetric.controller)):
+        if name not in wanted:
+            built.manager.remove(ctrl)
+    built.gateway.start(stop)
+    return built, registry
 
 
 def _start_scheduler(
@@ -62,6 +137,29 @@ def _start_scheduler(
     return service
 
 
+def _start_probes(
+    args: argparse.Namespace,
+    registry: CollectorRegistry,
+    built: SLOControllers | None,
+    leading: threading.Event,
+) -> list[ProbeServer]:
+    """/metrics on --metrics-addr; /healthz and /readyz there and on --health-probe-addr. Ready once the
+    informers synced (a standby is ready too: it serves the hub and takes over on leader loss)."""
+
+    def synced() -> tuple[bool, str]:
+        if built is None:
+            return True, "no controllers"
+        return built.gateway.wait_synced(0), "informers synced"
+
+    checks = {"informers": synced}
+    liveness = {"process": lambda: (True, "leading" if leading.is_set() else "standby")}
+    probes = [ProbeServer(args.metrics_addr, registry, liveness, checks).start()]
+    if args.health_probe_addr and args.health_probe_addr != args.metrics_addr:
+        probes.append(ProbeServer(args.health_probe_addr, registry, liveness, checks).start())
+    print(f"koord-manager: /metrics on port {probes[0].port}", flush=True)
+    return probes
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -73,7 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     try:
-        server, port = serve(HubStore(), args.hub_addr)
+        controllers = parse_controllers(args.controllers)
+    except ValueError as e:
+        print(f"koord-manager: {e}", file=sys.stderr)
+        return 2
+    store = HubStore()
+    try:
+        server, port = serve(store, args.hub_addr)
     except (OSError, RuntimeError) as e:
         print(f"koord-manager: --hub-addr={args.hub_addr}: {e}", file=sys.stderr)
         return 1
@@ -82,31 +186,55 @@ def main(argv: list[str] | None = None) -> int:
     leading = threading.Event()
     service = None
     elector_thread = None
-    if args.enable_scheduler or args.enable_leader_election:
+    built: SLOControllers | None = None
+    probes: list[ProbeServer] = []
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    if args.enable_scheduler or args.enable_leader_election or controllers:
         from kube.client import KubeConfigError, api_client
         from kube.leaderelection import LeaderElector
         from scheduler.config import ConfigError
 
         try:
+            registry = CollectorRegistry()
+            if controllers:
+                built, registry = _start_controllers(args, store, stop, identity)
+            probes = _start_probes(args, registry, built, leading)
+
+            def started_leading() -> None:
+                leading.set()
+                if built is not None:
+                    built.manager.on_started_leading()
+                log.info("leading as %s", identity)
+
+            def stopped_leading() -> None:
+                if built is not None:
+                    built.manager.on_stopped_leading()
+                stop.set()
+
             if args.enable_leader_election:
                 elector = LeaderElector(
                     api_client(args.kubeconfig), namespace=args.leader_election_namespace, name=LEASE_NAME,
-                    identity=f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}",
-                    on_started_leading=leading.set, on_stopped_leading=stop.set,
+                    identity=identity, on_started_leading=started_leading, on_stopped_leading=stopped_leading,
                 )  # fmt: skip
                 elector_thread = threading.Thread(target=elector.run, args=(stop,), name="leader-election")
                 elector_thread.start()
             else:
-                leading.set()
+                started_leading()
             if args.enable_scheduler:
                 service = _start_scheduler(args, port, stop, leading)
                 print("koord-manager: embedded koord-scheduler started", flush=True)
-        except (KubeConfigError, ConfigError, TimeoutError) as e:
+        except (KubeConfigError, ConfigError, TimeoutError, ValueError, OSError) as e:
             print(f"koord-manager: {e}", file=sys.stderr)
             stop.set()
             server.stop(grace=None)
+            for probe in probes:
+                probe.stop()
             return 1
     stop.wait()
+    if built is not None:
+        built.manager.stop()
+    for probe in probes:
+        probe.stop()
     if service is not None:
         service.close()
     if elector_thread is not None:

@@ -169,6 +169,13 @@ class ControllerManager:
                 raise RuntimeError("add controllers before starting the manager")
             self.controllers.append(controller)
 
+    def remove(self, controller: Controller) -> None:
+        """Leave a controller out (``--controllers=-name``); before starting only."""
+        with self._lock:
+            if self._stop is not None:
+                raise RuntimeError("remove controllers before starting the manager")
+            self.controllers = [c for c in self.controllers if c is not controller]
+
     @property
     def running(self) -> bool:
         with self._lock:

@@ -26,7 +26,7 @@ def test_embedded_scheduler_binds_while_leading(
     [port] = free_ports(1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "manager.main", f"--kubeconfig={control_plane.kubeconfig_path}",
-         f"--hub-addr=127.0.0.1:{port}"],
+         f"--hub-addr=127.0.0.1:{port}", "--metrics-addr=127.0.0.1:0", "--health-probe-addr=127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

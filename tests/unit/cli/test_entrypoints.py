@@ -59,7 +59,8 @@ def test_koord_manager_serves_the_hub_until_sigterm() -> None:
     [port] = free_ports(1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "manager.main", f"--hub-addr=127.0.0.1:{port}", "--no-enable-scheduler",
-         "--no-enable-leader-election"],
+         "--no-enable-leader-election", "--controllers=", "--metrics-addr=127.0.0.1:0",
+         "--health-probe-addr=127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
