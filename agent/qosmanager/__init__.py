@@ -1,0 +1,1 @@
+"""koordlet QoS manager: strategies (pure decide), their runners, registry."""

@@ -1,0 +1,126 @@
+"""The QoS manager's contract (SPEC §7.1): a strategy is a pure ``decide(snapshot, config, state)`` that
+returns actions (cgroup writes for the resource executor, evictions for the evictor) and its next state
+(cool-downs, limiter tokens, "already recovered" flags). Everything a strategy may look at is in the
+``Snapshot``: the node, the merged NodeSLO, the pods with their cgroup dirs, a read-only view of the metric
+cache and of current cgroup values, the CPU topology and the clock. Runners (thin, effectful) build the
+snapshot, call ``decide`` and hand the actions to the executor / evictor.
+
+Imports: standard library, apis.*, agent.{podmeta,system.cgroup,system.nodeinfo,system.podcgroup}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from agent.podmeta import PodMeta
+from agent.system.cgroup import CgroupFile, CgroupVersion
+from agent.system.nodeinfo import NodeTopology
+from agent.system.podcgroup import CgroupDriver
+from apis.nodeslo import HostApplicationSpec, NodeSLOSpec
+
+__all__ = [
+    "CgroupView",
+    "CgroupWrite",
+    "Decision",
+    "Evict",
+    "MetricView",
+    "Snapshot",
+    "Strategy",
+]
+
+S = TypeVar("S")
+C = TypeVar("C", contravariant=True)
+
+
+class MetricView(Protocol):
+    """Read-only queries on the metric cache, windows ending at the snapshot's ``now``."""
+
+    def last(self, kind: str, labels: Mapping[str, str], window_seconds: float) -> float | None:
+        """Value of the newest sample in ``[now − window, now]`` (None: no sample = missing)."""
+        ...
+
+    def avg(self, kind: str, labels: Mapping[str, str], window_seconds: float) -> float | None:
+        """Mean of the samples in ``[now − window, now]`` (None: no sample)."""
+        ...
+
+
+class CgroupView(Protocol):
+    """Current cgroup values (read-only). ``cgroup_dir`` is relative to the cgroup root, e.g. a pod's
+    ``PodMeta.cgroup_dir``; None when the file cannot be read (vanished cgroup, unsupported knob)."""
+
+    def read(self, spec: CgroupFile[Any], cgroup_dir: str) -> Any | None: ...
+
+    def children(self, cgroup_dir: str) -> Sequence[str]:
+        """Sub-directories (relative dirs, ``/``-terminated) of ``cgroup_dir`` on the cpu hierarchy."""
+        ...
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    now: datetime
+    node: Mapping[str, Any] | None
+    node_slo: NodeSLOSpec | None
+    """Merged with the koordlet defaults (SPEC §6.2); None before the node's NodeSLO was observed."""
+    pods: Sequence[PodMeta]
+    metrics: MetricView
+    cgroups: CgroupView
+    cgroup_version: CgroupVersion
+    cgroup_driver: CgroupDriver
+    topology: NodeTopology | None
+    collect_interval_seconds: float = 1.0
+    host_apps: Sequence[HostApplicationSpec] = ()
+    gates: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CgroupWrite:
+    """One write for the resource executor. ``order`` sorts writes of one decision (parent-before-child
+    merges, then final values); ``cacheable`` as upstream (§7.1: skip when the executor's cache already
+    holds the value and is fresh)."""
+
+    strategy: str
+    file: CgroupFile[Any]
+    cgroup_dir: str
+    value: Any
+    pod: PodMeta | None = None
+    container_id: str | None = None
+    cacheable: bool = True
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class Evict:
+    """Evict one pod through the Eviction API (never directly); ``reason`` is upstream's reason string."""
+
+    strategy: str
+    pod: PodMeta
+    reason: str
+    message: str
+    released_bytes: int = 0
+    released_milli_cpu: int = 0
+
+
+@dataclass(frozen=True)
+class Decision(Generic[S]):
+    writes: tuple[CgroupWrite, ...] = ()
+    evictions: tuple[Evict, ...] = ()
+    state: S | None = None
+    gauges: Mapping[str, float] = field(default_factory=dict)
+    """Values for Prometheus (e.g. ``be_suppress_cpu_cores``), published by the runner."""
+
+
+class Strategy(Protocol[C, S]):
+    """A registered strategy: ``name``, the feature ``gate`` that enables it, its loop ``interval``, and
+    the pure ``decide``."""
+
+    name: str
+    gate: str
+    interval_seconds: float
+
+    def decide(self, snapshot: Snapshot, config: C, state: S | None) -> Decision[S]: ...
+
+
+Clock = Callable[[], datetime]
