@@ -3,7 +3,10 @@
 Each ``CgroupFile`` names its v1 (subsystem, file) and v2 file, a pure converter per version (text → typed
 value, ``ValueError`` naming the file on bad input) and an optional validator. ``read_cgroup`` is the thin
 file reader (``agent.system.fastread`` has the per-tick fast path). Semantics per SPEC §6.3.
-Imports: standard library only (plus ``agent.system.procfs``).
+Writable knobs (SPEC §7.1 v1→v2 table) also carry a *formatter* per version (typed value → text, see
+``format_cgroup``), an optional write-only validator and the "merged" loosening rule of leveled updates;
+``agent.resourceexecutor`` is the only code that writes them.
+Imports: standard library only (plus ``agent.system.procfs`` and ``agent.system.cgroupfmt``).
 """
 
 from __future__ import annotations
@@ -14,11 +17,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from agent.system.cgroupfmt import (
+    UNLIMITED_MIN,
+    fmt_int,
+    fmt_int_or_max,
+    fmt_weight,
+    format_cpuset,
+    int_lines,
+    merge_cpuset,
+    merge_larger,
+    nonempty_cpuset,
+    parse_cpuset_list,
+    quota_write,
+    range_check,
+    shares_write,
+)
 from agent.system.procfs import PressureStats, parse_pressure
 
 __all__ = [
     "CGROUP_FILES",
+    "CGROUP_PROCS",
     "CPUSET_CPUS",
+    "CPU_BURST",
+    "CPU_BVT_WARP_NS",
+    "CPU_IDLE",
     "CPU_PERIOD",
     "CPU_PRESSURE",
     "CPU_QUOTA",
@@ -26,11 +48,16 @@ __all__ = [
     "CPU_STAT",
     "CPU_USAGE",
     "IO_PRESSURE",
+    "MEMORY_HIGH",
     "MEMORY_LIMIT",
+    "MEMORY_LOW",
+    "MEMORY_MIN",
     "MEMORY_NUMA_STAT",
     "MEMORY_PRESSURE",
     "MEMORY_STAT",
     "MEMORY_USAGE",
+    "TASKS",
+    "WRITABLE_CGROUP_FILES",
     "CgroupFile",
     "CgroupUnsupportedError",
     "CgroupVersion",
@@ -38,8 +65,12 @@ __all__ = [
     "HostPaths",
     "MemoryStat",
     "cgroup_file_path",
+    "cgroup_text_equal",
+    "cgroup_write_path",
     "convert_cgroup",
     "detect_cgroup_version",
+    "format_cgroup",
+    "format_cpuset",
     "parse_cpuset_list",
     "parse_numa_stat",
     "read_cgroup",
@@ -152,25 +183,6 @@ def _cpu_max_quota(text: str, name: str) -> int:
 
 def _cpu_max_period(text: str, name: str) -> int:
     return _cpu_max(text, name)[1]
-
-
-def parse_cpuset_list(text: str, name: str = "cpuset.cpus") -> list[int]:
-    """Parse a cpuset list like ``0-3,8,10-11`` into sorted unique CPU ids; empty text is no CPUs."""
-    cpus: set[int] = set()
-    body = text.strip()
-    if not body:
-        return []
-    for part in body.split(","):
-        lo, sep, hi = part.strip().partition("-")
-        try:
-            first = int(lo)
-            last = int(hi) if sep else first
-        except ValueError:
-            raise ValueError(f"{name}: bad cpuset element {part!r} in {body!r}") from None
-        if first < 0 or last < first:
-            raise ValueError(f"{name}: bad cpuset range {part!r} in {body!r}")
-        cpus.update(range(first, last + 1))
-    return sorted(cpus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,7 +325,13 @@ def _limit(value: int) -> str | None:
 
 @dataclass(frozen=True)  # no slots: ``CgroupFile[int](...)`` sets ``__orig_class__``
 class CgroupFile(Generic[T]):
-    """One logical cgroup file: v1 (subsystem, file) and v2 file with their converters, and a validator."""
+    """One logical cgroup file: v1 (subsystem, file) and v2 file with their converters, and a validator.
+
+    Writable files add a formatter per version (None: read-only there), ``validate_write`` (checked on
+    writes only, after ``validate``), ``v2_write_file`` when v2 reads and writes differ (``cpuset.cpus``
+    vs ``cpuset.cpus.effective``) and ``merge(old, new)``: the loosening value a leveled update writes
+    top-down first (None: no loosening needed).
+    """
 
     name: str
     v1_subsystem: str | None
@@ -322,6 +340,15 @@ class CgroupFile(Generic[T]):
     v2_file: str | None
     v2_convert: Callable[[str, str], T] | None
     validate: Callable[[T], str | None] | None = None
+    v1_format: Callable[[T], str] | None = None
+    v2_format: Callable[[T], str] | None = None
+    validate_write: Callable[[T], str | None] | None = None
+    v2_write_file: str | None = None
+    merge: Callable[[T, T], T | None] | None = None
+
+    @property
+    def writable(self) -> bool:
+        return self.v1_format is not None or self.v2_format is not None
 
 
 CPU_USAGE: CgroupFile[int] = CgroupFile(
@@ -330,18 +357,72 @@ CPU_USAGE: CgroupFile[int] = CgroupFile(
 CPU_STAT: CgroupFile[CpuStat] = CgroupFile(
     "cpu_stat", "cpu", "cpu.stat", _cpu_stat_v1, "cpu.stat", _cpu_stat_v2
 )
+# cpu.max: the kernel parses "<quota|max> [<period>]" and keeps the current period when only the quota is
+# written (kernel/sched/core.c cpu_period_quota_parse), so the quota is written alone (SPEC §7.1).
 CPU_QUOTA: CgroupFile[int] = CgroupFile(
-    "cpu_cfs_quota_us", "cpu", "cpu.cfs_quota_us", _int, "cpu.max", _cpu_max_quota, _quota
+    "cpu_cfs_quota_us",
+    "cpu",
+    "cpu.cfs_quota_us",
+    _int,
+    "cpu.max",
+    _cpu_max_quota,
+    _quota,
+    v1_format=fmt_int,
+    v2_format=fmt_int_or_max,
+    validate_write=quota_write,
+    merge=merge_larger,
 )
 CPU_PERIOD: CgroupFile[int] = CgroupFile(
     "cpu_cfs_period_us", "cpu", "cpu.cfs_period_us", _int, "cpu.max", _cpu_max_period, _positive
 )
 CPU_SHARES: CgroupFile[int] = CgroupFile(
-    "cpu_shares", "cpu", "cpu.shares", _int, "cpu.weight", _weight_to_shares, _positive
+    "cpu_shares",
+    "cpu",
+    "cpu.shares",
+    _int,
+    "cpu.weight",
+    _weight_to_shares,
+    _positive,
+    v1_format=fmt_int,
+    v2_format=fmt_weight,
+    validate_write=shares_write,
 )
+CPU_BURST: CgroupFile[int] = CgroupFile(
+    "cpu_cfs_burst_us", "cpu", "cpu.cfs_burst_us", _int, "cpu.max.burst", _int, _nonneg, fmt_int, fmt_int
+)
+CPU_IDLE: CgroupFile[int] = CgroupFile(
+    "cpu_idle", "cpu", "cpu.idle", _int, "cpu.idle", _int, range_check(0, 1), fmt_int, fmt_int
+)
+CPU_BVT_WARP_NS: CgroupFile[int] = CgroupFile(  # Anolis group identity
+    "cpu_bvt_warp_ns",
+    "cpu",
+    "cpu.bvt_warp_ns",
+    _int,
+    "cpu.bvt_warp_ns",
+    _int,
+    range_check(-1, 2),
+    fmt_int,
+    fmt_int,
+)
+# Writes take CPU ids or any cpuset text and write the canonical list; never an empty set. v2 reads
+# ``cpuset.cpus.effective`` but writes (and compares against) ``cpuset.cpus``.
 CPUSET_CPUS: CgroupFile[list[int]] = CgroupFile(
-    "cpuset_cpus", "cpuset", "cpuset.cpus", parse_cpuset_list, "cpuset.cpus.effective", parse_cpuset_list
+    "cpuset_cpus",
+    "cpuset",
+    "cpuset.cpus",
+    parse_cpuset_list,
+    "cpuset.cpus.effective",
+    parse_cpuset_list,
+    v1_format=format_cpuset,
+    v2_format=format_cpuset,
+    validate_write=nonempty_cpuset,
+    v2_write_file="cpuset.cpus",
+    merge=merge_cpuset,
 )
+CGROUP_PROCS: CgroupFile[list[int]] = CgroupFile(
+    "cgroup_procs", "cpu", "cgroup.procs", int_lines, "cgroup.procs", int_lines
+)
+TASKS: CgroupFile[list[int]] = CgroupFile("tasks", "cpu", "tasks", int_lines, "cgroup.threads", int_lines)
 MEMORY_STAT: CgroupFile[MemoryStat] = CgroupFile(
     "memory_stat",
     "memory",
@@ -354,8 +435,30 @@ MEMORY_USAGE: CgroupFile[int] = CgroupFile(
     "memory_usage_bytes", "memory", "memory.usage_in_bytes", _int, "memory.current", _int, _nonneg
 )
 MEMORY_LIMIT: CgroupFile[int] = CgroupFile(
-    "memory_limit_bytes", "memory", "memory.limit_in_bytes", _int, "memory.max", _int_or_max, _limit
+    "memory_limit_bytes",
+    "memory",
+    "memory.limit_in_bytes",
+    _int,
+    "memory.max",
+    _int_or_max,
+    _limit,
+    v1_format=fmt_int,  # v1 takes "-1" for unlimited
+    v2_format=fmt_int_or_max,
 )
+
+
+def _memory_protection(file: str) -> CgroupFile[int]:
+    """memory.min/low/high: same name on both versions (v1: Anolis/Alinux only); −1 ⇄ ``max``."""
+    name = file.replace(".", "_")
+    fmt = fmt_int_or_max  # v1 Anolis parses these with page_counter_memparse(buf, "max")
+    return CgroupFile(
+        name, "memory", file, _int_or_max, file, _int_or_max, _limit, fmt, fmt, merge=merge_larger
+    )
+
+
+MEMORY_MIN = _memory_protection("memory.min")
+MEMORY_LOW = _memory_protection("memory.low")
+MEMORY_HIGH = _memory_protection("memory.high")
 MEMORY_NUMA_STAT: CgroupFile[dict[int, int]] = CgroupFile(
     "memory_numa_stat", "memory", "memory.numa_stat", _numa_stat_v1, "memory.numa_stat", _numa_stat_v2
 )
@@ -385,6 +488,20 @@ CGROUP_FILES: tuple[CgroupFile[Any], ...] = (
     MEMORY_PRESSURE,
     IO_PRESSURE,
 )
+"""The files the koordlet reads (metrics); the writable knobs are ``WRITABLE_CGROUP_FILES``."""
+
+WRITABLE_CGROUP_FILES: tuple[CgroupFile[Any], ...] = (
+    CPU_QUOTA,
+    CPU_SHARES,
+    CPU_BURST,
+    CPU_IDLE,
+    CPU_BVT_WARP_NS,
+    CPUSET_CPUS,
+    MEMORY_LIMIT,
+    MEMORY_MIN,
+    MEMORY_LOW,
+    MEMORY_HIGH,
+)
 
 
 def cgroup_file_path(root: Path, version: CgroupVersion, spec: CgroupFile[T], cgroup_dir: str) -> Path:
@@ -411,6 +528,57 @@ def convert_cgroup(spec: CgroupFile[T], version: CgroupVersion, text: str, name:
         if problem is not None:
             raise ValueError(f"{name}: {problem}")
     return value
+
+
+def cgroup_write_path(root: Path, version: CgroupVersion, spec: CgroupFile[T], cgroup_dir: str) -> Path:
+    """Path written for ``spec`` (differs from ``cgroup_file_path`` only for v2 ``v2_write_file``)."""
+    path = cgroup_file_path(root, version, spec, cgroup_dir)
+    if version is CgroupVersion.V2 and spec.v2_write_file is not None:
+        return path.with_name(spec.v2_write_file)
+    return path
+
+
+def format_cgroup(spec: CgroupFile[T], version: CgroupVersion, value: T) -> str:
+    """Pure: validate ``value`` (``validate`` then ``validate_write``) and format it as ``spec``'s file text
+    under ``version`` (no trailing newline). ``CgroupUnsupportedError`` when read-only/absent there,
+    ``ValueError`` naming the knob on a bad value."""
+    fmt = spec.v1_format if version is CgroupVersion.V1 else spec.v2_format
+    if fmt is None:
+        raise CgroupUnsupportedError(f"{spec.name}: not writable on cgroup {version.value}")
+    try:
+        for check in (spec.validate, spec.validate_write):
+            problem = check(value) if check is not None else None
+            if problem is not None:
+                raise ValueError(problem)
+        return fmt(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{spec.name}: {exc}") from None
+
+
+def _norm_token(token: str) -> str:
+    try:
+        number = int(token)
+    except ValueError:
+        return token
+    return "max" if number == -1 or number >= UNLIMITED_MIN else str(number)
+
+
+def cgroup_text_equal(spec: CgroupFile[Any], current: str, new: str) -> bool:
+    """Pure: does the file content ``current`` already hold the formatted ``new``?
+
+    Tokens compare after normalisation (−1, ``max`` and integers ≥ ``UNLIMITED_MIN`` are all unlimited);
+    ``new`` may be a prefix of ``current`` (v2 ``cpu.max``: the quota alone vs ``"<quota> <period>"``);
+    cpuset files compare as CPU sets in any notation.
+    """
+    cur, want = current.split(), new.split()
+    if want and [_norm_token(t) for t in cur[: len(want)]] == [_norm_token(t) for t in want]:
+        return True
+    if spec.v1_format is format_cpuset:
+        try:
+            return parse_cpuset_list(current) == parse_cpuset_list(new)
+        except ValueError:
+            return False
+    return not cur and not want
 
 
 def read_cgroup(root: Path, version: CgroupVersion, spec: CgroupFile[T], cgroup_dir: str) -> T:

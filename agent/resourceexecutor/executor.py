@@ -1,0 +1,358 @@
+"""The resource executor: the koordlet's ONLY writer of host files (cgroups, resctrl). SPEC §7.1, D5, D8.
+
+Strategies return ``CgroupWrite`` actions; the executor validates and formats each value (``format_cgroup``),
+resolves the path and refuses anything that, after ``os.path.realpath``, is outside its allowed roots (the
+cgroup root and the resctrl root by default; any ``..`` component is refused too), reads the file first and
+skips equal values, consults its cache for cacheable writes (key = path; fresh for
+``force_update_seconds``, entries expire after ``cache_ttl_seconds``), treats a vanished cgroup / missing
+file / unsupported knob as ``skipped``, times every write into ``on_write`` and audits every real change
+(also in dry-run mode, where nothing is written). It remembers what it last wrote per file: a current value
+that differs from it is *drift* (someone else, e.g. the kubelet, changed it) and is counted through
+``on_drift`` before the desired value is re-written; ``reassert()`` re-checks every remembered file.
+
+Imports: standard library, agent.system.cgroup, agent.qosmanager.framework (``CgroupWrite``),
+agent.resourceexecutor.audit.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent.podmeta import PodMeta
+from agent.qosmanager.framework import CgroupWrite
+from agent.resourceexecutor.audit import AuditLog
+from agent.system.cgroup import (
+    CgroupFile,
+    CgroupUnsupportedError,
+    CgroupVersion,
+    HostPaths,
+    cgroup_text_equal,
+    cgroup_write_path,
+    convert_cgroup,
+    format_cgroup,
+)
+
+__all__ = ["ResourceExecutor", "WriteResult", "WriteStatus"]
+
+OnWrite = Callable[[str, str, float, str], None]
+"""``on_write(strategy, file, seconds, status)`` — e.g. ``koordlet_resource_update_duration_milliseconds``."""
+OnDrift = Callable[[str, str], None]
+"""``on_drift(strategy, file)`` — a value the executor had written was changed by someone else."""
+
+
+class WriteStatus(enum.Enum):
+    WRITTEN = "written"
+    DRY_RUN = "dry_run"
+    """Would have been written; audited with ``"dry_run": true``, the file is untouched."""
+    UNCHANGED = "unchanged"
+    """The file already holds the value (read-before-write)."""
+    CACHED = "cached"
+    """Cacheable write skipped: the cache holds the same value, fresher than ``force_update_seconds``."""
+    SKIPPED = "skipped"
+    """Vanished cgroup dir, missing file or a knob unsupported on this cgroup version."""
+    REFUSED = "refused"
+    """The resolved path is outside every allowed root."""
+    INVALID = "invalid"
+    """The value failed its validator / formatter (e.g. an empty cpuset)."""
+    FAILED = "failed"
+    """The kernel / OS rejected the read or write."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    write: CgroupWrite | None
+    """The action (None for ``write_file``)."""
+    status: WriteStatus
+    path: str
+    """The resolved path (the unresolved one when refused or unresolvable)."""
+    old: str | None = None
+    """The previous content, stripped (None when not read)."""
+    new: str | None = None
+    """The formatted value."""
+    reason: str = ""
+    seconds: float = 0.0
+    drift: bool = False
+    phase: str = "final"
+    """``merge`` for the loosening writes of ``apply_leveled``, else ``final``."""
+
+
+@dataclass(frozen=True)
+class _Job:
+    strategy: str
+    spec: CgroupFile[Any] | None
+    path: Path
+    text: str
+    cacheable: bool
+    write: CgroupWrite | None
+    pod: PodMeta | None
+    container_id: str | None
+    phase: str = "final"
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ResourceExecutor:
+    """See the module docstring. Thread-safe: writes are serialised."""
+
+    def __init__(
+        self,
+        paths: HostPaths,
+        version: CgroupVersion,
+        node_name: str,
+        *,
+        allowed_roots: Iterable[Path] | None = None,
+        audit: AuditLog | None = None,
+        dry_run: bool = False,
+        clock: Callable[[], datetime] = _utcnow,
+        force_update_seconds: float = 60.0,
+        cache_ttl_seconds: float = 120.0,
+        on_write: OnWrite | None = None,
+        on_drift: OnDrift | None = None,
+    ) -> None:
+        self.paths = paths
+        self.version = version
+        self.node_name = node_name
+        roots = allowed_roots if allowed_roots is not None else default_roots(paths)
+        self.allowed_roots = tuple(Path(os.path.realpath(r)) for r in roots)
+        self.audit = audit
+        self.dry_run = dry_run
+        self.clock = clock
+        self.force_update_seconds = force_update_seconds
+        self.cache_ttl_seconds = cache_ttl_seconds
+        self.on_write = on_write
+        self.on_drift = on_drift
+        self._lock = threading.RLock()
+        self._cache: dict[str, tuple[str, datetime]] = {}
+        self._last: dict[str, _Job] = {}
+
+    # ------------------------------------------------------------ public API
+
+    def apply(self, writes: Sequence[CgroupWrite]) -> list[WriteResult]:
+        """Apply ``writes`` in ``order`` (stable); one result per write."""
+        return [self._apply_one(w) for w in sorted(writes, key=lambda w: w.order)]
+
+    def apply_leveled(self, levels: Sequence[Sequence[CgroupWrite]]) -> list[WriteResult]:
+        """Leveled batch update (upstream ``LeveledUpdateBatch``); ``levels[0]`` is the top (parents).
+
+        Top-down, every write whose knob has a ``merge`` rule is first written with the loosening value
+        (cpuset union unless the new set is a subset; quota / memory.min/low/high only when the new value is
+        larger, −1 = +∞); then bottom-up every write gets its final value. Final writes to files loosened
+        here bypass the cache.
+        """
+        results: list[WriteResult] = []
+        loosened: set[str] = set()
+        for level in levels:
+            for w in level:
+                merged = self._merged_value(w)
+                if merged is not None:
+                    res = self._apply_one(replace(w, value=merged, cacheable=False), phase="merge")
+                    results.append(res)
+                    loosened.add(res.path)
+        for level in reversed(levels):
+            for w in level:
+                try:
+                    key = os.path.realpath(self._path(w))
+                except CgroupUnsupportedError:
+                    key = ""
+                results.append(self._apply_one(replace(w, cacheable=False) if key in loosened else w))
+        return results
+
+    def write_file(
+        self,
+        strategy: str,
+        path: Path,
+        text: str,
+        *,
+        cacheable: bool = False,
+        pod: PodMeta | None = None,
+        container_id: str | None = None,
+    ) -> WriteResult:
+        """Write raw ``text`` to a host file under an allowed root (e.g. resctrl ``schemata`` / ``tasks``)."""
+        return self._execute(_Job(strategy, None, path, text, cacheable, None, pod, container_id))
+
+    def reassert(self) -> list[WriteResult]:
+        """Re-check every file this executor last wrote (bypassing the cache): drift is counted and the
+        remembered value re-written; vanished files are forgotten."""
+        with self._lock:
+            jobs = list(self._last.values())
+        return [self._execute(replace(job, cacheable=False, phase="final")) for job in jobs]
+
+    def forget(self, path: Path | str) -> None:
+        """Drop the cache and drift memory of one file (e.g. a deleted cgroup)."""
+        key = os.path.realpath(path)
+        with self._lock:
+            self._cache.pop(key, None)
+            self._last.pop(key, None)
+
+    # ------------------------------------------------------------ internals
+
+    def _path(self, w: CgroupWrite) -> Path:
+        return cgroup_write_path(self.paths.cgroup_root, self.version, w.file, w.cgroup_dir)
+
+    def _apply_one(self, w: CgroupWrite, phase: str = "final") -> WriteResult:
+        job = _Job(w.strategy, w.file, Path(w.file.name), "", w.cacheable, w, w.pod, w.container_id, phase)
+        try:
+            job = replace(job, path=self._path(w))
+            job = replace(job, text=format_cgroup(w.file, self.version, w.value))
+        except CgroupUnsupportedError as exc:
+            return self._done(job, WriteStatus.SKIPPED, str(job.path), str(exc))
+        except ValueError as exc:
+            return self._done(job, WriteStatus.INVALID, str(job.path), str(exc))
+        return self._execute(job)
+
+    def _merged_value(self, w: CgroupWrite) -> Any | None:
+        if w.file.merge is None:
+            return None
+        try:
+            path = self._path(w)
+            real = self._resolve(path)
+            if real is None:
+                return None
+            old = convert_cgroup(w.file, self.version, _read(real), str(real))
+            return w.file.merge(old, w.value)
+        except (OSError, ValueError, TypeError, CgroupUnsupportedError):
+            return None  # the final phase reports why
+
+    def _resolve(self, path: Path) -> Path | None:
+        if ".." in path.parts:
+            return None
+        real = Path(os.path.realpath(path))
+        if any(real == root or real.is_relative_to(root) for root in self.allowed_roots):
+            return real
+        return None
+
+    def _equal(self, job: _Job, current: str, new: str) -> bool:
+        if job.spec is None:
+            return current.strip() == new.strip()
+        return cgroup_text_equal(job.spec, current, new)
+
+    def _execute(self, job: _Job) -> WriteResult:
+        start = time.perf_counter()
+        real = self._resolve(job.path)
+        if real is None:
+            reason = f"{job.path} resolves outside the allowed roots"
+            return self._done(job, WriteStatus.REFUSED, str(job.path), reason, start)
+        key = str(real)
+        with self._lock:
+            now = self.clock()
+            self._expire(now)
+            entry = self._cache.get(key)
+            if (
+                job.cacheable
+                and entry is not None
+                and self._equal(job, entry[0], job.text)
+                and (now - entry[1]).total_seconds() < self.force_update_seconds
+            ):
+                return self._done(job, WriteStatus.CACHED, key, "", start)
+            try:
+                current = _read(real)
+            except OSError as exc:
+                return self._os_error(job, key, exc, start)
+            old = current.strip()
+            last = self._last.get(key)
+            drift = last is not None and not self._equal(last, current, last.text)
+            if drift and self.on_drift is not None:
+                self.on_drift(job.strategy, job.path.name)
+            if self._equal(job, current, job.text):
+                self._remember(job, key, now)
+                return self._done(job, WriteStatus.UNCHANGED, key, "", start, old, drift)
+            if self.dry_run:
+                self._audit(job, key, old, now, dry_run=True)
+                return self._done(job, WriteStatus.DRY_RUN, key, "", start, old, drift)
+            try:
+                _write(real, job.text)
+            except OSError as exc:
+                return self._os_error(job, key, exc, start, old, drift)
+            self._remember(job, key, now)
+            self._audit(job, key, old, now, dry_run=False)
+            return self._done(job, WriteStatus.WRITTEN, key, "", start, old, drift)
+
+    def _os_error(
+        self, job: _Job, key: str, exc: OSError, start: float, old: str | None = None, drift: bool = False
+    ) -> WriteResult:
+        vanished = exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENODEV)
+        if vanished:
+            self._cache.pop(key, None)
+            self._last.pop(key, None)
+        status = WriteStatus.SKIPPED if vanished else WriteStatus.FAILED
+        reason = f"{'vanished: ' if vanished else ''}{exc.strerror or exc}"
+        return self._done(job, status, key, reason, start, old, drift)
+
+    def _remember(self, job: _Job, key: str, now: datetime) -> None:
+        self._last[key] = job  # a merge-phase value too: the final phase must not see it as drift
+        if job.cacheable:
+            self._cache[key] = (job.text, now)
+        else:
+            self._cache.pop(key, None)
+
+    def _expire(self, now: datetime) -> None:
+        stale = [
+            k for k, (_, t) in self._cache.items() if (now - t).total_seconds() >= self.cache_ttl_seconds
+        ]
+        for k in stale:
+            del self._cache[k]
+
+    def _audit(self, job: _Job, key: str, old: str, now: datetime, *, dry_run: bool) -> None:
+        if self.audit is None:
+            return
+        pod = job.pod
+        self.audit.write(
+            {
+                "time": now.isoformat(),
+                "node": self.node_name,
+                "pod": pod.name if pod is not None else None,
+                "namespace": pod.namespace if pod is not None else None,
+                "container": job.container_id,
+                "strategy": job.strategy,
+                "file": key,
+                "old": old,
+                "new": job.text,
+                "dry_run": dry_run,
+            }
+        )
+
+    def _done(
+        self,
+        job: _Job,
+        status: WriteStatus,
+        path: str,
+        reason: str = "",
+        start: float | None = None,
+        old: str | None = None,
+        drift: bool = False,
+    ) -> WriteResult:
+        seconds = time.perf_counter() - start if start is not None else 0.0
+        if self.on_write is not None:
+            self.on_write(job.strategy, job.path.name, seconds, status.value)
+        return WriteResult(job.write, status, path, old, job.text or None, reason, seconds, drift, job.phase)
+
+
+def default_roots(paths: HostPaths) -> tuple[Path, ...]:
+    """The cgroup root and the resctrl root (``<sys>/fs/resctrl``)."""
+    return (paths.cgroup_root, paths.sys / "fs" / "resctrl")
+
+
+def _read(path: Path) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "r", encoding="ascii", errors="replace") as f:
+        return f.read()
+
+
+def _write(path: Path, text: str) -> None:
+    """One ``write(2)`` without creating the file (a vanished cgroup must not become a regular file)."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
