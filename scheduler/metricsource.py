@@ -13,6 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -85,12 +86,14 @@ class HubWatcher:
         backoff_initial: float = 0.5,
         backoff_max: float = 10.0,
         metadata: tuple[tuple[str, str], ...] = (),
+        token_file: Path | None = None,
     ) -> None:
         self.target = target
         self.merger = merger
         self._channel_factory = channel_factory
         self._backoff = (backoff_initial, backoff_max)
-        self._metadata = metadata
+        self._static_metadata = metadata
+        self._token_file = token_file  # bearer token, re-read on every call (rotation)
         self.synced = threading.Event()
         self.relists = 0
         self._call: Any = None  # the open Watch call (grpc is untyped)
@@ -102,13 +105,20 @@ class HubWatcher:
                 with self._channel_factory(self.target) as channel:
                     self._follow(pb_grpc.MetricHubStub(channel), stop)
                 delay = self._backoff[0]
-            except grpc.RpcError as e:
-                code = e.code() if hasattr(e, "code") else None
+            except (grpc.RpcError, OSError) as e:
+                code = e.code() if hasattr(e, "code") else e
                 if stop.is_set() or code == grpc.StatusCode.CANCELLED:
                     continue
                 log.warning("metric hub %s: %s; retrying in %.1fs", self.target, code, delay)
                 stop.wait(delay)
                 delay = min(delay * 2, self._backoff[1])
+
+    @property
+    def _metadata(self) -> tuple[tuple[str, str], ...]:
+        if self._token_file is None:
+            return self._static_metadata
+        token = self._token_file.read_text().strip()
+        return (*self._static_metadata, ("authorization", f"Bearer {token}"))
 
     def stop(self) -> None:
         """Cancels the open Watch so run() notices its stop event promptly."""

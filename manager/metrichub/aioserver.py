@@ -1,0 +1,244 @@
+"""MetricHub on grpc.aio: the same RPCs and checks as manager.metrichub.server, served by one asyncio
+event loop in a background thread. Python's threaded gRPC server pays several GIL hand-offs per
+streamed message (poller thread → handler thread → watcher threads); here a report is parsed, checked,
+stored and fanned out to every watcher within the loop, and watchers wake once per loop turn.
+
+Blocking work runs in a small thread pool: token authentication and the pod lookup (once per RPC, not
+per report) and List (it may build thousands of items). Reports for another node end the stream with
+PERMISSION_DENIED; missing/invalid tokens give UNAUTHENTICATED (see manager.metrichub.server).
+
+Imports: asyncio, grpc, proto.koord.v1, manager.metrichub (auth, store, server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent import futures
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+import grpc.aio
+
+from manager.metrichub.auth import Authenticator, Authorizer, AuthUnavailableError, DeniedError, Identity
+from manager.metrichub.server import SERVICE, Received, _parse_report, _passthrough, _warn_insecure
+from manager.metrichub.store import HubStore, RevisionTooOldError
+from proto.koord.v1 import metrichub_pb2 as pb
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+async def _abort(context: Any, code: grpc.StatusCode, details: str) -> NoReturn:
+    await context.abort(code, details)
+    raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
+
+
+class AsyncHub:
+    """The RPC behaviours on the event loop `loop`."""
+
+    def __init__(
+        self,
+        store: HubStore,
+        loop: asyncio.AbstractEventLoop,
+        authenticator: Authenticator | None,
+        authorizer: Authorizer,
+        pool: futures.Executor,
+    ) -> None:
+        self.store = store
+        self.loop = loop
+        self.authenticator = authenticator
+        self.authorizer = authorizer
+        self._pool = pool
+        self._changed = asyncio.Event()
+        self._wake_pending = False
+        self._loop_thread = threading.get_ident()
+        store.add_listener(self._on_change)
+
+    # --- change notification: one wake-up per loop turn, whatever the number of changes ---------
+    def _on_change(self) -> None:
+        if threading.get_ident() == self._loop_thread:
+            if not self._wake_pending:
+                self._wake_pending = True
+                self.loop.call_soon(self._wake)
+        else:
+            self.loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        self._wake_pending = False
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self.loop.run_in_executor(self._pool, fn, *args)
+
+    # --- authentication and authorization -------------------------------------------------------
+    async def _identity(self, context: Any) -> Identity:
+        assert self.authenticator is not None
+        token = ""
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization":
+                scheme, _, rest = str(value).partition(" ")
+                if scheme.lower() == "bearer":
+                    token = rest.strip()
+                break
+        if not token:
+            await _abort(context, grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
+        try:
+            ident = await self._blocking(self.authenticator.authenticate, token)
+        except AuthUnavailableError as e:
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, f"cannot authenticate now: {e}")
+        if ident is None:
+            await _abort(context, grpc.StatusCode.UNAUTHENTICATED, "invalid bearer token")
+        return ident
+
+    async def _reader(self, context: Any) -> None:
+        if self.authenticator is None:
+            return
+        ident = await self._identity(context)
+        try:
+            self.authorizer.reader(ident)
+        except DeniedError as e:
+            await _abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
+
+    async def _reporter(self, context: Any) -> tuple[Identity, str] | None:
+        if self.authenticator is None:
+            return None
+        ident = await self._identity(context)
+        try:
+            return ident, await self._blocking(self.authorizer.node_of, ident)
+        except DeniedError as e:
+            log.info("MetricHub: Report refused: %s", e)
+            await _abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
+        except AuthUnavailableError as e:
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, f"cannot authorise now: {e}")
+
+    # --- RPCs -----------------------------------------------------------------------------------
+    async def report(self, requests: AsyncIterator[Received], context: Any) -> pb.ReportAck:
+        bound = await self._reporter(context)
+        accepted = 0
+        last = 0
+        async for got in requests:
+            if bound is not None and got.report.node_name != bound[1]:
+                msg = (
+                    f"{bound[0].user!r} is bound to node {bound[1]!r} and may not report for node "
+                    f"{got.report.node_name!r}"
+                )
+                log.warning("MetricHub: Report refused: %s", msg)
+                await _abort(context, grpc.StatusCode.PERMISSION_DENIED, msg)
+            try:
+                last = self.store.put(got.report, raw=got.raw)
+            except ValueError as e:
+                await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"report {accepted + 1}: {e}")
+            accepted += 1
+        return pb.ReportAck(accepted=accepted, last_revision=last)
+
+    async def list(self, request: pb.ListRequest, context: Any) -> pb.ListResponse:
+        await self._reader(context)
+        return await self._blocking(
+            self.store.list, request.node_name if request.HasField("node_name") else None
+        )
+
+    async def watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[bytes]:
+        await self._reader(context)
+        node = request.node_name if request.HasField("node_name") else None
+        try:
+            changes, cursor = self.store.start(request.since_revision, node)
+            while True:
+                for change in changes:
+                    yield change.data
+                changed = self._changed
+                changes, cursor = self.store.tail(cursor, node)
+                if not changes:
+                    await changed.wait()
+        except RevisionTooOldError as e:
+            await _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(
+            SERVICE,
+            {
+                "Report": grpc.stream_unary_rpc_method_handler(
+                    self.report, _parse_report, pb.ReportAck.SerializeToString
+                ),
+                "List": grpc.unary_unary_rpc_method_handler(
+                    self.list, pb.ListRequest.FromString, pb.ListResponse.SerializeToString
+                ),
+                "Watch": grpc.unary_stream_rpc_method_handler(
+                    self.watch, pb.WatchRequest.FromString, _passthrough
+                ),
+            },
+        )
+
+
+class HubServer:
+    """A grpc.aio server running in its own thread, stopped like a grpc.Server."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, server: Any, thread: threading.Thread) -> None:
+        self._loop = loop
+        self._server = server
+        self._thread = thread
+
+    def stop(self, grace: float | None) -> threading.Event:
+        """Stops the server (cancelling open RPCs after `grace` seconds); the event is set when done."""
+        done = threading.Event()
+        if self._loop.is_closed() or not self._loop.is_running():
+            done.set()
+            return done
+        fut = asyncio.run_coroutine_threadsafe(self._server.stop(grace), self._loop)
+
+        def finished(_: object) -> None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            done.set()
+
+        fut.add_done_callback(finished)
+        return done
+
+    def wait_for_termination(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def serve_aio(
+    store: HubStore,
+    address: str = "127.0.0.1:0",
+    *,
+    authenticator: Authenticator | None = None,
+    authorizer: Authorizer | None = None,
+    blocking_workers: int = 8,
+) -> tuple[HubServer, int]:
+    """Starts the MetricHub on grpc.aio in a background thread; returns the server and the bound port."""
+    if authenticator is None:
+        _warn_insecure(address)
+    loop = asyncio.new_event_loop()
+    pool = futures.ThreadPoolExecutor(max_workers=blocking_workers, thread_name_prefix="metrichub-auth")
+    started: futures.Future[tuple[Any, int]] = futures.Future()
+
+    async def start() -> tuple[Any, int]:
+        hub = AsyncHub(store, loop, authenticator, authorizer or Authorizer(), pool)
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((hub.handler(),))
+        port = server.add_insecure_port(address)
+        if port == 0:
+            raise OSError(f"MetricHub: cannot bind {address}")
+        await server.start()
+        return server, port
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            started.set_result(loop.run_until_complete(start()))
+        except BaseException as e:
+            started.set_exception(e)
+            loop.close()
+            return
+        loop.run_forever()
+        loop.close()
+        pool.shutdown(wait=False)
+
+    thread = threading.Thread(target=run, name="metrichub-aio", daemon=True)
+    thread.start()
+    server, port = started.result()
+    return HubServer(loop, server, thread), port
