@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import secrets
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -29,6 +33,15 @@ from apis.convert import report_to_nodemetric_dict
 from apis.version import koord_version
 from kube.httpserver import ProbeServer
 from manager.controllers.setup import SLOControllers, add_config_flags, build_slo_controllers
+from manager.metrichub.auth import (
+    DEFAULT_READER_USERS,
+    Authenticator,
+    Authorizer,
+    ChainAuthenticator,
+    FixedTokenAuthenticator,
+    Identity,
+    StaticTokenAuthenticator,
+)
 from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
 
@@ -66,8 +79,43 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="manage only nodes whose names start with this (sharding a cluster between managers; tests)",
     )
+    p.add_argument(
+        "--hub-auth",
+        choices=["tokenreview", "static", "none"],
+        default="tokenreview",
+        help="how MetricHub callers are authenticated: ServiceAccount tokens via TokenReview (default), "
+        "a static token file (--hub-token-auth-file; local mode), or none (loopback testing only)",
+    )
+    p.add_argument("--hub-token-auth-file", help="static tokens: lines 'token,user[,group1|group2]'")
     add_config_flags(p)
     return p
+
+
+EMBEDDED_SCHEDULER_USER = "system:koord-manager:embedded-scheduler"
+
+
+def _hub_auth(
+    args: argparse.Namespace, internal_token: str
+) -> tuple[Authenticator | None, Authorizer | None]:
+    """The hub's authenticator and authorizer from the flags. The embedded scheduler always gets in with
+    a random per-process token (it reads the hub over loopback like any other scheduler)."""
+    if args.hub_auth == "none":
+        return None, None
+    internal = FixedTokenAuthenticator({internal_token: Identity(EMBEDDED_SCHEDULER_USER)})
+    readers = {*DEFAULT_READER_USERS, EMBEDDED_SCHEDULER_USER}
+    if args.hub_auth == "static":
+        if not args.hub_token_auth_file:
+            raise ValueError("--hub-auth=static needs --hub-token-auth-file")
+        return ChainAuthenticator(
+            internal, StaticTokenAuthenticator(Path(args.hub_token_auth_file))
+        ), Authorizer(reader_users=readers)
+    from kube.client import api_client
+    from manager.metrichub.kubeauth import pod_node_lookup, tokenreview_authenticator
+
+    api = api_client(args.kubeconfig)
+    return ChainAuthenticator(internal, tokenreview_authenticator(api)), Authorizer(
+        reader_users=readers, pod_node=pod_node_lookup(api)
+    )
 
 
 def parse_controllers(text: str) -> set[str]:
@@ -122,7 +170,7 @@ def _start_controllers(
 
 
 def _start_scheduler(
-    args: argparse.Namespace, hub_port: int, stop: threading.Event, leading: threading.Event
+    args: argparse.Namespace, hub_port: int, stop: threading.Event, leading: threading.Event, token_file: Path
 ) -> Any:
     from kube.client import api_client
     from scheduler.config import load_profile
@@ -131,7 +179,7 @@ def _start_scheduler(
 
     profile = load_profile(args.scheduler_config, KNOWN)
     api = api_client(args.kubeconfig, qps=500, burst=1000, connections=48)
-    service = SchedulerService(api, profile, hub_addr=f"127.0.0.1:{hub_port}")
+    service = SchedulerService(api, profile, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file)
     service.start(stop)
     threading.Thread(target=service.run, args=(stop, leading.is_set), name="scheduler", daemon=True).start()
     return service
@@ -176,10 +224,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"koord-manager: {e}", file=sys.stderr)
         return 2
     store = HubStore()
+    internal_token = secrets.token_urlsafe(32)
+    token_dir = tempfile.mkdtemp(prefix="koord-manager-")
+    token_file = Path(token_dir) / "hub-token"
+    token_file.write_text(internal_token)
+    token_file.chmod(0o600)
     try:
-        server, port = serve(store, args.hub_addr)
+        authenticator, authorizer = _hub_auth(args, internal_token)
+    except (ValueError, RuntimeError, OSError) as e:  # KubeConfigError is a RuntimeError
+        print(f"koord-manager: --hub-auth={args.hub_auth}: {e}", file=sys.stderr)
+        shutil.rmtree(token_dir, ignore_errors=True)
+        return 1
+    try:
+        server, port = serve(store, args.hub_addr, authenticator=authenticator, authorizer=authorizer)
     except (OSError, RuntimeError) as e:
         print(f"koord-manager: --hub-addr={args.hub_addr}: {e}", file=sys.stderr)
+        shutil.rmtree(token_dir, ignore_errors=True)
         return 1
     print(f"koord-manager {koord_version()}: MetricHub listening on port {port}", flush=True)
 
@@ -221,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 started_leading()
             if args.enable_scheduler:
-                service = _start_scheduler(args, port, stop, leading)
+                service = _start_scheduler(args, port, stop, leading, token_file)
                 print("koord-manager: embedded koord-scheduler started", flush=True)
         except (KubeConfigError, ConfigError, TimeoutError, ValueError, OSError) as e:
             print(f"koord-manager: {e}", file=sys.stderr)
@@ -240,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     if elector_thread is not None:
         elector_thread.join(timeout=15)
     server.stop(grace=5).wait()
+    shutil.rmtree(token_dir, ignore_errors=True)
     return 0
 
 

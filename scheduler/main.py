@@ -18,6 +18,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -36,13 +37,14 @@ from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, build_framework
 from scheduler.scheduler import Scheduler, freeze_heap
 
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 log = logging.getLogger("koord-scheduler")
 
 
 class SchedulerService:
     def __init__(
         self, api: Any, profile: Profile, *, hub_addr: str | None = None,
-        registry: CollectorRegistry | None = None, bind_workers: int = 16,
+        registry: CollectorRegistry | None = None, bind_workers: int = 16, hub_token_file: Path | None = None,
     ) -> None:  # fmt: skip
         self.api = api
         self.metrics = SchedulerMetrics(registry or CollectorRegistry(), profile.scheduler_name)
@@ -53,7 +55,7 @@ class SchedulerService:
             bind_workers=bind_workers, on_unschedulable=self.reporter, on_decision=self.metrics.on_decision,
         )  # fmt: skip
         self.router = EventRouter(self.scheduler, profile.scheduler_name)
-        self.hub = HubWatcher(hub_addr, self.router.merger) if hub_addr else None
+        self.hub = HubWatcher(hub_addr, self.router.merger, token_file=hub_token_file) if hub_addr else None
         self._threads: list[threading.Thread] = []
 
     def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
@@ -99,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hub-addr", help="MetricHub gRPC address (host:port); NodeMetric CRs are always watched too"
     )
+    p.add_argument(
+        "--hub-token-file",
+        default=None,
+        help="bearer token for the MetricHub (default: the pod's ServiceAccount token when mounted)",
+    )
     p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--leader-elect-resource-namespace", default=DEFAULT_CONFIG_NAMESPACE)
     p.add_argument("--leader-elect-resource-name", default="koord-scheduler")
@@ -136,8 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     registry = CollectorRegistry()
     if args.metrics_port:
         start_http_server(args.metrics_port, registry=registry)
+    token = Path(args.hub_token_file) if args.hub_token_file else None
+    if token is None and SERVICE_ACCOUNT_TOKEN.exists():
+        token = SERVICE_ACCOUNT_TOKEN
     service = SchedulerService(api, profile, hub_addr=args.hub_addr, registry=registry,
-                               bind_workers=args.bind_workers)  # fmt: skip
+                               bind_workers=args.bind_workers, hub_token_file=token)  # fmt: skip
     service.start(stop)
     log.info("koord-scheduler %s: informers synced; profile %s", koord_version(), profile.scheduler_name)
     if not args.leader_elect:

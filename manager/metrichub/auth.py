@@ -233,6 +233,30 @@ class StaticTokenAuthenticator:
         return self._tokens.get(_digest(token))
 
 
+class FixedTokenAuthenticator:
+    """Tokens known at start (e.g. the random token koord-manager gives its embedded scheduler)."""
+
+    def __init__(self, tokens: Mapping[str, Identity]) -> None:
+        self._tokens = {_digest(t): ident for t, ident in tokens.items()}
+
+    def authenticate(self, token: str) -> Identity | None:
+        return self._tokens.get(_digest(token))
+
+
+class ChainAuthenticator:
+    """The first authenticator that knows the token wins; None when none does."""
+
+    def __init__(self, *authenticators: Authenticator) -> None:
+        self._chain = authenticators
+
+    def authenticate(self, token: str) -> Identity | None:
+        for auth in self._chain:
+            ident = auth.authenticate(token)
+            if ident is not None:
+                return ident
+        return None
+
+
 def _in(ident: Identity, users: frozenset[str], groups: frozenset[str]) -> bool:
     return ident.user in users or not groups.isdisjoint(ident.groups)
 

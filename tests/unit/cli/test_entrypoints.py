@@ -59,7 +59,7 @@ def test_koord_manager_serves_the_hub_until_sigterm() -> None:
     [port] = free_ports(1)
     proc = subprocess.Popen(
         [sys.executable, "-m", "manager.main", f"--hub-addr=127.0.0.1:{port}", "--no-enable-scheduler",
-         "--no-enable-leader-election", "--controllers=", "--metrics-addr=127.0.0.1:0",
+         "--no-enable-leader-election", "--controllers=", "--hub-auth=none", "--metrics-addr=127.0.0.1:0",
          "--health-probe-addr=127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -80,7 +80,14 @@ def test_koord_manager_serves_the_hub_until_sigterm() -> None:
 
 
 def test_koord_manager_rejects_a_bad_hub_address() -> None:
-    argv = [sys.executable, "-m", "manager.main", "--hub-addr=256.1.1.1:x", "--no-enable-scheduler"]
+    argv = [
+        sys.executable,
+        "-m",
+        "manager.main",
+        "--hub-addr=256.1.1.1:x",
+        "--no-enable-scheduler",
+        "--hub-auth=none",
+    ]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert out.returncode == 1
     assert "--hub-addr=256.1.1.1:x" in out.stderr
