@@ -3,6 +3,8 @@
 It builds the informers of the states informer (this node's pods, the Node, its NodeSLO and NodeMetric,
 each narrowed by a field selector so the agent never lists the cluster) and writes the NodeMetric status
 through the status subresource, guarded by upstream's client-side limit of 0.1 QPS with a burst of 2.
+For the evictor it discovers the Eviction API version, posts ``pods/<name>/eviction`` (UID precondition)
+and creates Events.
 Errors are translated at this boundary into ``GatewayError`` with the object named.
 
 It speaks through ``kube.rest.KubeRest`` (not the full kubernetes client, which alone would cost a third
@@ -123,3 +125,51 @@ class KubeGateway:
             ) from e
         except (HTTPError, OSError) as e:
             raise GatewayError(f"nodemetrics/{self.node_name}: status update failed: {e}") from e
+
+    # -- eviction and events (SPEC §7.5 "How a pod is evicted", D2) ---------------------------------
+    def eviction_api_version(self) -> str:
+        """``policy/v1`` when the server serves it (GET /apis/policy/v1), else ``policy/v1beta1``."""
+        try:
+            self.rest.request("GET", "/apis/policy/v1", timeout=REQUEST_TIMEOUT_SECONDS)
+        except RestError as e:
+            if e.status == 404:
+                return "policy/v1beta1"
+            raise GatewayError(f"discovery /apis/policy/v1 failed: {e.status} {e.reason}", e.status) from e
+        except (HTTPError, OSError) as e:
+            raise GatewayError(f"discovery /apis/policy/v1 failed: {e}") from e
+        return "policy/v1"
+
+    def evict_pod(self, namespace: str, name: str, uid: str, api_version: str) -> None:
+        """POST ``pods/<name>/eviction`` with a UID precondition and the default grace period. Raises
+        ``GatewayError`` carrying the HTTP status (429: a PodDisruptionBudget or rate limit refused it;
+        404: the pod is gone; 409: the UID precondition failed)."""
+        body = {
+            "apiVersion": api_version,
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+        try:
+            self.rest.request("POST", path, body, timeout=REQUEST_TIMEOUT_SECONDS)
+        except RestError as e:
+            message = e.body.get("message") if isinstance(e.body, dict) else None
+            raise GatewayError(
+                f"pods/{namespace}/{name}: eviction failed: {e.status} {e.reason}"
+                + (f": {message}" if message else ""),
+                e.status,
+            ) from e
+        except (HTTPError, OSError) as e:
+            raise GatewayError(f"pods/{namespace}/{name}: eviction failed: {e}") from e
+
+    def create_event(self, event: Mapping[str, Any]) -> None:
+        """POST a core/v1 Event into its ``metadata.namespace``."""
+        namespace = str((event.get("metadata") or {}).get("namespace") or "default")
+        try:
+            self.rest.request(
+                "POST", f"/api/v1/namespaces/{namespace}/events", dict(event), timeout=REQUEST_TIMEOUT_SECONDS
+            )
+        except RestError as e:
+            raise GatewayError(f"events/{namespace}: create failed: {e.status} {e.reason}", e.status) from e
+        except (HTTPError, OSError) as e:
+            raise GatewayError(f"events/{namespace}: create failed: {e}") from e

@@ -20,6 +20,10 @@ from typing import Any
 KINDS: dict[str, tuple[str, str]] = {
     "LoadAwareScheduling": ("scheduler.plugins.loadaware.simulate", "simulate"),
     "BatchResource": ("manager.noderesource.simulate", "simulate"),
+    "CPUSuppress": ("agent.qosmanager.simulate", "simulate_cpu_suppress"),
+    "CPUBurst": ("agent.qosmanager.simulate", "simulate_cpu_burst"),
+    "MemoryEvict": ("agent.qosmanager.simulate_evict", "simulate_memory"),
+    "CPUEvict": ("agent.qosmanager.simulate_evict", "simulate_cpu"),
 }
 
 

@@ -1,0 +1,231 @@
+"""CPU-suppress helpers (SPEC §7.2): the node/pod annotations that shape the BE cpuset (reservation,
+exclusive SYSTEM-QoS cpuset, pod ``resource-status`` cpusets, the kubelet CPU-manager policy), Go-style
+cpuset strings, and the BE cpuset selection (``calculateBESuppressCPUSetPolicy``). Pure, no I/O.
+
+Imports: standard library, apis.*, agent.system.nodeinfo.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from agent.system.nodeinfo import CpuInfo
+from apis import constants as c
+from apis.qos import QoSClass, qos_class_raw
+from apis.quantity import Quantity
+
+__all__ = [
+    "annotation_json",
+    "annotation_reserved_milli",
+    "cpu_manager_policy",
+    "format_cpuset",
+    "lse_cpus",
+    "parse_cpuset_go",
+    "pod_cpuset",
+    "pod_has_cpu_allocation",
+    "reserved_cpus",
+    "select_be_cpuset",
+    "system_exclusive_cpus",
+]
+
+MAX_CPU_ID: Final = 4096
+_GO_ATOI: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def parse_cpuset_go(text: str) -> frozenset[int]:
+    """Kubernetes ``cpuset.Parse``: ``""`` is empty, ``A-B`` with ``A > B`` is empty, ids above 4096 and
+    malformed elements raise ``ValueError`` (Appendix B 16)."""
+    if text == "":
+        return frozenset()
+    cpus: set[int] = set()
+    for element in text.split(","):
+        bounds = element.split("-", 1)
+        nums: list[int] = []
+        for b in bounds:
+            if not _GO_ATOI.fullmatch(b) or not 0 <= int(b) <= MAX_CPU_ID:
+                raise ValueError(f"invalid cpuset {text!r}: bad element {element!r}")
+            nums.append(int(b))
+        cpus.update(range(nums[0], nums[-1] + 1))
+    return frozenset(cpus)
+
+
+def format_cpuset(cpus: Iterable[int]) -> str:
+    """Canonical cpuset string with ranges, e.g. ``0-3,8,10-11`` (``""`` when empty)."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    meta = (obj or {}).get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return ann if isinstance(ann, Mapping) else {}
+
+
+def annotation_json(obj: Mapping[str, Any] | None, key: str) -> Mapping[str, Any] | None:
+    """The annotation ``key`` of ``obj`` decoded as a JSON object; None when absent or unparsable."""
+    text = _annotations(obj).get(key)
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _field(obj: Mapping[str, Any], name: str) -> Any:
+    """Go JSON field lookup: exact name first, then case-insensitive."""
+    if name in obj:
+        return obj[name]
+    folded = name.lower()
+    for k, v in obj.items():
+        if isinstance(k, str) and k.lower() == folded:
+            return v
+    return None
+
+
+def reserved_cpus(node: Mapping[str, Any] | None) -> frozenset[int]:
+    """``reservedCPUs`` of ``node.koordinator.sh/reservation`` (unparsable → empty)."""
+    res = annotation_json(node, c.ANNOTATION_NODE_RESERVATION)
+    text = _field(res, "reservedCPUs") if res is not None else None
+    if not isinstance(text, str):
+        return frozenset()
+    try:
+        return parse_cpuset_go(text)
+    except ValueError:
+        return frozenset()
+
+
+def annotation_reserved_milli(node: Mapping[str, Any] | None) -> int:
+    """The reservation annotation's cpu in milli-cores; ``reservedCPUs`` replaces ``resources.cpu`` by its
+    CPU count; an undecodable annotation, quantity or cpuset means no reservation (Appendix B 16)."""
+    res = annotation_json(node, c.ANNOTATION_NODE_RESERVATION)
+    if res is None:
+        return 0
+    resources = _field(res, "resources")
+    cpus = _field(res, "reservedCPUs")
+    if (resources is not None and not isinstance(resources, Mapping)) or (
+        cpus is not None and not isinstance(cpus, str)
+    ):
+        return 0
+    try:
+        if cpus:
+            return len(parse_cpuset_go(cpus)) * 1000
+        value = _field(resources, "cpu") if resources is not None else None
+        if value is None:
+            return 0
+        return Quantity.from_json(value).milli_value()
+    except (ValueError, TypeError):
+        return 0
+
+
+def system_exclusive_cpus(node: Mapping[str, Any] | None) -> frozenset[int]:
+    """The ``cpuset`` of ``node.koordinator.sh/system-qos-resource`` when exclusive (``cpusetExclusive``
+    unset counts as true, as upstream ``IsCPUSetExclusive``); unparsable → empty."""
+    res = annotation_json(node, c.ANNOTATION_NODE_SYSTEM_QOS_RESOURCE)
+    if res is None:
+        return frozenset()
+    exclusive = _field(res, "cpusetExclusive")
+    text = _field(res, "cpuset")
+    if exclusive is False or not isinstance(text, str):
+        return frozenset()
+    try:
+        return parse_cpuset_go(text)
+    except ValueError:
+        return frozenset()
+
+
+def pod_cpuset(pod: Mapping[str, Any]) -> frozenset[int]:
+    """The ``cpuset`` of the pod's ``scheduling.koordinator.sh/resource-status`` (unparsable → empty)."""
+    status = annotation_json(pod, c.ANNOTATION_RESOURCE_STATUS)
+    text = _field(status, "cpuset") if status is not None else None
+    if not isinstance(text, str):
+        return frozenset()
+    try:
+        return parse_cpuset_go(text)
+    except ValueError:
+        return frozenset()
+
+
+def pod_has_cpu_allocation(pod: Mapping[str, Any]) -> bool:
+    """The resource-status annotation carries a cpuset or NUMA allocation."""
+    status = annotation_json(pod, c.ANNOTATION_RESOURCE_STATUS)
+    if status is None:
+        return False
+    return bool(pod_cpuset(pod)) or bool(_field(status, "numaNodeResources"))
+
+
+def cpu_manager_policy(nrt_or_node: Mapping[str, Any] | None) -> str:
+    """``policy`` of the ``kubelet.koordinator.sh/cpu-manager-policy`` annotation (absent → ``none``)."""
+    value = annotation_json(nrt_or_node, c.ANNOTATION_KUBELET_CPU_MANAGER_POLICY)
+    policy = _field(value, "policy") if value is not None else None
+    return policy if isinstance(policy, str) and policy else "none"
+
+
+def lse_cpus(pods: Iterable[Mapping[str, Any]]) -> frozenset[int]:
+    """CPUs in the resource-status cpusets of pods whose raw QoS label is LSE."""
+    out: set[int] = set()
+    for pod in pods:
+        if qos_class_raw(pod) is QoSClass.LSE:
+            out |= pod_cpuset(pod)
+    return frozenset(out)
+
+
+def select_be_cpuset(cpus: int, processors: Sequence[CpuInfo]) -> list[int]:
+    """``calculateBESuppressCPUSetPolicy``: ``cpus`` CPUs out of ``processors`` in pick order, hyper-thread
+    pairs first, spread over (NUMA node, socket) buckets; ``[]`` when the pool has fewer than ``cpus``."""
+    pool = len(processors)
+    if pool < cpus:
+        return []
+    buckets_by_key: dict[int, list[CpuInfo]] = {}
+    for p in processors:
+        buckets_by_key.setdefault((p.numa_node + pool) * (p.socket + 1), []).append(p)
+    buckets = [sorted(b, key=lambda p: (p.core, p.cpu)) for b in buckets_by_key.values()]
+    buckets.sort(key=lambda b: (-len(b), b[0].cpu))
+    picked: list[int] = []
+    used: set[int] = set()
+    need = cpus
+    i = 0
+    pre = -1
+    if buckets:
+        while need > 1:
+            if i == 0:
+                if pre == need:
+                    break
+                pre = need
+            bucket = buckets[i]
+            for j in range(len(bucket) - 1):
+                if bucket[j].cpu in used:
+                    continue
+                if bucket[j].core == bucket[j + 1].core:
+                    picked += [bucket[j].cpu, bucket[j + 1].cpu]
+                    used.update((bucket[j].cpu, bucket[j + 1].cpu))
+                    need -= 2
+                    break
+            i = (i + 1) % len(buckets)
+    pre = -1
+    start = i
+    while need > 0 and buckets:
+        if i == start:
+            if pre == need:
+                break
+            pre = need
+        for p in buckets[i]:
+            if p.cpu not in used:
+                picked.append(p.cpu)
+                used.add(p.cpu)
+                need -= 1
+                break
+        i = (i + 1) % len(buckets)
+    return picked

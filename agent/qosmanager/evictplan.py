@@ -1,0 +1,246 @@
+"""Shared pieces of the memory and CPU evictors (SPEC §7.4, §7.5): the eviction-policy annotation, the
+candidate filters and sort keys common to the generic evictors, Go's integer rules, and the execution of
+one round, ``plan_evictions`` (upstream ``KillAndEvictPods``): tasks run in order, a task whose target is
+already covered is skipped, each pod's amount is credited per target type as the max over every task's
+per-pod function, and a pod already evicted (the evictor's 2-minute cache) counts as pending release.
+
+Also the NodeSLO switch (``threshold_strategy``) and the conversion of picks into ``Evict`` actions with
+the cool-down state (``to_decision``, D2 guard). Pure, no I/O.
+Imports: standard library, apis.{constants,nodeslo,pod,qos,quantity}, agent.podmeta,
+agent.qosmanager.framework.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from agent.podmeta import PodMeta
+from agent.qosmanager.framework import Decision, Evict, Snapshot
+from apis import constants as c
+from apis.nodeslo import ResourceThresholdStrategy
+from apis.pod import (
+    PHASE_PENDING,
+    PHASE_RUNNING,
+    container_requests,
+    containers,
+    init_containers,
+    is_restartable_init_container,
+    phase,
+    pod_annotations,
+    pod_labels,
+)
+from apis.qos import QoSClass, qos_class_raw
+from apis.quantity import Quantity
+
+__all__ = [
+    "TARGET_REQUEST",
+    "TARGET_USED",
+    "EvictPick",
+    "EvictState",
+    "EvictTask",
+    "cool_down_active",
+    "eviction_allowed",
+    "go_div",
+    "is_be",
+    "plan_evictions",
+    "sort_pods",
+    "threshold_strategy",
+    "tier_request",
+    "to_decision",
+]
+
+TARGET_USED: Final = "podUsed"
+TARGET_REQUEST: Final = "podResourceRequest"
+EVICT_REASON: Final = "evicted"
+"""Upstream's reason string for every koordlet eviction (metric label, Event message)."""
+
+Amounts = Mapping[str, int]
+AmountFn = Callable[[PodMeta], Amounts]
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's int64 division: truncates toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def is_be(pod: PodMeta) -> bool:
+    """The raw ``koordinator.sh/qosClass`` label is exactly ``BE`` (the BE evictors' selector, D2)."""
+    return qos_class_raw(pod.pod) is QoSClass.BE
+
+
+def eviction_allowed(pod: Mapping[str, Any], gate: str) -> bool:
+    """``koordinator.sh/eviction-policy``: absent → allowed; a JSON array of gate names → allowed iff it
+    lists ``gate``; unparsable → disallowed."""
+    raw = pod_annotations(pod).get(c.ANNOTATION_EVICTION_POLICY)
+    if raw is None:
+        return True
+    try:
+        names = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return False
+    if names is None:
+        return True  # JSON null unmarshals into a nil slice: no restriction
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        return False
+    return gate in names
+
+
+def running_or_pending(pod: Mapping[str, Any]) -> bool:
+    return phase(pod) in (PHASE_RUNNING, PHASE_PENDING)
+
+
+def eviction_enabled(pod: Mapping[str, Any]) -> bool:
+    return pod_labels(pod).get(c.LABEL_POD_EVICTION_ENABLED) == "true"
+
+
+def tier_request(pod: Mapping[str, Any], name: str) -> int:
+    """Σ of the positive ``name`` requests of the containers and sidecar init containers, as ``Value()``
+    (batch/mid cpu are already milli integers)."""
+    total = 0
+    for ctr in [*containers(pod), *(i for i in init_containers(pod) if is_restartable_init_container(i))]:
+        q: Quantity | None = container_requests(ctr, (name,)).get(name)
+        if q is not None and q.sign() > 0:
+            total += q.value()
+    return total
+
+
+def sort_pods(pods: Sequence[PodMeta], less: Callable[[PodMeta, PodMeta], bool]) -> list[PodMeta]:
+    """Sort with a Go ``sort.Slice`` less function; pods that compare equal keep their input order
+    (upstream's order for ties is undefined)."""
+
+    def cmp(a: PodMeta, b: PodMeta) -> int:
+        if less(a, b):
+            return -1
+        if less(b, a):
+            return 1
+        return 0
+
+    return sorted(pods, key=functools.cmp_to_key(cmp))
+
+
+def generic_less(
+    key: Callable[[PodMeta], tuple[int, int, int]], usage: Callable[[PodMeta], int]
+) -> Callable[[PodMeta, PodMeta], bool]:
+    """The generic evictors' order: (eviction-priority, priority value, sub-priority) ascending, then
+    ``usage`` descending."""
+
+    def less(a: PodMeta, b: PodMeta) -> bool:
+        ka, kb = key(a), key(b)
+        if ka != kb:
+            return ka < kb
+        return usage(a) > usage(b)
+
+    return less
+
+
+@dataclass(frozen=True)
+class EvictTask:
+    """One gate's share of a round: what to release (per resource, all > 0) and who may go, in order."""
+
+    gate: str
+    target: str
+    """``podUsed`` or ``podResourceRequest``: amounts are credited per target type."""
+    release: Mapping[str, int]
+    candidates: tuple[PodMeta, ...]
+    amount: AmountFn
+    """What evicting a pod releases toward this target type (per resource)."""
+
+
+@dataclass(frozen=True)
+class EvictPick:
+    task: EvictTask
+    pod: PodMeta
+    pending: bool
+    """Already evicted earlier (still in the evictor's cache): credited, not evicted again."""
+    credited: Amounts
+
+
+@dataclass(frozen=True)
+class EvictState:
+    """Cool-down state: when a pod was last newly evicted (None = never)."""
+
+    last_evict_time: datetime | None = None
+
+
+def cool_down_active(state: EvictState | None, now: datetime, seconds: float) -> bool:
+    if state is None or state.last_evict_time is None:
+        return False
+    return now < state.last_evict_time + timedelta(seconds=seconds)
+
+
+def _covered(released: Mapping[str, int], target: Mapping[str, int]) -> bool:
+    return all(released.get(name, 0) >= amount for name, amount in target.items())
+
+
+def plan_evictions(tasks: Sequence[EvictTask], already_evicted: Collection[str]) -> list[EvictPick]:
+    """One round of ``KillAndEvictPods`` (SPEC §7.4 "Execution"). ``already_evicted``: pod UIDs the
+    evictor evicted recently (pending release). Returns the picks in order; pending ones are not to be
+    evicted again."""
+    released: dict[str, dict[str, int]] = {t.target: {} for t in tasks}
+    picked: set[str] = set()
+    picks: list[EvictPick] = []
+
+    def credit(pod: PodMeta) -> None:
+        for target, totals in released.items():
+            best: dict[str, int] = {}
+            for t in tasks:
+                if t.target != target:
+                    continue
+                for name, value in t.amount(pod).items():
+                    best[name] = max(best.get(name, value), value)
+            for name, value in best.items():
+                totals[name] = totals.get(name, 0) + value
+
+    for task in tasks:
+        for pod in task.candidates:
+            if _covered(released[task.target], task.release):
+                break
+            if pod.uid in picked:
+                continue
+            picked.add(pod.uid)
+            before = dict(released[task.target])
+            credit(pod)
+            gained = {k: v - before.get(k, 0) for k, v in released[task.target].items() if v != before.get(k)}
+            picks.append(EvictPick(task, pod, pod.uid in already_evicted, gained))
+    return picks
+
+
+def threshold_strategy(snapshot: Snapshot) -> ResourceThresholdStrategy | None:
+    """The NodeSLO's ``resourceUsedThresholdWithBE`` when its ``enable`` is true, else None (skip)."""
+    slo = snapshot.node_slo
+    s = slo.resource_used_threshold_with_be if slo is not None else None
+    return s if s is not None and s.enable else None
+
+
+def to_decision(
+    snapshot: Snapshot,
+    tasks: Sequence[EvictTask],
+    already_evicted: Collection[str],
+    state: EvictState,
+    be_gate: str,
+) -> Decision[EvictState]:
+    """Evict actions for the non-pending picks; the cool-down restarts when any pod is newly evicted."""
+    actions: list[Evict] = []
+    for pick in plan_evictions(tasks, already_evicted):
+        if pick.pending:
+            continue
+        if pick.task.gate == be_gate and not is_be(pick.pod):  # D2, whatever the input
+            continue
+        actions.append(
+            Evict(
+                strategy=pick.task.gate,
+                pod=pick.pod,
+                reason=EVICT_REASON,
+                message=f"trigger by koordlet feature {pick.task.gate}, kill pod: {pick.pod.name}",
+                released_bytes=sum(v for k, v in pick.credited.items() if "memory" in k),
+                released_milli_cpu=sum(v for k, v in pick.credited.items() if "cpu" in k),
+            )
+        )
+    new_state = EvictState(snapshot.now) if actions else state
+    return Decision(evictions=tuple(actions), state=new_state)
