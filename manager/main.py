@@ -42,6 +42,7 @@ from manager.metrichub.auth import (
     Identity,
     StaticTokenAuthenticator,
 )
+from manager.metrichub.metrics import HubCollector
 from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
 
@@ -190,6 +191,7 @@ def _start_probes(
     registry: CollectorRegistry,
     built: SLOControllers | None,
     leading: threading.Event,
+    store: HubStore | None = None,
 ) -> list[ProbeServer]:
     """/metrics on --metrics-addr; /healthz and /readyz there and on --health-probe-addr. Ready once the
     informers synced (a standby is ready too: it serves the hub and takes over on leader loss)."""
@@ -199,6 +201,8 @@ def _start_probes(
             return True, "no controllers"
         return built.gateway.wait_synced(0), "informers synced"
 
+    if store is not None:
+        HubCollector(store, registry)
     checks = {"informers": synced}
     liveness = {"process": lambda: (True, "leading" if leading.is_set() else "standby")}
     probes = [ProbeServer(args.metrics_addr, registry, liveness, checks).start()]
@@ -258,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             registry = CollectorRegistry()
             if controllers:
                 built, registry = _start_controllers(args, store, stop, identity)
-            probes = _start_probes(args, registry, built, leading)
+            probes = _start_probes(args, registry, built, leading, store)
 
             def started_leading() -> None:
                 leading.set()
@@ -290,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
             for probe in probes:
                 probe.stop()
             return 1
+    if not probes:  # hub only: still /metrics and probes
+        try:
+            probes = _start_probes(args, CollectorRegistry(), None, leading, store)
+        except (ValueError, OSError) as e:
+            print(f"koord-manager: {e}", file=sys.stderr)
+            stop.set()
     stop.wait()
     if built is not None:
         built.manager.stop()

@@ -145,16 +145,21 @@ class AsyncHub:
         await self._reader(context)
         node = request.node_name if request.HasField("node_name") else None
         try:
-            changes, cursor = self.store.start(request.since_revision, node)
-            while True:
-                for change in changes:
-                    yield change.data
-                changed = self._changed
-                changes, cursor = self.store.tail(cursor, node)
-                if not changes:
-                    await changed.wait()
+            with self.store.watching():
+                async for data in self._follow(request, node):
+                    yield data
         except RevisionTooOldError as e:
             await _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
+
+    async def _follow(self, request: pb.WatchRequest, node: str | None) -> AsyncIterator[bytes]:
+        changes, cursor = self.store.start(request.since_revision, node)
+        while True:
+            for change in changes:
+                yield change.data
+            changed = self._changed
+            changes, cursor = self.store.tail(cursor, node)
+            if not changes:
+                await changed.wait()
 
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(

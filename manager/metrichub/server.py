@@ -86,7 +86,8 @@ class MetricHubServicer(pb_grpc.MetricHubServicer):
         context.add_callback(alive.clear)
         node = request.node_name if request.HasField("node_name") else None
         try:
-            yield from self.store.watch_encoded(request.since_revision, node, alive)
+            with self.store.watching():
+                yield from self.store.watch_encoded(request.since_revision, node, alive)
         except RevisionTooOldError as e:
             _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
 

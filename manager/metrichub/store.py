@@ -7,6 +7,7 @@ Imports: standard library and proto.koord.v1.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -126,6 +127,24 @@ class HubStore:
         self._revision = 0
         self._cond = threading.Condition()
         self._listeners: list[Callable[[], None]] = []
+        # For Prometheus (read by manager.metrichub.metrics): reports stored, Watch streams open.
+        self.reports_received = 0
+        self.watchers = 0
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """Counts an open Watch stream for as long as the block runs."""
+        with self._cond:
+            self.watchers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.watchers -= 1
+
+    def node_count(self) -> int:
+        with self._cond:
+            return len(self._items)
 
     def add_listener(self, fn: Callable[[], None]) -> None:
         """fn() is called (outside the store's lock, in the writer's thread) after every change."""
@@ -153,6 +172,7 @@ class HubStore:
             report = own
         with self._cond:
             self._revision += 1
+            self.reports_received += 1
             kind = pb.EVENT_TYPE_MODIFIED if node in self._items else pb.EVENT_TYPE_ADDED
             change = _Change(kind, self._revision, node, report, received, raw)
             self._items[node] = change

@@ -127,3 +127,35 @@ def test_a_watch_sees_reports_from_other_threads(engine: str) -> None:
     finally:
         channel.close()
         server.stop(grace=None).wait(5)
+
+
+def test_hub_metrics_count_reports_and_watchers() -> None:
+    import threading
+
+    from prometheus_client import CollectorRegistry
+
+    from manager.metrichub.metrics import HubCollector
+    from manager.metrichub.store import HubStore
+
+    store = HubStore()
+    registry = CollectorRegistry()
+    HubCollector(store, registry)
+    store.put(pb.NodeMetricReport(node_name="n1"))
+    store.put(pb.NodeMetricReport(node_name="n1"))
+    store.put(pb.NodeMetricReport(node_name="n2"))
+    assert registry.get_sample_value("koord_manager_hub_reports_received_total") == 3
+    assert registry.get_sample_value("koord_manager_hub_nodes") == 2
+    entered, release = threading.Event(), threading.Event()
+
+    def watch() -> None:
+        with store.watching():
+            entered.set()
+            release.wait(5)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    assert entered.wait(5)
+    assert registry.get_sample_value("koord_manager_hub_watchers") == 1
+    release.set()
+    t.join(5)
+    assert registry.get_sample_value("koord_manager_hub_watchers") == 0
