@@ -8,30 +8,44 @@ and save the metric cache. Imports: standard library, kube.{client,httpserver}, 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from types import FrameType
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from agent.evictor import Evictor
 from agent.gateway import KubeGateway
 from agent.metriccache import CacheConfig, MetricCache, persist
+from agent.metriccache.kv import NODE_CPU_INFO
 from agent.metrics import AgentMetrics
 from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
 from agent.metricsadvisor.registry import default_collectors, numa_ids
 from agent.metricsadvisor.runner import CollectorRunner
 from agent.options import Options, parse
+from agent.qosmanager.cpuburst import CPUBurstOptions, CPUBurstStrategy
+from agent.qosmanager.cpuevict import CPUEvictConfig, CPUEvictStrategy
+from agent.qosmanager.cpusuppress import CPUSuppressConfig, CPUSuppressStrategy
+from agent.qosmanager.framework import Snapshot
+from agent.qosmanager.memoryevict import MemoryEvictConfig, MemoryEvictStrategy
+from agent.qosmanager.runner import CacheMetricView, HostCgroupView, QoSManager, StrategyEntry
 from agent.reporter.build import aggregate_duration_seconds
 from agent.reporter.hubpush import HubPusher
 from agent.reporter.loop import ReporterLoop
+from agent.resourceexecutor.audit import AuditLog
+from agent.resourceexecutor.executor import ResourceExecutor
 from agent.statesinformer.informer import StatesInformer
 from agent.supervisor import Supervisor
 from agent.system.cgroup import detect_cgroup_version
+from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
 from apis.nodemetric import NodeMetricCollectPolicy
 from kube.errors import KubeConfigError
@@ -46,6 +60,23 @@ DRIVER_WAIT_SECONDS = 60.0
 SHUTDOWN_JOIN_SECONDS = 10.0
 NODE_RETENTION_SLACK_SECONDS = 300.0
 DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
+
+
+def qos_entries(gates: Mapping[str, bool], evictor: Evictor) -> list[StrategyEntry]:
+    """The strategies whose feature gate (any of them, for the evictors) is on, with their configs."""
+    pending = evictor.pending_uids
+    candidates: list[tuple[Any, Callable[[], Any]]] = [
+        (CPUSuppressStrategy(), CPUSuppressConfig),
+        (CPUBurstStrategy(), CPUBurstOptions),
+        (MemoryEvictStrategy(), lambda: MemoryEvictConfig(already_evicted=pending())),
+        (CPUEvictStrategy(), lambda: CPUEvictConfig(already_evicted=pending())),
+    ]
+    entries = []
+    for strategy, config in candidates:
+        names = getattr(strategy, "gates", (strategy.gate,))
+        if any(gates.get(g, False) for g in names):
+            entries.append(StrategyEntry(strategy, config))
+    return entries
 
 
 class Koordlet:
@@ -108,6 +139,24 @@ class Koordlet:
             on_result=self._report_result,
         )
         self._collectors_started = threading.Event()
+        self.audit = AuditLog(opts.audit_log) if opts.audit_log is not None else None
+        self.executor = ResourceExecutor(
+            opts.paths,
+            self.cgroup_version,
+            opts.node_name,
+            audit=self.audit,
+            dry_run=opts.qos_dry_run,
+            on_write=self.metrics.on_write,
+            on_drift=self.metrics.on_drift,
+        )
+        self.evictor = Evictor(self.gateway, self.registry, audit=self._audit_eviction)
+        self.qos = QoSManager(
+            qos_entries(opts.feature_gates, self.evictor) if opts.enable_qos else [],
+            self._snapshot,
+            self.executor,
+            self.evictor,
+            on_gauges=self.metrics.on_qos_gauges,
+        )
         self.server = ProbeServer(
             opts.addr,
             self.registry,
@@ -146,6 +195,33 @@ class Koordlet:
         for cid in container_ids:
             dropped += self.cache.drop({"container_id": cid})
         log.debug("dropped %d series of pod %s", dropped, pod_uid)
+
+    def _snapshot(self, now: datetime) -> Snapshot:
+        return Snapshot(
+            now=now,
+            node=self.states.node(),
+            node_slo=self.states.node_slo(),
+            pods=self.states.pods(),
+            metrics=CacheMetricView(self.cache, int(now.timestamp() * 1000)),
+            cgroups=HostCgroupView(self.opts.paths, self.cgroup_version),
+            cgroup_version=self.cgroup_version,
+            cgroup_driver=self.driver,
+            topology=self._topology(),
+            collect_interval_seconds=self.opts.collect_interval_seconds,
+            host_apps=tuple(self.states.host_apps() or ()),
+            gates=self.opts.feature_gates,
+        )
+
+    def _topology(self) -> NodeTopology | None:
+        topo = self.context.kv.get(NODE_CPU_INFO)
+        return topo if isinstance(topo, NodeTopology) else None
+
+    def _audit_eviction(self, line: str) -> None:
+        if self.audit is not None:
+            try:
+                self.audit.write(json.loads(line))
+            except ValueError:
+                self.audit.write({"event": line})
 
     def _report_result(self, target: str, result: str) -> None:
         self.metrics.on_report(target, result)
@@ -191,6 +267,13 @@ class Koordlet:
             log.info("waiting for every collector's first round: %s", self._collectors_detail())
         self._collectors_started.set()
         log.info("every collector has run once: ready")
+        if self.qos.entries:
+            # SPEC §6.1: the QoS manager starts after the metrics advisor.
+            self.evictor.start()
+            self.qos.start(stop)
+            names = ", ".join(e.strategy.name for e in self.qos.entries)
+            dry = " (dry run: cgroup writes audited, not made)" if self.opts.qos_dry_run else ""
+            log.info("QoS strategies running: %s%s", names, dry)
 
     def _collectors_detail(self) -> str:
         failures = {k: v for k, v in self.runner.failures.items() if v}
@@ -226,6 +309,8 @@ class Koordlet:
     def shutdown(self) -> None:
         self.stop_event.set()
         self.runner.stop()
+        if self.audit is not None:
+            self.audit.close()
         left = self.supervisor.join(SHUTDOWN_JOIN_SECONDS)
         if left:
             log.warning("threads still running at shutdown: %s", ", ".join(left))

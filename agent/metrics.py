@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
@@ -70,6 +70,20 @@ class AgentMetrics:
         # The agent's own CPU and RSS (process_cpu_seconds_total, process_resident_memory_bytes): what an
         # operator checks the koordlet's overhead with.
         ProcessCollector(registry=r)
+        self.update_duration = Histogram(
+            "koordlet_resource_update_duration_milliseconds",
+            "Duration of cgroup/resctrl writes by the resource executor",
+            ["type", "status"],
+            buckets=[0.01 * 4**k for k in range(8)],
+            registry=r,
+        )
+        self.drift = Counter(
+            "koordlet_cgroup_drift",
+            "Values the executor had written that someone else changed (re-asserted), by file",
+            ["node", "file"],
+            registry=r,
+        )
+        self._qos_gauges: dict[str, Gauge] = {}
         self._pod_keys: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self.start_time.labels(node).set(time.time())
@@ -113,3 +127,38 @@ class AgentMetrics:
                 self.pod_memory.remove(self.node, *key)
             self._pod_keys = known
         self.cache_series.labels(self.node).set(cache.series_count())
+
+    def on_write(self, strategy: str, file: str, seconds: float, status: str) -> None:
+        self.update_duration.labels(file, status).observe(seconds * 1000.0)
+
+    def on_drift(self, strategy: str, file: str) -> None:
+        self.drift.labels(self.node, file).inc()
+
+    def on_qos_gauges(self, strategy: str, gauges: Mapping[str, float]) -> None:
+        """A strategy's gauges, named ``name`` or ``name{k="v",...}``, as ``koordlet_<name>{node,k...}``."""
+        for key, value in gauges.items():
+            name, labels = _parse_series(key)
+            gauge = self._qos_gauges.get(name)
+            if gauge is None:
+                gauge = Gauge(
+                    f"koordlet_{name}",
+                    f"{strategy}: {name}",
+                    ["node", *sorted(labels)],
+                    registry=self.registry,
+                )
+                self._qos_gauges[name] = gauge
+            try:
+                gauge.labels(self.node, *(labels[k] for k in sorted(labels))).set(value)
+            except (ValueError, KeyError):
+                continue  # a label set differing from the first one seen for this name: not exported
+
+
+def _parse_series(key: str) -> tuple[str, dict[str, str]]:
+    name, brace, rest = key.partition("{")
+    labels: dict[str, str] = {}
+    if brace:
+        for part in rest.rstrip("}").split(","):
+            k, _, v = part.partition("=")
+            if k.strip():
+                labels[k.strip()] = v.strip().strip('"')
+    return name.strip(), labels

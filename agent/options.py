@@ -87,6 +87,9 @@ class Options:
     kube_api_qps: float
     kube_api_burst: int
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: dict(FEATURE_GATES))
+    enable_qos: bool = True
+    qos_dry_run: bool = False
+    audit_log: Path | None = None
 
 
 def _seconds(flag: str, text: str, minimum: float = 0.0) -> float:
@@ -155,6 +158,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kube-api-qps", type=float, default=20.0)
     p.add_argument("--kube-api-burst", type=int, default=30)
     p.add_argument("--feature-gates", default="", help="Gate=true|false,... (see FEATURE_GATES)")
+    p.add_argument(
+        "--enable-qos",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the QoS strategies (suppress, burst, eviction) per their feature gates (%(default)s)",
+    )
+    p.add_argument(
+        "--qos-dry-run",
+        action="store_true",
+        help="decide and audit every cgroup write, write nothing (evictions are still made: use the gates)",
+    )
+    p.add_argument(
+        "--audit-log",
+        default="/var/log/koordlet/audit.log",
+        help="JSON-lines audit of every cgroup change and eviction (%(default)s; '' = none)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     return p
 
@@ -203,6 +222,9 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             kube_api_qps=a.kube_api_qps,
             kube_api_burst=a.kube_api_burst,
             feature_gates=parse_feature_gates(a.feature_gates),
+            enable_qos=a.enable_qos,
+            qos_dry_run=a.qos_dry_run,
+            audit_log=Path(a.audit_log) if a.audit_log else None,
         )
     except ValueError as e:
         p.error(str(e))

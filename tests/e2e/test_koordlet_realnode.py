@@ -57,6 +57,7 @@ def koordlet(real_node: RealNode, e2e_namespace: str, tmp_path: Path) -> Iterato
             f"--hub-address=127.0.0.1:{hub_port}",
             "--push-interval-seconds=1",
             f"--metric-cache-path={tmp_path / 'cache.npz'}",
+            f"--audit-log={tmp_path / 'audit.log'}",
         ],
         {},
     )

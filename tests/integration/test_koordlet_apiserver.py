@@ -187,6 +187,7 @@ def test_koordlet_reports_pods_to_cr_and_hub(
             f"--hub-address=127.0.0.1:{node_env['hub_port']}",
             "--push-interval-seconds=1",
             f"--metric-cache-path={tmp_path / 'cache.npz'}",
+            f"--audit-log={tmp_path / 'audit.log'}",
             "--feature-gates=NetworkCollector=false",
         ],
         {},
