@@ -13,18 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from agent.daemon import Koordlet
-from agent.options import parse
 from agent.system.cgroup import CPU_USAGE, read_cgroup
 from agent.system.podcgroup import CgroupDriver
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
 from apis.quantity import Quantity
 from koord.localcluster.podspec import BURN_CPU
-from kube.rest import KubeRest
-from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
+from tests.e2e.agenthelpers import running_koordlet
 from tests.e2e.conftest import RealNode, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.apiserver]
@@ -34,42 +31,8 @@ INTERVAL = 1.0
 
 @pytest.fixture()
 def koordlet(real_node: RealNode, e2e_namespace: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    custom = client.CustomObjectsApi(real_node.api)
-    node = real_node.node_name
-    # koord-manager (issue 5) creates these; here the test plays its part.
-    for plural, kind, spec in (
-        (NODE_METRIC_PLURAL, "NodeMetric", {"metricCollectPolicy": {"reportIntervalSeconds": 30}}),
-        ("nodeslos", "NodeSLO", {}),
-    ):
-        custom.create_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, {
-            "apiVersion": f"{SLO_GROUP}/{SLO_VERSION}", "kind": kind, "metadata": {"name": node},
-            "spec": spec,
-        })  # fmt: skip
-    store = HubStore()
-    hub, hub_port = serve(store, "127.0.0.1:0")
-    opts, _ = parse(
-        [
-            f"--node-name={node}",
-            f"--cgroup-root-dir={real_node.cgroup_root}",
-            "--proc-root-dir=/proc",
-            "--sys-root-dir=/sys",
-            "--addr=127.0.0.1:0",
-            f"--hub-address=127.0.0.1:{hub_port}",
-            "--push-interval-seconds=1",
-            f"--metric-cache-path={tmp_path / 'cache.npz'}",
-            f"--audit-log={tmp_path / 'audit.log'}",
-        ],
-        {},
-    )
-    agent = Koordlet(opts, rest=KubeRest.from_kubeconfig(str(real_node.control_plane.kubeconfig_path)))
-    agent.start()
-    try:
-        yield {"agent": agent, "store": store, "custom": custom, "node": node}
-    finally:
-        agent.shutdown()
-        hub.stop(0)
-        for plural in (NODE_METRIC_PLURAL, "nodeslos"):
-            custom.delete_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, node)
+    with running_koordlet(real_node, tmp_path) as env:
+        yield env
 
 
 def test_koordlet_measures_real_pods(
