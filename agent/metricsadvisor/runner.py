@@ -16,11 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from agent.metriccache.cache import MetricCache
 from agent.metricsadvisor.framework import CollectContext, Collector
 
-__all__ = ["CollectorRunner", "OnCollect"]
+__all__ = ["CollectorRunner", "OnCollect", "OnRound"]
 
 log = logging.getLogger(__name__)
 
 OnCollect = Callable[[str, float, bool], None]
+OnRound = Callable[[Sequence[str]], object]
+"""``listener(names)`` after a tick that ran the collectors ``names``."""
 
 
 class CollectorRunner:
@@ -123,7 +125,25 @@ class CollectorRunner:
             ran.append(c.name)
             nxt = due + c.interval_seconds
             self._next_due[c.name] = nxt if nxt > now else now + c.interval_seconds
+        if ran:
+            self._round_done(ran)
         return ran
+
+    # ------------------------------------------------------------ round listeners (issue 6)
+
+    _round_listeners: tuple[OnRound, ...] = ()
+
+    def add_round_listener(self, listener: OnRound) -> None:
+        """Call ``listener(names)`` after every ``tick`` that ran collectors (their samples are in the cache),
+        e.g. ``QoSManager.kick`` so the strategies decide on fresh data. Failures are logged."""
+        self._round_listeners = (*self._round_listeners, listener)
+
+    def _round_done(self, ran: Sequence[str]) -> None:
+        for listener in self._round_listeners:
+            try:
+                listener(ran)
+            except Exception:
+                log.exception("round listener failed")
 
     def _check_started(self) -> None:
         if not self._started.is_set() and all(c.started for c in self._probe()):

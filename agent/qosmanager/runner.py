@@ -1,7 +1,9 @@
 """The QoS manager's effectful side: builds a ``Snapshot`` per tick (metric-cache and cgroup views at
 ``now``), calls each enabled strategy's pure ``decide``, hands the cgroup writes to the resource executor
-and the evictions to the evictor, keeps each strategy's state, and publishes its gauges. One loop per
-strategy; as upstream's ``wait.Until``, the next tick starts one period after the previous one finished.
+(a decision's optional ``levels`` through ``apply_leveled``, its optional ``file_writes`` — resctrl — through
+``write_file``) and the evictions to the evictor, keeps each strategy's state, and publishes its gauges.
+One loop per strategy; as upstream's ``wait.Until``, the next tick starts one period after the previous
+one finished.
 
 Imports: standard library, agent.{metriccache,podmeta,qosmanager.framework,resourceexecutor,system.*}.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,11 +21,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent.metriccache import MetricCache, MetricCacheError
-from agent.qosmanager.framework import Decision, Evict, Snapshot, Strategy
+from agent.podmeta import PodMeta
+from agent.qosmanager.framework import CgroupWrite, Decision, Evict, Snapshot, Strategy
 from agent.resourceexecutor.executor import ResourceExecutor, WriteResult
 from agent.system.cgroup import CgroupFile, CgroupUnsupportedError, CgroupVersion, HostPaths, read_cgroup
 
-__all__ = ["CacheMetricView", "EvictorLike", "HostCgroupView", "QoSManager", "StrategyEntry"]
+__all__ = ["CacheMetricView", "EvictorLike", "FileWrite", "HostCgroupView", "QoSManager", "StrategyEntry"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +92,39 @@ class EvictorLike(Protocol):
     def evict(self, evictions: Sequence[Evict]) -> Any: ...
 
 
+class FileWrite(Protocol):
+    """A raw host-file write (e.g. resctrl ``ResctrlWrite``) carried in a decision's ``file_writes``."""
+
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def cacheable(self) -> bool: ...
+    @property
+    def pod(self) -> PodMeta | None: ...
+    @property
+    def container_id(self) -> str | None: ...
+    @property
+    def make_dir(self) -> bool: ...
+
+
+def _make_dir(executor: ResourceExecutor, path: Path) -> None:
+    """Create a missing resctrl group dir (0755) — only under one of the executor's allowed roots."""
+    if path.is_dir() or ".." in path.parts:
+        return
+    real = Path(os.path.realpath(path.parent))
+    if any(real == root or real.is_relative_to(root) for root in executor.allowed_roots) and not (
+        executor.dry_run
+    ):
+        try:
+            path.mkdir(mode=0o755)
+        except OSError as exc:
+            log.warning("cannot create %s: %s", path, exc)
+
+
 @dataclass
 class StrategyEntry:
     strategy: Strategy[Any, Any]
@@ -128,8 +165,28 @@ class QoSManager:
         entry.state = decision.state if decision.state is not None else entry.state
         entry.ticks += 1
         with self._lock:
+            results: list[WriteResult] = []
+            levels: Sequence[Sequence[CgroupWrite]] | None = getattr(decision, "levels", None)
+            if levels:
+                results += self._executor.apply_leveled(levels)
             if decision.writes:
-                entry.last_results = self._executor.apply(decision.writes)
+                results += self._executor.apply(decision.writes)
+            file_writes: Sequence[FileWrite] = getattr(decision, "file_writes", ())
+            for fw in file_writes:
+                if fw.make_dir:
+                    _make_dir(self._executor, fw.path.parent)
+                results.append(
+                    self._executor.write_file(
+                        fw.strategy,
+                        fw.path,
+                        fw.text,
+                        cacheable=fw.cacheable,
+                        pod=fw.pod,
+                        container_id=fw.container_id,
+                    )
+                )
+            if levels or decision.writes or file_writes:
+                entry.last_results = results
             if decision.evictions and self._evictor is not None:
                 self._evictor.evict(decision.evictions)
         if decision.gauges and self._on_gauges is not None:
@@ -144,7 +201,7 @@ class QoSManager:
             except Exception:
                 entry.failures += 1
                 log.exception("strategy %s failed", entry.strategy.name)
-            if stop.wait(period):
+            if self._wait_next(entry, stop, period):
                 return
 
     def start(self, stop: threading.Event) -> list[threading.Thread]:
@@ -156,3 +213,55 @@ class QoSManager:
             t.start()
             threads.append(t)
         return threads
+
+    # ------------------------------------------------------------ trigger: tick on fresh data (issue 6)
+    # Without it the collector and each strategy are independent 1 s timers: a crossing waits up to one
+    # collect interval for a sample, then up to one strategy period for a tick. ``kick()`` (the collector
+    # runner's round listener) makes each loop tick right after a collection round, at its own rate.
+
+    _kick_events: dict[int, threading.Event]
+    """Per entry (by id): a kick arrived since that entry's last tick. Created lazily by ``_kick_event``."""
+    kicked: bool = False
+    """True once ``kick()`` was called: the loops then wait for kicks (with a timer fallback)."""
+    KICK_SLACK_RATIO: float = 0.5
+    """A kick is honoured from ``period − min(ratio × period, KICK_SLACK_MAX_SECONDS)`` after the last tick
+    (earlier kicks are latched until then): a loop re-aligns to the rounds within one round, and a
+    kick never raises the rate of a loop whose period is long."""
+    KICK_SLACK_MAX_SECONDS: float = 0.5
+    KICK_FALLBACK_RATIO: float = 1.5
+    """Without a kick, a kicked loop still ticks ``ratio × period`` after its last tick (no collection)."""
+    KICK_STOP_POLL_SECONDS: float = 0.25
+    """How often a loop waiting for a kick checks its stop event."""
+
+    def kick(self, *_args: object) -> None:
+        """New data is in the metric cache: every strategy loop ticks as soon as its period allows. Any
+        arguments are ignored (so it can be a ``CollectorRunner`` round listener directly)."""
+        self.kicked = True
+        for entry in self.entries:
+            self._kick_event(entry).set()
+
+    def _kick_event(self, entry: StrategyEntry) -> threading.Event:
+        events = self.__dict__.setdefault("_kick_events", {})
+        ev: threading.Event = events.setdefault(id(entry), threading.Event())
+        return ev
+
+    def _wait_next(self, entry: StrategyEntry, stop: threading.Event, period: float) -> bool:
+        """Wait for ``entry``'s next tick; True when ``stop`` was set. Never kicked: ``period`` (upstream's
+        ``wait.Until``). Kicked: until a kick arrives (not before ``period`` minus the slack), at the latest
+        ``KICK_FALLBACK_RATIO × period``."""
+        if not self.kicked:
+            return stop.wait(period)
+        ev = self._kick_event(entry)
+        start = time.monotonic()
+        earliest = start + period - min(self.KICK_SLACK_RATIO * period, self.KICK_SLACK_MAX_SECONDS)
+        deadline = start + self.KICK_FALLBACK_RATIO * period
+        while not stop.is_set():
+            now = time.monotonic()
+            if now >= deadline or (ev.is_set() and now >= earliest):
+                ev.clear()
+                return False
+            if ev.is_set():  # kicked early: wait out the rest of the period (still waking on stop)
+                stop.wait(min(earliest - now, self.KICK_STOP_POLL_SECONDS))
+            else:
+                ev.wait(min(deadline - now, self.KICK_STOP_POLL_SECONDS))
+        return True
