@@ -40,6 +40,8 @@ FEATURE_GATES: dict[str, bool] = {
     "NodeMetricPromMetrics": False,
     # koord: per-interface network counters through netlink.
     "NetworkCollector": True,
+    # Upstream's runtime-hook plugin: BE pod/container cgroups from batch resources (on by default).
+    "BatchResource": True,
 }
 _ALL = {"AllAlpha", "AllBeta"}
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
