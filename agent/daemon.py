@@ -31,11 +31,13 @@ from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
 from agent.metricsadvisor.registry import default_collectors, numa_ids
 from agent.metricsadvisor.runner import CollectorRunner
 from agent.options import Options, parse
+from agent.qosmanager.cgroupreconcile import BatchResourceStrategy, MemoryQoSStrategy
 from agent.qosmanager.cpuburst import CPUBurstOptions, CPUBurstStrategy
 from agent.qosmanager.cpuevict import CPUEvictConfig, CPUEvictStrategy
 from agent.qosmanager.cpusuppress import CPUSuppressConfig, CPUSuppressStrategy
 from agent.qosmanager.framework import Snapshot
 from agent.qosmanager.memoryevict import MemoryEvictConfig, MemoryEvictStrategy
+from agent.qosmanager.resctrl import ResctrlConfig, ResctrlConfigSource, ResctrlReconcileStrategy
 from agent.qosmanager.runner import CacheMetricView, HostCgroupView, QoSManager, StrategyEntry
 from agent.reporter.build import aggregate_duration_seconds
 from agent.reporter.hubpush import HubPusher
@@ -44,7 +46,7 @@ from agent.resourceexecutor.audit import AuditLog
 from agent.resourceexecutor.executor import ResourceExecutor
 from agent.statesinformer.informer import StatesInformer
 from agent.supervisor import Supervisor
-from agent.system.cgroup import detect_cgroup_version
+from agent.system.cgroup import HostPaths, detect_cgroup_version
 from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
 from apis.nodemetric import NodeMetricCollectPolicy
@@ -60,21 +62,34 @@ DRIVER_WAIT_SECONDS = 60.0
 SHUTDOWN_JOIN_SECONDS = 10.0
 NODE_RETENTION_SLACK_SECONDS = 300.0
 DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
+REASSERT_INTERVAL_SECONDS = 10.0
+"""D5: how often the executor re-checks every file it wrote (drift counted, value re-written)."""
 
 
-def qos_entries(gates: Mapping[str, bool], evictor: Evictor) -> list[StrategyEntry]:
-    """The strategies whose feature gate (any of them, for the evictors) is on, with their configs."""
+def qos_entries(
+    gates: Mapping[str, bool], evictor: Evictor, paths: HostPaths | None = None
+) -> list[StrategyEntry]:
+    """The strategies whose feature gate (any of them, for the evictors) is on, with their configs. A gate
+    missing from ``gates`` takes the strategy's ``gate_default`` (False unless declared). ``paths`` locates
+    resctrl (``<sys>/fs/resctrl``, ``<proc>/cpuinfo``); without it ResctrlReconcile sees no resctrl."""
     pending = evictor.pending_uids
+    resctrl_config: Callable[[], Any] = (
+        ResctrlConfigSource(paths.sys / "fs" / "resctrl", paths.proc) if paths is not None else ResctrlConfig
+    )
     candidates: list[tuple[Any, Callable[[], Any]]] = [
         (CPUSuppressStrategy(), CPUSuppressConfig),
         (CPUBurstStrategy(), CPUBurstOptions),
         (MemoryEvictStrategy(), lambda: MemoryEvictConfig(already_evicted=pending())),
         (CPUEvictStrategy(), lambda: CPUEvictConfig(already_evicted=pending())),
+        (ResctrlReconcileStrategy(), resctrl_config),
+        (BatchResourceStrategy(), lambda: None),
+        (MemoryQoSStrategy(), lambda: None),
     ]
     entries = []
     for strategy, config in candidates:
         names = getattr(strategy, "gates", (strategy.gate,))
-        if any(gates.get(g, False) for g in names):
+        default = bool(getattr(strategy, "gate_default", False))
+        if any(gates.get(g, default) for g in names):
             entries.append(StrategyEntry(strategy, config))
     return entries
 
@@ -83,9 +98,16 @@ class Koordlet:
     """One node agent. ``start()`` returns at once; ``ready`` tells when reporting runs."""
 
     def __init__(
-        self, opts: Options, rest: KubeRest | None = None, registry: CollectorRegistry | None = None
+        self,
+        opts: Options,
+        rest: KubeRest | None = None,
+        registry: CollectorRegistry | None = None,
+        *,
+        reassert_interval_seconds: float = REASSERT_INTERVAL_SECONDS,
     ) -> None:
         self.opts = opts
+        self.reassert_interval_seconds = reassert_interval_seconds
+        """≤ 0: no periodic re-assert (cacheable writes are then re-checked only after the cache expires)."""
         self.stop_event = threading.Event()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = AgentMetrics(opts.node_name, self.registry)
@@ -151,7 +173,7 @@ class Koordlet:
         )
         self.evictor = Evictor(self.gateway, self.registry, audit=self._audit_eviction)
         self.qos = QoSManager(
-            qos_entries(opts.feature_gates, self.evictor) if opts.enable_qos else [],
+            qos_entries(opts.feature_gates, self.evictor, opts.paths) if opts.enable_qos else [],
             self._snapshot,
             self.executor,
             self.evictor,
@@ -271,9 +293,21 @@ class Koordlet:
             # SPEC §6.1: the QoS manager starts after the metrics advisor.
             self.evictor.start()
             self.qos.start(stop)
+            self.runner.add_round_listener(self.qos.kick)  # strategies tick on fresh samples (issue 6)
+            if self.reassert_interval_seconds > 0:
+                self.supervisor.spawn("reassert", self._reassert)
             names = ", ".join(e.strategy.name for e in self.qos.entries)
             dry = " (dry run: cgroup writes audited, not made)" if self.opts.qos_dry_run else ""
             log.info("QoS strategies running: %s%s", names, dry)
+
+    def _reassert(self, stop: threading.Event) -> None:
+        """D5: every ``reassert_interval_seconds``, re-check every file the executor wrote; a value someone
+        else (the kubelet) changed is counted in ``koordlet_cgroup_drift_total`` and written back."""
+        while not stop.wait(self.reassert_interval_seconds):
+            results = self.executor.reassert()
+            drifted = [r.path for r in results if r.drift]
+            if drifted:
+                log.info("re-asserted %d drifted file(s): %s", len(drifted), ", ".join(drifted))
 
     def _collectors_detail(self) -> str:
         failures = {k: v for k, v in self.runner.failures.items() if v}

@@ -4,6 +4,7 @@ would create (the e2e tests play its part), and a MetricHub to push to."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ def running_koordlet(
     tmp_path: Path,
     nodeslo_spec: dict[str, Any] | None = None,
     args: list[str] | None = None,
+    reassert_interval_seconds: float | None = None,
 ) -> Iterator[dict[str, Any]]:
     custom = client.CustomObjectsApi(real_node.api)
     node = real_node.node_name
@@ -53,7 +55,12 @@ def running_koordlet(
         ],
         {},
     )
-    agent = Koordlet(opts, rest=KubeRest.from_kubeconfig(str(real_node.control_plane.kubeconfig_path)))
+    rest = KubeRest.from_kubeconfig(str(real_node.control_plane.kubeconfig_path))
+    agent = (
+        Koordlet(opts, rest=rest)
+        if reassert_interval_seconds is None
+        else Koordlet(opts, rest=rest, reassert_interval_seconds=reassert_interval_seconds)
+    )
     agent.start()
     try:
         yield {
@@ -69,3 +76,27 @@ def running_koordlet(
         for plural in (NODE_METRIC_PLURAL, "nodeslos"):
             with contextlib.suppress(client.ApiException):
                 custom.delete_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, node)
+
+
+def audit_records(path: Path) -> list[dict[str, Any]]:
+    """The koordlet's audit log (JSON lines; the file may not exist yet)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def meminfo() -> dict[str, int]:
+    """/proc/meminfo in bytes."""
+    out: dict[str, int] = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields:
+            out[key] = int(fields[0]) * (1024 if len(fields) > 1 else 1)
+    return out
+
+
+def node_memory_usage_percent() -> float:
+    """What BEMemoryEvict compares with its threshold: (MemTotal − MemAvailable) / MemTotal × 100."""
+    m = meminfo()
+    return (m["MemTotal"] - m["MemAvailable"]) * 100 / m["MemTotal"]
