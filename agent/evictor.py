@@ -89,6 +89,13 @@ class Evictor:
         self.evictions = Counter(
             "koordlet_pod_eviction", "Pods evicted by the koordlet", ["node", "reason"], registry=registry
         )
+        # koord: every attempt by strategy, reason and outcome (upstream's counters count successes only).
+        self.attempts = Counter(
+            "koordlet_eviction_attempts",
+            "Eviction attempts by strategy, reason and outcome (evicted, pending, gone, failed)",
+            ["node", "strategy", "reason", "outcome"],
+            registry=registry,
+        )
         self.eviction_detail = Counter(
             "koordlet_pod_eviction_detail",
             "Pods evicted by the koordlet, per pod (series removed after a while)",
@@ -145,6 +152,7 @@ class Evictor:
                 status or 0, EvictOutcome.FAILED
             )
         self._write_audit(action, outcome, status, error, now)
+        self.attempts.labels(self.node, action.strategy, action.reason, str(outcome)).inc()
         if outcome in (EvictOutcome.EVICTED, EvictOutcome.GONE):
             with self._lock:
                 self._evicted[pod.uid] = now

@@ -106,6 +106,11 @@ def test_evict_via_v1beta1_event_and_counters(rest: KubeRest, kube: Any, namespa
     # Remembered: a second round does not call the API again.
     assert evictor.evict([_action(pod)]).outcomes == {uid: EvictOutcome.SKIPPED}
     assert registry.get_sample_value("koordlet_pod_eviction_total", labels) == 1.0
+    attempt = {"node": NODE, "reason": "evicted", "outcome": "evicted"}
+    by_strategy = registry.get_sample_value(
+        "koordlet_eviction_attempts_total", {**attempt, "strategy": "BEMemoryEvict"}
+    )
+    assert by_strategy == 1.0
 
 
 def test_uid_precondition_and_gone(rest: KubeRest, kube: Any, namespace: str) -> None:
