@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -26,7 +27,7 @@ from agent.evictor import Evictor
 from agent.gateway import KubeGateway
 from agent.metriccache import CacheConfig, MetricCache, persist
 from agent.metriccache.kv import NODE_CPU_INFO
-from agent.metrics import AgentMetrics
+from agent.metrics import AgentMetrics, BlindnessCollector
 from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
 from agent.metricsadvisor.registry import default_collectors, numa_ids
 from agent.metricsadvisor.runner import CollectorRunner
@@ -39,11 +40,17 @@ from agent.qosmanager.framework import Snapshot
 from agent.qosmanager.memoryevict import MemoryEvictConfig, MemoryEvictStrategy
 from agent.qosmanager.resctrl import ResctrlConfig, ResctrlConfigSource, ResctrlReconcileStrategy
 from agent.qosmanager.runner import CacheMetricView, HostCgroupView, QoSManager, StrategyEntry
+from agent.qosmanager.systemconfig import (
+    SystemConfigInput,
+    SystemConfigSource,
+    SystemConfigStrategy,
+    system_roots,
+)
 from agent.reporter.build import aggregate_duration_seconds
 from agent.reporter.hubpush import HubPusher
 from agent.reporter.loop import ReporterLoop
 from agent.resourceexecutor.audit import AuditLog
-from agent.resourceexecutor.executor import ResourceExecutor
+from agent.resourceexecutor.executor import ResourceExecutor, default_roots
 from agent.statesinformer.informer import StatesInformer
 from agent.supervisor import Supervisor
 from agent.system.cgroup import HostPaths, detect_cgroup_version
@@ -84,6 +91,12 @@ def qos_entries(
         (ResctrlReconcileStrategy(), resctrl_config),
         (BatchResourceStrategy(), lambda: None),
         (MemoryQoSStrategy(), lambda: None),
+        (
+            SystemConfigStrategy(),
+            SystemConfigSource(paths.proc, paths.sys)
+            if paths is not None
+            else lambda: SystemConfigInput(Path("/proc"), Path("/sys")),
+        ),
     ]
     entries = []
     for strategy, config in candidates:
@@ -161,11 +174,16 @@ class Koordlet:
             on_result=self._report_result,
         )
         self._collectors_started = threading.Event()
+        BlindnessCollector(opts.node_name, self._newest_sample_age, self.registry)
         self.audit = AuditLog(opts.audit_log) if opts.audit_log is not None else None
+        roots = default_roots(opts.paths)
+        if opts.feature_gates.get("SystemConfig", False):  # kernel knobs: only when that strategy runs
+            roots = (*roots, *system_roots(opts.paths.proc, opts.paths.sys))
         self.executor = ResourceExecutor(
             opts.paths,
             self.cgroup_version,
             opts.node_name,
+            allowed_roots=roots,
             audit=self.audit,
             dry_run=opts.qos_dry_run,
             on_write=self.metrics.on_write,
@@ -233,6 +251,19 @@ class Koordlet:
             host_apps=tuple(self.states.host_apps() or ()),
             gates=self.opts.feature_gates,
         )
+
+    def _newest_sample_age(self) -> float | None:
+        """Seconds since the newest node_cpu_usage sample (None before the first one)."""
+        now_ms = int(time.time() * 1000)
+        try:
+            res = self.cache.query(
+                "node_cpu_usage", {}, now_ms - int(self.opts.retention_seconds * 1000), now_ms
+            )
+        except Exception:
+            return None
+        if not res.count():
+            return None
+        return max(0.0, (now_ms - int(res.timestamps.max())) / 1000.0)
 
     def _topology(self) -> NodeTopology | None:
         topo = self.context.kv.get(NODE_CPU_INFO)

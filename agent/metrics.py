@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 from agent.metriccache import MetricCache, MetricCacheError
 from agent.podmeta import PodMeta
@@ -162,3 +163,29 @@ def _parse_series(key: str) -> tuple[str, dict[str, str]]:
             if k.strip():
                 labels[k.strip()] = v.strip().strip('"')
     return name.strip(), labels
+
+
+class BlindnessCollector:
+    """D7: ``koordlet_metrics_blind_seconds`` — how long since the newest node CPU sample, computed at scrape
+    time. While it exceeds 2 × the collect interval every strategy skips its tick (stale data)."""
+
+    def __init__(
+        self, node: str, newest_sample_age: Callable[[], float | None], registry: CollectorRegistry
+    ) -> None:
+        self.node = node
+        self._age = newest_sample_age
+        registry.register(self)
+
+    def collect(self) -> Iterator[Metric]:
+        g = GaugeMetricFamily(
+            "koordlet_metrics_blind_seconds",
+            "Seconds since the newest node CPU sample (strategies act on samples newer than 2 × interval)",
+            labels=["node"],
+        )
+        age = self._age()
+        if age is not None:
+            g.add_metric([self.node], age)
+        yield g
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())

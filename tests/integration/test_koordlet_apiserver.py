@@ -264,6 +264,8 @@ def test_koordlet_reports_pods_to_cr_and_hub(
             "koordlet_collector_duration_seconds_count",
             (("collector", "pod_resource"), ("node", node)),
         ) in m
+        blind = m[("koordlet_metrics_blind_seconds", (("node", node),))]
+        assert 0 <= blind < 3.0  # node samples arrive every second
 
         # A deleted pod leaves the informer, its series leave the cache and its gauges leave /metrics.
         be_uid = _uid(agent, "be")

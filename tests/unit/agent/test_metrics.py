@@ -181,3 +181,14 @@ def test_process_metrics_are_exported() -> None:
     rss = registry.get_sample_value("process_resident_memory_bytes")
     assert rss is not None and rss > 10 * 1024 * 1024
     assert (registry.get_sample_value("process_cpu_seconds_total") or 0) > 0
+
+
+def test_blindness_is_computed_at_scrape_time() -> None:
+    from agent.metrics import BlindnessCollector
+
+    registry = CollectorRegistry()
+    ages: list[float | None] = [None, 3.5]
+    BlindnessCollector("n1", lambda: ages[0], registry)
+    assert registry.get_sample_value("koordlet_metrics_blind_seconds", {"node": "n1"}) is None
+    ages[0] = ages[1]
+    assert registry.get_sample_value("koordlet_metrics_blind_seconds", {"node": "n1"}) == 3.5
