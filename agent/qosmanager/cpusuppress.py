@@ -29,6 +29,7 @@ from agent.qosmanager.framework import CgroupWrite, Decision, Snapshot
 from agent.system.cgroup import CPU_QUOTA, CPUSET_CPUS
 from agent.system.nodeinfo import CpuInfo
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
+from apis.gonum import go_div as _go_div
 from apis.nodeslo import HostApplicationSpec, ResourceThresholdStrategy
 from apis.qos import KubeQoSClass, QoSClass, kube_qos_class, qos_class_raw
 from apis.quantity import Quantity, QuantityError
@@ -142,12 +143,6 @@ def be_suppress_milli(
         min_milli = _go_div(capacity_milli * threshold.cpu_suppress_min_percent, 100)
         milli = max(milli, min_milli)
     return milli, pod_non_be
-
-
-def _go_div(a: int, b: int) -> int:
-    """Go integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 def adjust_cfs_quota(capacity_cores: int, suppress_milli: int, cur_quota: int) -> int | None:

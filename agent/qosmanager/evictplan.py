@@ -22,6 +22,7 @@ from typing import Any, Final
 from agent.podmeta import PodMeta
 from agent.qosmanager.framework import Decision, Evict, Snapshot
 from apis import constants as c
+from apis.gonum import go_div
 from apis.nodeslo import ResourceThresholdStrategy
 from apis.pod import (
     PHASE_PENDING,
@@ -61,12 +62,6 @@ EVICT_REASON: Final = "evicted"
 
 Amounts = Mapping[str, int]
 AmountFn = Callable[[PodMeta], Amounts]
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's int64 division: truncates toward zero."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
 
 
 def is_be(pod: PodMeta) -> bool:

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from agent.qosmanager.framework import Decision, Snapshot
 from agent.qosmanager.resctrl import ResctrlWrite
+from apis.gonum import go_div as _go_div
 from apis.quantity import Quantity, QuantityError
 
 __all__ = [
@@ -68,11 +69,6 @@ class SystemConfigDecision(Decision[None]):
 def min_free_kbytes(capacity_bytes: int, factor: int) -> int:
     """``(capacityBytes/1024) × factor / 10000`` with Go int64 integer divisions, left to right."""
     return _go_div(_go_div(capacity_bytes, 1024) * factor, 10000)
-
-
-def _go_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
 
 
 def _capacity_memory(node: Mapping[str, Any] | None) -> int:

@@ -33,6 +33,7 @@ from typing import Final
 
 import numpy as np
 
+from apis.gonum import go_div
 from apis.pod import pod_requests, resources_key
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
@@ -43,7 +44,6 @@ from scheduler.plugins.resourcemath import (
     MEMO_LIMIT,
     SCORE_WEIGHTS,
     RowWatch,
-    go_div,
     go_div_all,
     is_checked_resource,
     least_requested_score,

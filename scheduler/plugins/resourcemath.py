@@ -14,6 +14,7 @@ from typing import Any, Final, TypeGuard
 
 import numpy as np
 
+from apis.gonum import go_div
 from apis.labelselector import is_qualified_name
 from apis.pod import containers, init_containers, pod_requests, resources_key, spec
 from scheduler.framework.interfaces import IntArray
@@ -42,12 +43,6 @@ def reason_order(name: str) -> tuple[int, str]:
 def wrap64(x: int) -> int:
     """``x`` wrapped to int64 as numpy's int64 arithmetic wraps it."""
     return x if -(2**63) <= x < 2**63 else (x + 2**63) % 2**64 - 2**63
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 def go_div_all(a: IntArray, b: IntArray) -> IntArray:

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apis.gonum import go_div
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.noderesources import NodeResourcesFit
-from scheduler.plugins.resourcemath import go_div, is_checked_resource, nonzero_requests
+from scheduler.plugins.resourcemath import is_checked_resource, nonzero_requests
 
 from ._support import add_pods, assert_forms_agree, filter_one, make_node, make_pod
 
