@@ -35,7 +35,7 @@ from apis.pod import (
     pod_annotations,
     pod_labels,
 )
-from apis.qos import QoSClass, qos_class_raw
+from apis.qos import QoSClass, eviction_priority, priority_value_with_default, qos_class_raw, sub_priority
 from apis.quantity import Quantity
 
 __all__ = [
@@ -46,6 +46,8 @@ __all__ = [
     "EvictTask",
     "cool_down_active",
     "eviction_allowed",
+    "generic_candidates",
+    "generic_key",
     "go_div",
     "is_be",
     "plan_evictions",
@@ -117,6 +119,28 @@ def sort_pods(pods: Sequence[PodMeta], less: Callable[[PodMeta, PodMeta], bool])
         return 0
 
     return sorted(pods, key=functools.cmp_to_key(cmp))
+
+
+def generic_key(pod: PodMeta) -> tuple[int, int, int]:
+    """The generic evictors' first sort keys: eviction-priority annotation, priority value, sub-priority."""
+    return eviction_priority(pod.pod), priority_value_with_default(pod.pod), sub_priority(pod.pod)
+
+
+def generic_candidates(
+    pods: Sequence[PodMeta], feature: str, priority_limit: int, sampled: Collection[str]
+) -> list[PodMeta]:
+    """The generic (MemoryEvict/CPUEvict and allocatable) candidate filter, unsorted: Running/Pending,
+    the eviction-policy annotation allows ``feature``, priority value ≤ the limit, eviction-enabled label,
+    and a fresh usage sample (``sampled`` holds the pod UIDs with one)."""
+    return [
+        p
+        for p in pods
+        if running_or_pending(p.pod)
+        and eviction_allowed(p.pod, feature)
+        and priority_value_with_default(p.pod) <= priority_limit
+        and eviction_enabled(p.pod)
+        and p.uid in sampled
+    ]
 
 
 def generic_less(

@@ -21,11 +21,11 @@ from agent.qosmanager.evictplan import (
     EvictTask,
     cool_down_active,
     eviction_allowed,
-    eviction_enabled,
+    generic_candidates,
+    generic_key,
     generic_less,
     go_div,
     is_be,
-    running_or_pending,
     sort_pods,
     threshold_strategy,
     tier_request,
@@ -37,11 +37,9 @@ from apis.nodeslo import ResourceThresholdStrategy
 from apis.pod import pod_requests, resource_list, status
 from apis.qos import (
     PriorityClass,
-    eviction_priority,
     pod_priority,
     priority_class_with_default,
     priority_value_with_default,
-    sub_priority,
 )
 
 __all__ = [
@@ -207,10 +205,6 @@ def _be_less(usage: PodUsage) -> Any:
     return less
 
 
-def _generic_key(pod: PodMeta) -> tuple[int, int, int]:
-    return eviction_priority(pod.pod), priority_value_with_default(pod.pod), sub_priority(pod.pod)
-
-
 def candidates(feature: str, pods: Sequence[PodMeta], usage: PodUsage, s: Strategy) -> list[PodMeta]:
     """Every pod ``feature``'s task may evict, in the order it tries them."""
     if feature == BE_MEMORY_EVICT:
@@ -225,18 +219,10 @@ def candidates(feature: str, pods: Sequence[PodMeta], usage: PodUsage, s: Strate
         return []
     if limit is None:
         return []
-    chosen = [
-        p
-        for p in pods
-        if running_or_pending(p.pod)
-        and eviction_allowed(p.pod, feature)
-        and priority_value_with_default(p.pod) <= limit
-        and eviction_enabled(p.pod)
-        and p.uid in usage
-    ]
+    chosen = generic_candidates(pods, feature, limit, usage.keys())
     if feature == MEMORY_EVICT:
-        return sort_pods(chosen, generic_less(_generic_key, lambda p: _used(usage, p)))
-    return sort_pods(chosen, generic_less(_generic_key, lambda p: _pod_tier_request(p.pod)[2]))
+        return sort_pods(chosen, generic_less(generic_key, lambda p: _used(usage, p)))
+    return sort_pods(chosen, generic_less(generic_key, lambda p: _pod_tier_request(p.pod)[2]))
 
 
 # --- one round ------------------------------------------------------------------------------------
