@@ -22,7 +22,14 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 import grpc.aio
 
-from manager.metrichub.auth import Authenticator, Authorizer, AuthUnavailableError, DeniedError, Identity
+from manager.metrichub.auth import (
+    Authenticator,
+    Authorizer,
+    AuthUnavailableError,
+    DeniedError,
+    Identity,
+    bearer_token,
+)
 from manager.metrichub.server import SERVICE, Received, _parse_report, _passthrough, _warn_insecure
 from manager.metrichub.store import HubStore, RevisionTooOldError
 from proto.koord.v1 import metrichub_pb2 as pb
@@ -77,13 +84,7 @@ class AsyncHub:
     # --- authentication and authorization -------------------------------------------------------
     async def _identity(self, context: Any) -> Identity:
         assert self.authenticator is not None
-        token = ""
-        for key, value in context.invocation_metadata() or ():
-            if key == "authorization":
-                scheme, _, rest = str(value).partition(" ")
-                if scheme.lower() == "bearer":
-                    token = rest.strip()
-                break
+        token = bearer_token(context.invocation_metadata())
         if not token:
             await _abort(context, grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
         try:

@@ -85,6 +85,15 @@ class Authenticator(Protocol):
         ...
 
 
+def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str:
+    """The token of the first ``authorization`` metadata entry when it is ``Bearer <token>``, else ""."""
+    for key, value in metadata or ():
+        if key == "authorization":
+            scheme, _, rest = str(value).partition(" ")
+            return rest.strip() if scheme.lower() == "bearer" else ""
+    return ""
+
+
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 

@@ -25,7 +25,14 @@ from typing import Any, Literal, NamedTuple, NoReturn, Protocol
 
 import grpc
 
-from manager.metrichub.auth import Authenticator, Authorizer, AuthUnavailableError, DeniedError, Identity
+from manager.metrichub.auth import (
+    Authenticator,
+    Authorizer,
+    AuthUnavailableError,
+    DeniedError,
+    Identity,
+    bearer_token,
+)
 from manager.metrichub.store import HubStore, RevisionTooOldError
 from proto.koord.v1 import metrichub_pb2 as pb
 from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
@@ -128,13 +135,7 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc is 
         self.authorizer = authorizer
 
     def identity(self, context: Any) -> Identity:
-        token = ""
-        for key, value in context.invocation_metadata():
-            if key == "authorization":
-                scheme, _, rest = str(value).partition(" ")
-                if scheme.lower() == "bearer":
-                    token = rest.strip()
-                break
+        token = bearer_token(context.invocation_metadata())
         if not token:
             _abort(context, grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
         try:
