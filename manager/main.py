@@ -171,8 +171,14 @@ def _start_controllers(
 
 
 def _start_scheduler(
-    args: argparse.Namespace, hub_port: int, stop: threading.Event, leading: threading.Event, token_file: Path
+    args: argparse.Namespace,
+    hub_port: int,
+    stop: threading.Event,
+    leading: threading.Event,
+    token_file: Path,
+    registry: CollectorRegistry,
 ) -> Any:
+    """The embedded scheduler; its metrics join the manager's /metrics (``registry``)."""
     from kube.client import api_client
     from scheduler.config import load_profile
     from scheduler.main import SchedulerService
@@ -180,7 +186,9 @@ def _start_scheduler(
 
     profile = load_profile(args.scheduler_config, KNOWN)
     api = api_client(args.kubeconfig, qps=500, burst=1000, connections=48)
-    service = SchedulerService(api, profile, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file)
+    service = SchedulerService(
+        api, profile, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file, registry=registry
+    )
     service.start(stop)
     threading.Thread(target=service.run, args=(stop, leading.is_set), name="scheduler", daemon=True).start()
     return service
@@ -285,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 started_leading()
             if args.enable_scheduler:
-                service = _start_scheduler(args, port, stop, leading, token_file)
+                service = _start_scheduler(args, port, stop, leading, token_file, registry)
                 print("koord-manager: embedded koord-scheduler started", flush=True)
         except (KubeConfigError, ConfigError, TimeoutError, ValueError, OSError) as e:
             print(f"koord-manager: {e}", file=sys.stderr)
