@@ -2,7 +2,8 @@
 # Installs what the real local cluster needs and is not on PyPI: etcd (Debian's etcd-server), openssl,
 # kube-apiserver v1.20.2 built once from Debian's source package (koord/localcluster/build-kube.sh),
 # and, for the real local node (as root), Debian's containerd, runc, busybox-static and
-# containernetworking-plugins plus kubelet and kube-controller-manager built from the same tree.
+# containernetworking-plugins (and prometheus, for the dashboard query test) plus kubelet and
+# kube-controller-manager built from the same tree.
 # Builds are cached in ~/.cache/koord/k8s/bin (KOORD_CACHE), so later runs take seconds.
 # The control-plane part is skipped when KUBEBUILDER_ASSETS names a folder with kube-apiserver and etcd
 # (envtest convention); kubelet and kube-controller-manager are taken from there too when present.
@@ -30,6 +31,8 @@ if [ "$root" = yes ]; then
   [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || need+=(containernetworking-plugins)
   command -v iptables >/dev/null || need+=(iptables)
   command -v ip >/dev/null || need+=(iproute2)
+  # Prometheus: optional for `koord up`; the test suite runs every Grafana dashboard query against it.
+  command -v prometheus >/dev/null || need+=(prometheus)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$root" != yes ]; then
@@ -38,6 +41,14 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  if [[ " ${need[*]} " == *" prometheus "* ]]; then
+    # Debian's package starts its own server (:9090) where it can; koord runs its own, so stop that one.
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now prometheus >/dev/null 2>&1 || true
+    elif [ -x /etc/init.d/prometheus ]; then
+      /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+    fi
+  fi
 fi
 
 components=()

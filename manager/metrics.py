@@ -4,7 +4,7 @@
 queue depth and retries), the slo-controller-config errors, the leader gauges and the upstream-named
 ``slo_controller_*`` counters. Upstream's counters are Go counters without a ``_total`` suffix; Python's
 ``Counter`` always adds one, so ``ExactCounter`` exposes the exact upstream sample name instead.
-Imports: the standard library and prometheus_client.
+Imports: the standard library, prometheus_client and apis.sloconfig (the config keys).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics_core import Metric
+
+from apis.sloconfig import KNOWN_KEYS
 
 __all__ = ["ExactCounter", "ManagerMetrics"]
 
@@ -92,6 +94,9 @@ class ManagerMetrics:
             ["key"],
             registry=r,
         )
+        # Every known key starts at 0, so dashboards and alerts see "no errors" rather than no series.
+        for key in sorted(KNOWN_KEYS):
+            self.config_errors.labels(key=key)
         self.config_last_error = Gauge(
             "koord_manager_config_last_error",
             "1 when the key's latest value was rejected (its previous value is in force), else 0",
