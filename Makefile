@@ -22,7 +22,7 @@ deps: venv
 	bash hack/install-deps.sh
 
 up: deps
-	$(BIN)/koord up
+	$(BIN)/koord up --nodes 3
 
 lint: venv
 	$(BIN)/ruff check .

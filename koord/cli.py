@@ -17,9 +17,7 @@ from types import FrameType
 
 from koord import __version__
 from koord.localcluster.binaries import MissingBinaryError, build_components, cache_dir, ensure_binaries
-from koord.localcluster.bootstrap import bootstrap
-from koord.localcluster.controlplane import ControlPlane, ControlPlaneError
-from koord.localcluster.node import DEFAULT_NODE_NAME, LocalNode, NodeBusyError, NodeError
+from koord.localcluster.node import DEFAULT_NODE_NAME
 from koord.localcluster.nodebinaries import NodeBinaries, find_node_binaries
 
 
@@ -49,6 +47,15 @@ def _node_binaries(build: bool) -> NodeBinaries | None:
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
+    from koord.up import run
+
+    if args.nodes < 0 or args.status_interval < 0 or (args.duration is not None and args.duration <= 0):
+        print(
+            f"koord up: bad option: --nodes={args.nodes} --status-interval={args.status_interval} "
+            f"--duration={args.duration} (counts and intervals must not be negative)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         binaries = ensure_binaries(build=args.build)
     except MissingBinaryError as e:
@@ -64,59 +71,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     node_binaries = None if args.no_node else _node_binaries(args.build)
-    cp = ControlPlane(state_dir=state_dir, binaries=binaries)
-    node: LocalNode | None = None
-    try:
-        cp.start()
-        api = cp.api_client()
-        bootstrap(api)
-        api.close()
-        if node_binaries is not None and not stop.is_set():
-            node = LocalNode(
-                cp, state_dir=state_dir / "node", node_name=args.node_name, binaries=node_binaries
-            )
-            try:
-                node.start(lock_timeout=0)
-            except NodeBusyError as e:
-                # Someone else's node (a test session, another `koord up`) keeps the host: serve the
-                # control plane alone rather than wait.
-                print(f"koord up: no real node: {e}", file=sys.stderr)
-                node = None
-    except (ControlPlaneError, NodeError, MissingBinaryError, OSError, ValueError, TimeoutError) as e:
-        if node is not None:
-            node.stop()
-        cp.stop()
-        print(f"koord up: {e}", file=sys.stderr)
-        return 1
-    print(f"koord is up: API server {cp.server} (etcd 127.0.0.1:{cp.etcd_port})")
-    print(f"  export KUBECONFIG={cp.kubeconfig_path}")
-    print("  CRDs nodemetrics/nodeslos.slo.koordinator.sh, namespace koordinator-system, PriorityClasses")
-    print("  koord-{prod,mid,batch,free} and the slo-controller-config ConfigMap are installed.")
-    if node is not None:
-        print(
-            f"  node {node.node_name} is Ready ({node.ready_seconds:.1f}s): containerd, kubelet "
-            f"({node.kubelet_url}, cgroupfs) and kube-controller-manager; logs in {node.paths.logs}"
-        )
-        print(
-            f"  pods run image {node.image} (imagePullPolicy: Never) on bridge {node.bridge} ({node.subnet})"
-        )
-    print("Press Ctrl-C to stop.", flush=True)
-    try:
-        while not stop.wait(0.5):
-            exited = {**cp.exited(), **(node.exited() if node is not None else {})}
-            for name, rc in exited.items():
-                log = node.log_path(name) if node is not None and name in node.exited() else cp.log_path(name)
-                print(f"koord up: {name} exited with {rc}; see {log}", file=sys.stderr)
-                return 1
-    finally:
-        if node is not None:
-            node.stop()
-        cp.stop()
-        print(
-            "koord stopped" + (" (node removed: processes, mounts, cgroups, bridge)" if node else ""),
-            flush=True,
-        )
-    return 0
+    return run(args, state_dir, binaries, node_binaries, stop)
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -133,20 +88,83 @@ def build_parser() -> argparse.ArgumentParser:
     up = sub.add_parser(
         "up",
         help="run koord locally on its embedded default until interrupted",
-        description="Starts etcd + kube-apiserver on 127.0.0.1, installs koord's CRDs and defaults and, "
+        description="Starts etcd + kube-apiserver on 127.0.0.1, installs koord's CRDs and defaults, and, "
         "as root with the binaries present, a real node (containerd, kubelet, kube-controller-manager) "
-        "that runs pods from a local busybox image. Ctrl-C stops every process by PID and removes what "
-        "the run made (mounts, cgroups, the bridge, iptables chains; kubelet's sysctls are restored).",
+        "that runs pods from a local busybox image; then koord-manager (with the embedded koord-scheduler "
+        "and the MetricHub), one koordlet per node, Prometheus when installed, and a demo workload, and "
+        "prints a status view (node usage and thresholds, batch allocatable, each pod's node and QoS, "
+        "the BE CPU suppress value, evictions). Ctrl-C stops every process by PID and removes what "
+        "the run made (mounts, cgroups, the bridge, iptables chains, simulated host trees; kubelet's "
+        "sysctls are restored).",
     )
     up.add_argument("--state-dir", help="folder for PKI, kubeconfig and logs (default ~/.cache/koord/up)")
-    up.add_argument("--no-build", dest="build", action="store_false",
-                    help="fail instead of building kube-apiserver (and skip the node instead of building "
-                         "kubelet and kube-controller-manager) when they are missing")  # fmt: skip
-    up.add_argument("--no-node", action="store_true",
-                    help="run the control plane only; by default, as root and with the binaries present, a "
-                         "real node (containerd, kubelet, kube-controller-manager) joins it")  # fmt: skip
-    up.add_argument("--node-name", default=DEFAULT_NODE_NAME,
-                    help=f"name of the real node (default {DEFAULT_NODE_NAME})")  # fmt: skip
+    up.add_argument(
+        "--no-build",
+        dest="build",
+        action="store_false",
+        help="fail instead of building kube-apiserver (and skip the node instead of building "
+        "kubelet and kube-controller-manager) when they are missing",
+    )
+    up.add_argument(
+        "--no-node",
+        action="store_true",
+        help="run the control plane only; by default, as root and with the binaries present, a "
+        "real node (containerd, kubelet, kube-controller-manager) joins it",
+    )
+    up.add_argument(
+        "--node-name", default=DEFAULT_NODE_NAME, help=f"name of the real node (default {DEFAULT_NODE_NAME})"
+    )
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add N simulated nodes: Node objects labelled koord.sh/simulated=true, kept Ready by "
+        "koord, each with a koordlet reading a generated host tree whose background load "
+        "differs (85%%, 45%%, 15%%, ... of its CPUs), so load-aware placement is visible",
+    )
+    up.add_argument("--sim-cpus", type=int, default=4, help="CPUs of each simulated node (default 4)")
+    up.add_argument("--sim-memory-gib", type=int, default=8, help="memory of each simulated node (default 8)")
+    up.add_argument(
+        "--no-demo",
+        dest="demo",
+        action="store_false",
+        help="do not create the demo workload (namespace koord-demo: an LS service and BE batch "
+        "pods, all scheduled by koord-scheduler)",
+    )
+    up.add_argument(
+        "--demo-batch-pods",
+        type=int,
+        default=6,
+        help="number of unpinned BE batch pods in the demo (default 6)",
+    )
+    up.add_argument(
+        "--status-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="print the status view every SECONDS (default 5; 0 turns it off)",
+    )
+    up.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop by itself after SECONDS (default: run until Ctrl-C)",
+    )
+    up.add_argument(
+        "--qos-dry-run",
+        action="store_true",
+        help="the real node's koordlet decides and audits every cgroup write but writes nothing "
+        "(chosen by itself when the cgroup tree is not writable)",
+    )
+    up.add_argument(
+        "--prometheus",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="run a Prometheus scraping every component: auto (when the `prometheus` binary is "
+        "installed; default), on (fail without it), off",
+    )
     up.set_defaults(func=_cmd_up)
     sim = sub.add_parser("simulate", help="evaluate scenario files with the daemons' own decision code")
     sim.add_argument("files", nargs="+", metavar="FILE")

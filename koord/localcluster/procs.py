@@ -8,7 +8,9 @@ Imports: standard library only.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -29,8 +31,28 @@ def alive(pid: int) -> bool:
     return True
 
 
-def spawn_logged(log_path: Path, argv: list[str]) -> subprocess.Popen[bytes]:
+_PR_SET_PDEATHSIG = 1
+try:  # loaded up front: the child of a threaded parent must not import or allocate between fork and exec
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
+except OSError:  # pragma: no cover - not glibc/musl
+    _LIBC = None
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """PR_SET_PDEATHSIG(SIGTERM): the child is told to stop when the process that started it dies."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def spawn_logged(log_path: Path, argv: list[str], die_with_parent: bool = False) -> subprocess.Popen[bytes]:
+    """Starts argv in its own session, output appended to log_path. ``die_with_parent``: SIGTERM the
+    child when its parent dies, so a `koord up` killed with SIGKILL leaves no daemon of its own behind."""
     with log_path.open("ab") as log:
         return subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,  # prctl only: no lock, no import
         )

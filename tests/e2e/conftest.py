@@ -35,6 +35,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if here in item.path.parents:
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.apiserver)
+    # `koord up` starts the host's one real node itself: run it before any test starts the session's
+    # `real_node` fixture (which keeps the node until the session ends).
+    items.sort(key=lambda item: item.path.name != "test_koord_up.py")
 
 
 class RealNode:

@@ -1,0 +1,205 @@
+"""koord's own daemons for `koord up`: one koord-manager (with the embedded koord-scheduler and the
+MetricHub) and one koordlet per node, each a child process in its own session with its log under
+``<state>/logs``, stopped by PID (koordlets first, so their last reports reach a live hub).
+
+Local-mode MetricHub credentials: one static token per node (user ``system:node:<name>``, the identity
+the hub binds a report stream to), written to ``<state>/hub-tokens.csv`` (mode 0600) for the manager
+and to one file per koordlet. The PIDs are recorded in ``<state>/koord-components.json`` so a crashed
+run's daemons are stopped by the next one (``reap_stale``).
+
+Imports: standard library, koord.localcluster.{controlplane,procs}.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from koord.localcluster.controlplane import ControlPlane, free_ports
+from koord.localcluster.procs import alive, spawn_logged
+
+STATE_FILE = "koord-components.json"
+_ENTRY = {
+    "koord-manager": "import sys; from manager.main import main; sys.exit(main())",
+    "koordlet": "import sys; from agent.daemon import main; sys.exit(main())",
+}
+
+
+class ComponentError(RuntimeError):
+    """A daemon did not start or become healthy; the message names it and its log."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHost:
+    """Where a koordlet reads its host: the real one (/proc, /sys, the kubelet's cgroup root) or a
+    simulated tree."""
+
+    proc: Path
+    sys: Path
+    cgroup_root: Path
+    simulated: bool
+    qos: str = "on"  # "on", "dry-run" (audit, write nothing) or "off"
+
+
+@dataclass(slots=True)
+class Daemon:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    metrics_url: str
+
+
+def _stop_pid(pid: int, timeout: float = 10.0) -> None:
+    for sig, wait in ((15, timeout), (9, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    return
+            if not alive(pid):
+                return
+            time.sleep(0.05)
+
+
+def reap_stale(state_dir: Path) -> list[int]:
+    """Stops the daemons a crashed run recorded (only processes still running our entry points)."""
+    path = state_dir / STATE_FILE
+    try:
+        pids = [int(p) for p in json.loads(path.read_text()).get("pids", [])]
+    except (OSError, ValueError, AttributeError):
+        return []
+    stopped = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(code.encode() in cmdline for code in _ENTRY.values()):
+            _stop_pid(pid)
+            stopped.append(pid)
+    path.unlink(missing_ok=True)
+    return stopped
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:  # loopback URL we built
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+class KoordComponents:
+    """`KoordComponents(cp, state_dir)`: ``start_manager(nodes)``, then ``start_koordlet(node, host)``
+    per node; ``stop()`` stops them all by PID."""
+
+    def __init__(self, cp: ControlPlane, state_dir: Path, python: str = sys.executable) -> None:
+        self.cp = cp
+        self.state_dir = state_dir
+        self.python = python
+        self.logs = state_dir / "logs"
+        self.daemons: dict[str, Daemon] = {}
+        self.hub_addr = ""
+        self._tokens: dict[str, str] = {}
+
+    def _spawn(self, name: str, entry: str, args: list[str], metrics_url: str) -> Daemon:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = self.logs / f"{name}.log"
+        proc = spawn_logged(log, [self.python, "-c", _ENTRY[entry], *args], die_with_parent=True)
+        daemon = self.daemons[name] = Daemon(name, proc, log, metrics_url)
+        (self.state_dir / STATE_FILE).write_text(
+            json.dumps({"pids": [d.proc.pid for d in self.daemons.values()]})
+        )
+        return daemon
+
+    def _wait_healthy(self, daemon: Daemon, url: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if (rc := daemon.proc.poll()) is not None:
+                raise ComponentError(f"{daemon.name} exited with {rc} while starting; see {daemon.log}")
+            if _http_ok(url):
+                return
+            time.sleep(0.2)
+        raise ComponentError(f"{daemon.name} not healthy at {url} after {timeout:.0f}s; see {daemon.log}")
+
+    def start_manager(self, nodes: list[str], timeout: float = 60.0) -> Daemon:
+        """koord-manager with the embedded scheduler; hub tokens for ``nodes`` (static, local mode)."""
+        self._tokens = {n: secrets.token_urlsafe(24) for n in nodes}
+        tokens = self.state_dir / "hub-tokens.csv"
+        tokens.write_text("".join(f"{t},system:node:{n}\n" for n, t in self._tokens.items()))
+        tokens.chmod(0o600)
+        hub, metrics, probe = free_ports(3)
+        self.hub_addr = f"127.0.0.1:{hub}"
+        daemon = self._spawn(
+            "koord-manager",
+            "koord-manager",
+            [
+                f"--kubeconfig={self.cp.kubeconfig_path}",
+                f"--hub-addr={self.hub_addr}",
+                f"--metrics-addr=127.0.0.1:{metrics}",
+                f"--health-probe-addr=127.0.0.1:{probe}",
+                "--hub-auth=static",
+                f"--hub-token-auth-file={tokens}",
+            ],
+            f"http://127.0.0.1:{metrics}/metrics",
+        )
+        self._wait_healthy(daemon, f"http://127.0.0.1:{probe}/healthz", timeout)
+        return daemon
+
+    def start_koordlet(self, node: str, host: NodeHost, timeout: float = 60.0) -> Daemon:
+        if node not in self._tokens:
+            raise ComponentError(f"no hub token for node {node!r}: start_manager() with it first")
+        node_dir = self.state_dir / "koordlet" / node
+        node_dir.mkdir(parents=True, exist_ok=True)
+        token = node_dir / "hub-token"
+        token.write_text(self._tokens[node])
+        token.chmod(0o600)
+        (port,) = free_ports(1)
+        qos = {
+            "on": ["--enable-qos"],
+            "dry-run": ["--enable-qos", "--qos-dry-run"],
+            "off": ["--no-enable-qos"],
+        }
+        daemon = self._spawn(
+            f"koordlet-{node}",
+            "koordlet",
+            [
+                f"--node-name={node}",
+                f"--kubeconfig={self.cp.kubeconfig_path}",
+                f"--cgroup-root-dir={host.cgroup_root}",
+                f"--proc-root-dir={host.proc}",
+                f"--sys-root-dir={host.sys}",
+                "--cgroup-driver=cgroupfs",
+                f"--addr=127.0.0.1:{port}",
+                f"--hub-address={self.hub_addr}",
+                f"--hub-token-file={token}",
+                f"--metric-cache-path={node_dir / 'metric-cache.npz'}",
+                f"--audit-log={node_dir / 'audit.log'}",
+                *qos[host.qos],
+            ],
+            f"http://127.0.0.1:{port}/metrics",
+        )
+        self._wait_healthy(daemon, f"http://127.0.0.1:{port}/healthz", timeout)
+        return daemon
+
+    def exited(self) -> dict[str, int]:
+        return {n: rc for n, d in self.daemons.items() if (rc := d.proc.poll()) is not None}
+
+    def stop(self) -> None:
+        order = sorted(self.daemons, key=lambda n: n == "koord-manager")  # koordlets first
+        for name in order:
+            daemon = self.daemons.pop(name)
+            _stop_pid(daemon.proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                daemon.proc.wait(timeout=1)
+        (self.state_dir / STATE_FILE).unlink(missing_ok=True)
