@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import secrets
 import shutil
 import signal
@@ -33,6 +34,7 @@ from apis.convert import report_to_nodemetric_dict
 from apis.version import koord_version
 from kube.httpserver import ProbeServer
 from manager.controllers.setup import SLOControllers, add_config_flags, build_slo_controllers
+from manager.hubendpoints import HubEndpoints, endpoints_body
 from manager.metrichub.auth import (
     DEFAULT_READER_USERS,
     Authenticator,
@@ -88,11 +90,31 @@ def build_parser() -> argparse.ArgumentParser:
         "a static token file (--hub-token-auth-file; local mode), or none (loopback testing only)",
     )
     p.add_argument("--hub-token-auth-file", help="static tokens: lines 'token,user[,group1|group2]'")
+    p.add_argument(
+        "--hub-endpoints",
+        default="",
+        help="name of the selector-less hub Service whose Endpoints the leader points at its own pod "
+        "(POD_IP, POD_NAME, POD_NAMESPACE from the downward API), so every koordlet reports to the leader; "
+        "empty (default) leaves routing to the Service",
+    )
     add_config_flags(p)
     return p
 
 
 EMBEDDED_SCHEDULER_USER = "system:koord-manager:embedded-scheduler"
+
+
+def _hub_endpoints(args: argparse.Namespace, hub_port: int) -> HubEndpoints | None:
+    """The leader's hub routing (manager.hubendpoints) when --hub-endpoints names a Service."""
+    if not args.hub_endpoints:
+        return None
+    from kube.client import api_client
+
+    namespace = os.environ.get("POD_NAMESPACE") or args.leader_election_namespace
+    body = endpoints_body(
+        args.hub_endpoints, namespace, os.environ.get("POD_IP", ""), os.environ.get("POD_NAME", ""), hub_port
+    )
+    return HubEndpoints(api_client(args.kubeconfig), body)
 
 
 def _hub_auth(
@@ -256,6 +278,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"koord-manager {koord_version()}: MetricHub listening on port {port}", flush=True)
 
     leading = threading.Event()
+    try:
+        endpoints = _hub_endpoints(args, port)
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"koord-manager: --hub-endpoints={args.hub_endpoints}: {e}", file=sys.stderr)
+        server.stop(grace=None)
+        shutil.rmtree(token_dir, ignore_errors=True)
+        return 1
+    if endpoints is not None:
+        threading.Thread(
+            target=endpoints.run, args=(stop, leading.is_set), name="hub-endpoints", daemon=True
+        ).start()
     service = None
     elector_thread = None
     built: SLOControllers | None = None
@@ -274,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
 
             def started_leading() -> None:
                 leading.set()
+                if endpoints is not None:
+                    endpoints.kick()
                 if built is not None:
                     built.manager.on_started_leading()
                 log.info("leading as %s", identity)
@@ -309,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"koord-manager: {e}", file=sys.stderr)
             stop.set()
     stop.wait()
+    if endpoints is not None:
+        endpoints.kick()
     if built is not None:
         built.manager.stop()
     for probe in probes:

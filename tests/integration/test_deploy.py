@@ -313,7 +313,12 @@ MANAGER = [
     ("create", "events", NS, "", True), ("patch", "events", NS, "e", True),
     ("create", "leases", NS, "", True), ("get", "leases", NS, "koordinator-manager", True),
     ("update", "leases", NS, "koordinator-manager", True),
+    # manager/hubendpoints.py: the leader routes the hub Service to itself
+    ("create", "endpoints", NS, "", True), ("get", "endpoints", NS, "koord-manager-hub", True),
+    ("update", "endpoints", NS, "koord-manager-hub", True),
     # must not
+    ("update", "endpoints", NS, "kube-dns", False), ("delete", "endpoints", NS, "koord-manager-hub", False),
+    ("update", "endpoints", "default", "kubernetes", False),
     ("delete", "pods", "default", "p", False), ("create", "pods", "default", "", False),
     ("update", "pods", "default", "p", False), ("create", "pods/eviction", "default", "p", False),
     ("update", "configmaps", NS, "slo-controller-config", False),

@@ -1,5 +1,6 @@
-"""Two koord-manager replicas on the real API server: only the leader reconciles; SIGKILL the leader and
-the standby takes the Lease within 20 s and applies a ConfigMap edit made while nobody led."""
+"""Two koord-manager replicas on the real API server: only the leader reconciles and routes the hub
+Service's Endpoints to itself; SIGKILL the leader and the standby takes the Lease within 20 s, applies a
+ConfigMap edit made while nobody led and points the hub Endpoints at its own pod."""
 
 from __future__ import annotations
 
@@ -55,6 +56,17 @@ def _config(core: Any, ns: str, percent: int, create: bool = False) -> None:
         core.replace_namespaced_config_map("slo-controller-config", ns, body)
 
 
+def _hub_endpoints(core: Any, ns: str) -> tuple[str, int] | None:
+    try:
+        ep = core.read_namespaced_endpoints("koord-manager-hub", ns)
+    except ApiException:
+        return None
+    subset = (ep.subsets or [None])[0]
+    if subset is None or not subset.addresses:
+        return None
+    return subset.addresses[0].ip, subset.ports[0].port
+
+
 def test_standby_takes_over_and_loses_no_reconcile(
     control_plane: ControlPlane, kube: Any, namespace: str
 ) -> None:
@@ -72,13 +84,18 @@ def test_standby_takes_over_and_loses_no_reconcile(
                  f"--hub-addr=127.0.0.1:{ports[i]}", "--no-enable-scheduler",
                  f"--leader-election-namespace={namespace}", f"--config-namespace={namespace}",
                  f"--node-name-prefix={prefix}", f"--metrics-addr=127.0.0.1:{ports[2 + i]}",
-                 "--health-probe-addr=127.0.0.1:0"],
+                 "--health-probe-addr=127.0.0.1:0", "--hub-endpoints=koord-manager-hub"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, "POD_IP": f"10.77.0.{i + 1}", "POD_NAME": f"mgr-{i}",
+                     "POD_NAMESPACE": namespace},
             ))  # fmt: skip
         assert wait_for(lambda: _threshold(custom, node) == 60, 30), "the leader rendered no NodeSLO"
         leaders = [i for i in range(2) if _is_leader(ports[2 + i])]
         assert len(leaders) == 1, f"exactly one leader expected, got {leaders}"
         leader, standby = leaders[0], 1 - leaders[0]
+        assert wait_for(
+            lambda: _hub_endpoints(core, namespace) == (f"10.77.0.{leader + 1}", ports[leader]), 10
+        )
 
         os.kill(procs[leader].pid, signal.SIGKILL)  # no lease release: the standby must wait it out
         killed = time.monotonic()
@@ -89,6 +106,9 @@ def test_standby_takes_over_and_loses_no_reconcile(
         assert wait_for(lambda: _threshold(custom, node) == 55, 10), (
             "the edit made during the handover was lost"
         )
+        assert wait_for(
+            lambda: _hub_endpoints(core, namespace) == (f"10.77.0.{standby + 1}", ports[standby]), 10
+        ), "the new leader did not route the hub Service to itself"
     finally:
         for p in procs:
             if p.poll() is None:

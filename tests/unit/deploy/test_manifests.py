@@ -15,6 +15,7 @@ import pytest
 
 from agent.options import parse as parse_koordlet
 from koord.kustomize import build
+from manager.hubendpoints import ENDPOINTS_PORT_NAME
 from manager.main import build_parser as manager_parser
 from scheduler.main import build_parser as scheduler_parser
 
@@ -191,6 +192,10 @@ def selected(objs: list[Obj], selector: dict[str, str]) -> list[tuple[Obj, Obj]]
 def test_services_select_pods_and_their_named_ports(tree: str) -> None:
     objs = TREES[tree]
     for svc in (o for o in objs if o["kind"] == "Service"):
+        if "selector" not in svc["spec"]:
+            # Only the hub is selector-less: the leading manager writes its Endpoints.
+            assert svc["metadata"]["name"] == "koord-manager-hub"
+            continue
         hits = selected(objs, svc["spec"]["selector"])
         assert hits, f"Service {svc['metadata']['name']} selects no pod"
         for _, c in hits:
@@ -224,9 +229,22 @@ def test_service_monitors_select_metrics_services_by_port_name() -> None:
             assert {e["port"] for e in sm["spec"]["endpoints"]} <= names
 
 
-def test_hub_service_targets_the_hub_port() -> None:
+def test_hub_service_is_routed_to_the_leader() -> None:
     svc = find(DEFAULT, "Service", "koord-manager-hub")
-    assert [(p["port"], p["targetPort"]) for p in svc["spec"]["ports"]] == [(9317, "hub")]
+    assert "selector" not in svc["spec"]
+    assert [(p["name"], p["port"], p["targetPort"]) for p in svc["spec"]["ports"]] == [
+        (ENDPOINTS_PORT_NAME, 9317, 9317)
+    ]
+    deploy = find(DEFAULT, "Deployment", "koord-manager")
+    (c,) = deploy["spec"]["template"]["spec"]["containers"]
+    assert "--hub-endpoints=koord-manager-hub" in c["args"]
+    assert ports(c)["hub"] == 9317
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
+    assert env == {
+        "POD_IP": "status.podIP",
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+    }
 
 
 # -- RBAC and namespaces ---------------------------------------------------------------------------------
