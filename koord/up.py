@@ -148,7 +148,8 @@ class Up:
                 f"(Ready in {self.node.ready_seconds:.1f}s); koordlet QoS {mode}"
             )
         else:
-            self.out("  no real node (needs root and kubelet); pods run only on simulated nodes")
+            why = "--no-node" if self.args.no_node else "needs root, kubelet and a free host"
+            self.out(f"  no real node ({why}); pods run only on simulated nodes")
         for sim in self.sims:
             self.out(
                 f"  simulated node {sim.name}: {sim.host.cpus} CPUs, background load "

@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_DIFF_THRESHOLD = 0.1
 DEFAULT_UPDATE_TIME_THRESHOLD_SECONDS = 300
+DEGRADED_RETRY_SECONDS = 5.0
+"""How soon a degraded node is recomputed when the MetricHub may hold a fresher report than the CR."""
+DEGRADE_REASONS = frozenset({batchresource.DEGRADE_REASON, midresource.DEGRADE_REASON})
 EXPLAIN_ANNOTATIONS = (
     batchresource.ANNOTATION_BATCH_RESOURCE_EXPLAIN,
     midresource.ANNOTATION_MID_RESOURCE_EXPLAIN,
@@ -186,9 +189,14 @@ class NodeResourceController:
             last = self._last_update.get(name)
         now_mono = self._monotonic()
         forced = last is None or now_mono - last >= period
+        # D6: the hub may bring a fresh report without any NodeMetric event, so a degraded node is looked
+        # at again soon instead of after the whole update period.
+        retry = period
+        if self._hub_lookup is not None and any(r.reason in DEGRADE_REASONS for r in results):
+            retry = min(period, DEGRADED_RETRY_SECONDS)
         if not forced and not need_sync(node, prepared, diff):
             self.reconcile_count.inc(status="succeeded", reason="unchanged")
-            return max(1.0, period - (now_mono - (last or now_mono)))
+            return min(retry, max(1.0, period - (now_mono - (last or now_mono))))
         written = self.gateway.update_node_status(name, lambda fresh: prepare_node(fresh, items))
         if written is None:
             return None
@@ -198,7 +206,7 @@ class NodeResourceController:
         self._annotate(name, written, prepared, explain)
         reason = next((r.reason for r in results if r.reason), "updated")
         self.reconcile_count.inc(status="succeeded", reason=reason)
-        return period
+        return retry
 
     def _annotate(
         self,

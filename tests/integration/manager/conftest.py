@@ -54,6 +54,8 @@ class Harness:
     gateway: Gateway
     config: ConfigController
     manager: ControllerManager
+    hub: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What the MetricHub lookup returns per node (a NodeMetric dict), as the hub would."""
     core: Any = field(init=False)
     custom: Any = field(init=False)
 
@@ -139,12 +141,13 @@ def _ignore_404(fn: Callable[..., Any], *args: Any) -> None:
 @pytest.fixture()
 def harness(kube: Any, namespace: str) -> Iterator[Harness]:
     prefix = f"mgr-{uuid.uuid4().hex[:8]}-"
+    hub: dict[str, dict[str, Any]] = {}
     built = build_slo_controllers(
         kube, namespace, CONFIG_NAME, CollectorRegistry(), EventRecorder(kube, "koord-manager"),
-        identity="test", node_filter=lambda name: name.startswith(prefix),
+        identity="test", node_filter=lambda name: name.startswith(prefix), hub_lookup=hub.get,
     )  # fmt: skip
     gateway, manager, metrics, config = built.gateway, built.manager, built.metrics, built.config
-    h = Harness(kube, namespace, prefix, metrics, gateway, config, manager)
+    h = Harness(kube, namespace, prefix, metrics, gateway, config, manager, hub)
     stop = threading.Event()
     try:
         gateway.start(stop)

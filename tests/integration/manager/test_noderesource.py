@@ -26,31 +26,54 @@ def _time(delta: timedelta = timedelta(0)) -> str:
 
 def _node(h: Harness) -> str:
     name = h.node_name("big")
-    h.core.create_node({
-        "metadata": {"name": name},
-        "status": {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
-                   "allocatable": {"cpu": "31", "memory": "124Gi", "pods": "110"}},
-    })  # fmt: skip
+    h.core.create_node(
+        {
+            "metadata": {"name": name},
+            "status": {
+                "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                "allocatable": {"cpu": "31", "memory": "124Gi", "pods": "110"},
+            },
+        }
+    )
     return name
 
 
 def _pods(h: Harness, node: str) -> None:
     for name, cpu, mem in (("a", "8", "16Gi"), ("b", "4", "8Gi")):
-        h.core.create_namespaced_pod(h.namespace, {
-            "metadata": {"name": name},
-            "spec": {"nodeName": node, "containers": [
-                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]},
-        })  # fmt: skip
+        h.core.create_namespaced_pod(
+            h.namespace,
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "nodeName": node,
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": cpu, "memory": mem}},
+                        }
+                    ],
+                },
+            },
+        )
 
 
 def _set_metric(h: Harness, node: str, system_cpu: str, updated: str) -> None:
     status = {
         "updateTime": updated,
-        "nodeMetric": {"nodeUsage": {"resources": {"cpu": "6", "memory": "20Gi"}},
-                       "systemUsage": {"resources": {"cpu": system_cpu, "memory": "6Gi"}}},
-        "podsMetric": [{"namespace": h.namespace, "name": "a", "priority": "koord-prod",
-                        "podUsage": {"resources": {"cpu": "3", "memory": "10Gi"}}}],
-    }  # fmt: skip
+        "nodeMetric": {
+            "nodeUsage": {"resources": {"cpu": "6", "memory": "20Gi"}},
+            "systemUsage": {"resources": {"cpu": system_cpu, "memory": "6Gi"}},
+        },
+        "podsMetric": [
+            {
+                "namespace": h.namespace,
+                "name": "a",
+                "priority": "koord-prod",
+                "podUsage": {"resources": {"cpu": "3", "memory": "10Gi"}},
+            }
+        ],
+    }
     h.custom.patch_cluster_custom_object_status(
         SLO_GROUP, SLO_VERSION, NODE_METRIC_PLURAL, node, {"status": status}
     )
@@ -58,6 +81,44 @@ def _set_metric(h: Harness, node: str, system_cpu: str, updated: str) -> None:
 
 def _allocatable(h: Harness, node: str) -> dict[str, Any]:
     return dict(h.core.read_node(node).status.allocatable or {})
+
+
+def test_a_degraded_node_recovers_from_a_hub_report_without_any_cr_event(harness: Harness) -> None:
+    h = harness
+    h.set_config({"colocation-config": {"enable": True}})
+    node = _node(h)
+    _pods(h, node)
+    wait_for(lambda: h.nodemetric(node), 10, "the NodeMetric controller to create the NodeMetric")
+
+    # No status in the CR: degraded (nothing to write), no batch resources.
+    def reconciled() -> float:
+        return sum(
+            h.sample("slo_controller_node_resource_reconcile_count", status="succeeded", reason=r)
+            for r in ("unchanged", "degradedByBatchResource")
+        )
+
+    wait_for(reconciled, 10, "a reconcile of the degraded node")
+    assert BATCH_CPU not in _allocatable(h, node)
+    # The hub gets a fresh report (the CR still has none): recomputed within the degraded retry.
+    h.hub[node] = {
+        "status": {
+            "updateTime": _time(),
+            "nodeMetric": {
+                "nodeUsage": {"resources": {"cpu": "6", "memory": "20Gi"}},
+                "systemUsage": {"resources": {"cpu": "1500m", "memory": "6Gi"}},
+            },
+            "podsMetric": [
+                {
+                    "namespace": h.namespace,
+                    "name": "a",
+                    "priority": "koord-prod",
+                    "podUsage": {"resources": {"cpu": "3", "memory": "10Gi"}},
+                }
+            ],
+        }
+    }
+    got = wait_for(lambda: _allocatable(h, node).get(BATCH_CPU), 15, "batch resources from the hub report")
+    assert got == "10700"  # the same worked example as below, from the hub alone
 
 
 def test_batch_resources_follow_the_nodemetric(harness: Harness) -> None:
