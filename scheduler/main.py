@@ -22,11 +22,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from apis.constants import DEFAULT_CONFIG_NAMESPACE
 from apis.version import koord_version
 from kube.client import KubeConfigError, api_client
+from kube.httpserver import ProbeServer
 from kube.leaderelection import LeaderElector
 from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, Profile, load_profile
@@ -43,17 +44,28 @@ log = logging.getLogger("koord-scheduler")
 
 class SchedulerService:
     def __init__(
-        self, api: Any, profile: Profile, *, hub_addr: str | None = None,
-        registry: CollectorRegistry | None = None, bind_workers: int = 16, hub_token_file: Path | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        api: Any,
+        profile: Profile,
+        *,
+        hub_addr: str | None = None,
+        registry: CollectorRegistry | None = None,
+        bind_workers: int = 16,
+        hub_token_file: Path | None = None,
+    ) -> None:
         self.api = api
         self.metrics = SchedulerMetrics(registry or CollectorRegistry(), profile.scheduler_name)
         framework = build_framework(profile, observer=self.metrics.observe_plugin)
         self.reporter = UnschedulableReporter(api, profile.scheduler_name)
         self.scheduler = Scheduler(
-            framework, SchedulerCache(), SchedulingQueue(), APIBinder(api),
-            bind_workers=bind_workers, on_unschedulable=self.reporter, on_decision=self.metrics.on_decision,
-        )  # fmt: skip
+            framework,
+            SchedulerCache(),
+            SchedulingQueue(),
+            APIBinder(api),
+            bind_workers=bind_workers,
+            on_unschedulable=self.reporter,
+            on_decision=self.metrics.on_decision,
+        )
         self.router = EventRouter(self.scheduler, profile.scheduler_name)
         self.hub = HubWatcher(hub_addr, self.router.merger, token_file=hub_token_file) if hub_addr else None
         self._threads: list[threading.Thread] = []
@@ -110,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--leader-elect-resource-namespace", default=DEFAULT_CONFIG_NAMESPACE)
     p.add_argument("--leader-elect-resource-name", default="koord-scheduler")
     p.add_argument("--leader-elect-identity", help="this replica's name in the Lease (default: host_random)")
-    p.add_argument("--metrics-port", type=int, default=10251, help="Prometheus /metrics port (0: off)")
+    p.add_argument(
+        "--metrics-port", type=int, default=10251, help="/metrics, /healthz and /readyz port (0: off)"
+    )
     p.add_argument("--bind-workers", type=int, default=16)
     # Every bind is one request: the client limit must exceed the target binding rate.
     p.add_argument("--kube-api-qps", type=float, default=500)
@@ -141,14 +155,29 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     registry = CollectorRegistry()
+    synced = threading.Event()
+    probes = None
     if args.metrics_port:
-        start_http_server(args.metrics_port, registry=registry)
+        # /metrics, /healthz (the process serves) and /readyz (informers synced) on one port.
+        probes = ProbeServer(
+            f":{args.metrics_port}",
+            registry,
+            liveness={"ping": lambda: (True, "ok")},
+            readiness={"informers": lambda: (synced.is_set(), "synced" if synced.is_set() else "syncing")},
+        ).start()
     token = Path(args.hub_token_file) if args.hub_token_file else None
     if token is None and SERVICE_ACCOUNT_TOKEN.exists():
         token = SERVICE_ACCOUNT_TOKEN
-    service = SchedulerService(api, profile, hub_addr=args.hub_addr, registry=registry,
-                               bind_workers=args.bind_workers, hub_token_file=token)  # fmt: skip
+    service = SchedulerService(
+        api,
+        profile,
+        hub_addr=args.hub_addr,
+        registry=registry,
+        bind_workers=args.bind_workers,
+        hub_token_file=token,
+    )
     service.start(stop)
+    synced.set()
     log.info("koord-scheduler %s: informers synced; profile %s", koord_version(), profile.scheduler_name)
     if not args.leader_elect:
         service.run(stop)
@@ -156,14 +185,20 @@ def main(argv: list[str] | None = None) -> int:
         identity = args.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         leading = threading.Event()
         elector = LeaderElector(
-            api, namespace=args.leader_elect_resource_namespace, name=args.leader_elect_resource_name,
-            identity=identity, on_started_leading=leading.set, on_stopped_leading=stop.set,
-        )  # fmt: skip
+            api,
+            namespace=args.leader_elect_resource_namespace,
+            name=args.leader_elect_resource_name,
+            identity=identity,
+            on_started_leading=leading.set,
+            on_stopped_leading=stop.set,
+        )
         t = threading.Thread(target=elector.run, args=(stop,), name="leader-election", daemon=True)
         t.start()
         service.run(stop, active=leading.is_set)
         t.join(timeout=15)
     service.close()
+    if probes is not None:
+        probes.stop()
     return 0
 
 

@@ -1,17 +1,19 @@
 """Two standalone koord-scheduler processes share the Lease koord-scheduler: one binds; when it is
-stopped (SIGTERM releases the Lease) the standby takes over and binds the next pod."""
+stopped (SIGTERM releases the Lease) the standby takes over and binds the next pod. Both answer
+/healthz and, once their informers synced, /readyz on the metrics port."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
+import urllib.request
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from koord.localcluster.controlplane import ControlPlane
+from koord.localcluster.controlplane import ControlPlane, free_ports
 from tests.integration.podhelpers import make_pod, node_of, wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -25,18 +27,30 @@ def holder(kube: Any) -> str:
     return lease.spec.holder_identity or ""
 
 
+def _ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
 def test_standby_takes_over_when_the_leader_stops(
     control_plane: ControlPlane, kube: Any, namespace: str, cluster: dict[str, Any]
 ) -> None:
     base = [sys.executable, "-m", "scheduler.main", f"--kubeconfig={control_plane.kubeconfig_path}",
-            "--metrics-port=0", "--bind-workers=2"]  # fmt: skip
+            "--bind-workers=2"]  # fmt: skip
+    ports = dict(zip(("sched-a", "sched-b"), free_ports(2), strict=True))
     procs = {
-        name: subprocess.Popen([*base, f"--leader-elect-identity={name}"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-        for name in ("sched-a", "sched-b")
+        name: subprocess.Popen([*base, f"--leader-elect-identity={name}", f"--metrics-port={port}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for name, port in ports.items()
     }  # fmt: skip
     core = cluster["core"]
     try:
+        for port in ports.values():
+            for path in ("/healthz", "/readyz", "/metrics"):
+                assert wait_for(lambda p=port, q=path: _ok(f"http://127.0.0.1:{p}{q}"), timeout=60), path
         make_pod(core, namespace, "one", selector={"koord-test": cluster["tag"]})
         assert wait_for(lambda: node_of(core, namespace, "one") is not None, timeout=60)
         first = holder(kube)
