@@ -27,7 +27,10 @@ def deploy_dir() -> Path:
 
 
 def load_manifests(paths: Iterable[Path]) -> Iterator[dict[str, Any]]:
+    """The objects of the YAML files (kustomize's kustomization.yaml files are skipped)."""
     for path in paths:
+        if path.name == "kustomization.yaml":
+            continue
         for doc in yaml.safe_load_all(path.read_text()):
             if doc:
                 if not isinstance(doc, dict) or "kind" not in doc or "apiVersion" not in doc:

@@ -177,7 +177,8 @@ class Installer:
         else:
             self.apply_tree(DEPLOY)
             self.apply_tree(OVERLAY)
-            # `kubectl apply` does not prune: the overlay's README step.
+            # Switching a default install to the (self-contained) overlay: `kubectl apply` does not
+            # prune, so the overlay's README step removes the embedded scheduler's binding.
             crbs = client.RbacAuthorizationV1Api(self.api)
             try:
                 crbs.delete_cluster_role_binding(EMBEDDED_BINDING)

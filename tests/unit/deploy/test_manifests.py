@@ -95,7 +95,15 @@ def test_every_command_is_a_console_script_of_the_one_image(tree: str) -> None:
 
 def test_three_components_in_the_two_installs() -> None:
     assert {c["command"][0] for _, c in containers(DEFAULT)} == {"koordlet", "koord-manager"}
-    assert {c["command"][0] for _, c in containers(STANDALONE)} == {"koord-manager", "koord-scheduler"}
+    assert {c["command"][0] for _, c in containers(STANDALONE)} == {
+        "koordlet",
+        "koord-manager",
+        "koord-scheduler",
+    }
+    # The overlay is self-contained: it installs the CRDs and the base objects too.
+    for kind in ("CustomResourceDefinition", "Namespace", "PriorityClass", "ConfigMap"):
+        want = {o["metadata"]["name"] for o in DEFAULT if o["kind"] == kind}
+        assert want and {o["metadata"]["name"] for o in STANDALONE if o["kind"] == kind} == want, kind
 
 
 # -- flags -------------------------------------------------------------------------------------------------
