@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from koord.localcluster.controlplane import ControlPlane, free_ports
-from koord.localcluster.procs import alive, spawn_logged
+from koord.localcluster.procs import spawn_logged, stop_pid
 
 STATE_FILE = "koord-components.json"
 _ENTRY = {
@@ -57,20 +56,6 @@ class Daemon:
     metrics_url: str
 
 
-def _stop_pid(pid: int, timeout: float = 10.0) -> None:
-    for sig, wait in ((15, timeout), (9, 5.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                    return
-            if not alive(pid):
-                return
-            time.sleep(0.05)
-
-
 def reap_stale(state_dir: Path) -> list[int]:
     """Stops the daemons a crashed run recorded (only processes still running our entry points)."""
     path = state_dir / STATE_FILE
@@ -85,7 +70,7 @@ def reap_stale(state_dir: Path) -> list[int]:
         except OSError:
             continue
         if any(code.encode() in cmdline for code in _ENTRY.values()):
-            _stop_pid(pid)
+            stop_pid(pid)
             stopped.append(pid)
     path.unlink(missing_ok=True)
     return stopped
@@ -199,7 +184,7 @@ class KoordComponents:
         order = sorted(self.daemons, key=lambda n: n == "koord-manager")  # koordlets first
         for name in order:
             daemon = self.daemons.pop(name)
-            _stop_pid(daemon.proc.pid)
+            stop_pid(daemon.proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 daemon.proc.wait(timeout=1)
         (self.state_dir / STATE_FILE).unlink(missing_ok=True)

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -25,8 +24,7 @@ from typing import Any
 
 from koord.localcluster.binaries import Binaries, find_binaries
 from koord.localcluster.pki import ADMIN_USER, PKI, issue_cert, make_pki
-from koord.localcluster.procs import alive as _alive
-from koord.localcluster.procs import spawn_logged
+from koord.localcluster.procs import spawn_logged, stop_pid
 
 SERVICE_CIDR = "10.0.0.0/24"
 # The API server's client identity towards kubelets (logs, exec, the node proxy); system:masters
@@ -59,21 +57,6 @@ def _tail(path: Path, lines: int = 25) -> str:
         return "(no log)"
 
     return True
-
-
-def _stop_pid(pid: int, timeout: float = 10.0) -> None:
-    """SIGTERM the process group led by pid, wait, then SIGKILL it."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            with contextlib.suppress(ChildProcessError):
-                if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                    return
-            if not _alive(pid):
-                return
-            time.sleep(0.05)
 
 
 class ControlPlane:
@@ -204,7 +187,7 @@ class ControlPlane:
         for name in ("kube-apiserver", "etcd"):
             proc = self._procs.pop(name, None)
             if proc is not None:
-                _stop_pid(proc.pid)
+                stop_pid(proc.pid)
                 with contextlib.suppress(Exception):
                     proc.wait(timeout=1)
         if self._etcd_data is not None:
@@ -302,7 +285,7 @@ def reap_stale(state_dir: Path) -> list[int]:
         except OSError:
             continue
         if cmdline == state.get("cmd", {}).get(name):
-            _stop_pid(int(pid))
+            stop_pid(int(pid))
             stopped.append(int(pid))
     if state.get("etcdData"):
         shutil.rmtree(state["etcdData"], ignore_errors=True)

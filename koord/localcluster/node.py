@@ -23,14 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from koord.localcluster.controlplane import ControlPlane, _stop_pid, _tail, free_ports
+from koord.localcluster.controlplane import ControlPlane, _tail, free_ports
 from koord.localcluster.hoststate import CGROUP_ROOT, HostSnapshot, cgroup_tops, cleanup, leftovers, snapshot
 from koord.localcluster.image import BUSYBOX_IMAGE, PAUSE_IMAGE, ensure_images
 from koord.localcluster.nodebinaries import NodeBinaries, find_node_binaries
 from koord.localcluster.nodeconfig import NodePaths, cni_conflist, containerd_toml, kubelet_config
 from koord.localcluster.pki import issue_cert
 from koord.localcluster.podspec import busybox_pod
-from koord.localcluster.procs import spawn_logged
+from koord.localcluster.procs import spawn_logged, stop_pid
 
 DEFAULT_NODE_NAME = "koord-node-0"
 DEFAULT_BRIDGE = "koordbr0"
@@ -311,17 +311,17 @@ class LocalNode:
             return
         # kube-controller-manager first, so no controller recreates the pods being drained.
         if (proc := self._procs.pop("kube-controller-manager", None)) is not None:
-            _stop_pid(proc.pid)
+            stop_pid(proc.pid)
         if "kubelet" in self._procs and self._procs["kubelet"].poll() is None:
             with contextlib.suppress(Exception):
                 self._drain(drain_timeout)
         if (proc := self._procs.pop("kubelet", None)) is not None:
-            _stop_pid(proc.pid)
+            stop_pid(proc.pid)
         if self.binaries is not None and (proc := self._procs.get("containerd")) and proc.poll() is None:
             for task in self._ctr(self.binaries, "tasks", "ls", "-q").stdout.split():
                 self._ctr(self.binaries, "tasks", "kill", "-s", "SIGKILL", task)
         if (proc := self._procs.pop("containerd", None)) is not None:
-            _stop_pid(proc.pid)
+            stop_pid(proc.pid)
         cleanup(snap)
         _remove_run_dirs(self.paths)
         self.state_file.unlink(missing_ok=True)

@@ -12,9 +12,10 @@ import ctypes
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
-__all__ = ["alive", "spawn_logged"]
+__all__ = ["alive", "spawn_logged", "stop_pid"]
 
 
 def alive(pid: int) -> bool:
@@ -56,3 +57,18 @@ def spawn_logged(log_path: Path, argv: list[str], die_with_parent: bool = False)
             start_new_session=True,
             preexec_fn=_die_with_parent if die_with_parent else None,  # prctl only: no lock, no import
         )
+
+
+def stop_pid(pid: int, timeout: float = 10.0) -> None:
+    """SIGTERM the process group led by pid, wait, then SIGKILL it."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    return
+            if not alive(pid):
+                return
+            time.sleep(0.05)

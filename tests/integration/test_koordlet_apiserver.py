@@ -105,31 +105,9 @@ def node_env(kube: Any, namespace: str, tmp_path: Path) -> Iterator[dict[str, An
     custom.create_cluster_custom_object(SLO_GROUP, SLO_VERSION, "nodeslos", {
         "apiVersion": f"{SLO_GROUP}/{SLO_VERSION}", "kind": "NodeSLO", "metadata": {"name": node}, "spec": {},
     })  # fmt: skip
-    host = HostTree(tmp_path / "host", CgroupVersion.V1, CgroupDriver.CGROUPFS)
-    host.write_meminfo(
-        {"MemTotal": MEM_TOTAL_KB, "MemFree": 8 * 1024 * 1024, "MemAvailable": MEM_AVAILABLE_KB}
+    host = HostTree(tmp_path / "host", CgroupVersion.V1, CgroupDriver.CGROUPFS).one_numa_node(
+        NCPU, MEM_TOTAL_KB, MEM_AVAILABLE_KB
     )
-    system = host.paths.sys / "devices" / "system"
-    for cpu in range(NCPU):
-        topo = system / "cpu" / f"cpu{cpu}" / "topology"
-        topo.mkdir(parents=True)
-        (topo / "core_id").write_text(f"{cpu}\n")
-        (topo / "physical_package_id").write_text("0\n")
-    (system / "node" / "node0").mkdir(parents=True)
-    (system / "node" / "node0" / "cpulist").write_text(f"0-{NCPU - 1}\n")
-    numa_kb = {"MemTotal": MEM_TOTAL_KB, "MemFree": 10 * 1024 * 1024, "Active(file)": 0, "Inactive(file)": 0,
-               "SReclaimable": 0}  # fmt: skip
-    (system / "node" / "node0" / "meminfo").write_text(
-        "".join(f"Node 0 {k}: {v} kB\n" for k, v in numa_kb.items())
-    )
-    for qos in KubeQOS:
-        from agent.system.podcgroup import qos_cgroup_dir
-
-        qdir = qos_cgroup_dir(CgroupDriver.CGROUPFS, qos)
-        host.set_cpu_usage(qdir, 0)
-        host.set_cpuset(qdir, f"0-{NCPU - 1}")
-        host.set_cpu_limit(qdir, -1)
-        host.set_memory_stat(qdir)
     pods: dict[str, tuple[str, str]] = {}
     specs = {
         "ls": _pod("ls", node, "LS", {"cpu": "1", "memory": "256Mi"}),

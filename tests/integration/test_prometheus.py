@@ -34,7 +34,7 @@ from kubernetes import client
 from agent.daemon import Koordlet
 from agent.options import parse
 from agent.system.cgroup import CgroupVersion
-from agent.system.podcgroup import CgroupDriver, KubeQOS, qos_cgroup_dir
+from agent.system.podcgroup import CgroupDriver, KubeQOS
 from apis.constants import NODE_METRIC_PLURAL, NODE_SLO_PLURAL, SLO_GROUP, SLO_VERSION
 from koord.localcluster.controlplane import ControlPlane, free_ports
 from koord.localcluster.prometheus import Prometheus, find_prometheus
@@ -136,30 +136,9 @@ class System:
 
 
 def _host_tree(base: Path) -> HostTree:
-    host = HostTree(base, CgroupVersion.V1, CgroupDriver.CGROUPFS)
-    host.write_meminfo(
-        {"MemTotal": MEM_TOTAL_KB, "MemFree": 8 * 1024 * 1024, "MemAvailable": MEM_AVAILABLE_KB}
+    return HostTree(base, CgroupVersion.V1, CgroupDriver.CGROUPFS).one_numa_node(
+        NCPU, MEM_TOTAL_KB, MEM_AVAILABLE_KB
     )
-    system = host.paths.sys / "devices" / "system"
-    for cpu in range(NCPU):
-        topo = system / "cpu" / f"cpu{cpu}" / "topology"
-        topo.mkdir(parents=True)
-        (topo / "core_id").write_text(f"{cpu}\n")
-        (topo / "physical_package_id").write_text("0\n")
-    (system / "node" / "node0").mkdir(parents=True)
-    (system / "node" / "node0" / "cpulist").write_text(f"0-{NCPU - 1}\n")
-    numa_kb = {"MemTotal": MEM_TOTAL_KB, "MemFree": 10 * 1024 * 1024, "Active(file)": 0, "Inactive(file)": 0,
-               "SReclaimable": 0}  # fmt: skip
-    (system / "node" / "node0" / "meminfo").write_text(
-        "".join(f"Node 0 {k}: {v} kB\n" for k, v in numa_kb.items())
-    )
-    for qos in KubeQOS:
-        qdir = qos_cgroup_dir(CgroupDriver.CGROUPFS, qos)
-        host.set_cpu_usage(qdir, 0)
-        host.set_cpuset(qdir, f"0-{NCPU - 1}")
-        host.set_cpu_limit(qdir, -1)
-        host.set_memory_stat(qdir)
-    return host
 
 
 def _bound_pod(name: str, node: str, qos_label: str, requests: dict[str, str] | None) -> dict[str, Any]:
