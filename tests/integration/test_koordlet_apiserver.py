@@ -6,8 +6,6 @@ and pushed to the hub; /metrics, /healthz and /readyz answer; a deleted pod's se
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from kube.rest import KubeRest
 from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
 from proto.koord.v1 import metrichub_pb2 as pb
+from tests.fixtures.hostsim import HostSimulator
 from tests.fixtures.hosttree import HostTree
 from tests.integration.podhelpers import wait_for
 
@@ -37,32 +36,6 @@ MEM_TOTAL_KB = 16 * 1024 * 1024
 MEM_AVAILABLE_KB = 12 * 1024 * 1024
 NODE_BUSY_CORES = 1.5  # /proc/stat busy ticks advance at this rate
 POD_CORES = {"ls": 0.8, "be": 0.3}
-
-
-class HostSimulator:
-    """Advances /proc/stat and the pods' cpuacct counters in real time (100 Hz ticks)."""
-
-    def __init__(self, host: HostTree, pods: dict[str, tuple[str, str]]) -> None:
-        self.host = host
-        self.pods = pods  # name -> (pod dir, container dir)
-        self.stop = threading.Event()
-        self.t0 = time.monotonic()
-        self._write(0.0)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _write(self, elapsed: float) -> None:
-        busy = int(NODE_BUSY_CORES * elapsed * 100)
-        idle = int((NCPU - NODE_BUSY_CORES) * elapsed * 100)
-        per_cpu = [[busy // NCPU, 0, 0, idle // NCPU, 0, 0, 0, 0, 0, 0] for _ in range(NCPU)]
-        self.host.write_proc_stat([busy, 0, 0, idle, 0, 0, 0, 0, 0, 0], per_cpu)
-        for name, (pod_dir, ctr_dir) in self.pods.items():
-            ns = int(POD_CORES[name] * elapsed * 1e9)
-            self.host.set_cpu_usage(pod_dir, ns)
-            self.host.set_cpu_usage(ctr_dir, ns)
-
-    def _run(self) -> None:
-        while not self.stop.wait(0.05):
-            self._write(time.monotonic() - self.t0)
 
 
 def _pod(name: str, node: str, qos_label: str | None, requests: dict[str, str] | None) -> dict[str, Any]:
@@ -132,7 +105,7 @@ def node_env(kube: Any, namespace: str, tmp_path: Path) -> Iterator[dict[str, An
                                    "state": {"running": {}}}],
         }})  # fmt: skip
         pods[name] = (pod_dir, ctr_dir)
-    sim = HostSimulator(host, pods)
+    sim = HostSimulator(host, pods, ncpu=NCPU, node_busy_cores=NODE_BUSY_CORES, pod_cores=POD_CORES)
     sim.thread.start()
     store = HubStore()
     hub, hub_port = serve(store, "127.0.0.1:0")

@@ -20,7 +20,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ from apis.constants import NODE_METRIC_PLURAL, NODE_SLO_PLURAL, SLO_GROUP, SLO_V
 from koord.localcluster.controlplane import ControlPlane, free_ports
 from koord.localcluster.prometheus import Prometheus, find_prometheus
 from kube.rest import KubeRest
+from tests.fixtures.hostsim import HostSimulator
 from tests.fixtures.hosttree import HostTree
 from tests.integration.podhelpers import make_pod, node_of, wait_for
 
@@ -96,35 +96,6 @@ def dashboard_exprs() -> list[tuple[str, str]]:
 
 
 EXPRS = dashboard_exprs()
-
-
-class HostSimulator:
-    """Advances /proc/stat, the pods' cpuacct counters and the LS container's CFS throttling (so CPU
-    burst scales its quota up) in real time."""
-
-    def __init__(self, host: HostTree, pods: dict[str, tuple[str, str]]) -> None:
-        self.host = host
-        self.pods = pods
-        self.stop = threading.Event()
-        self.t0 = time.monotonic()
-        self._write(0.0)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _write(self, elapsed: float) -> None:
-        busy = int(NODE_BUSY_CORES * elapsed * 100)
-        idle = int((NCPU - NODE_BUSY_CORES) * elapsed * 100)
-        per_cpu = [[busy // NCPU, 0, 0, idle // NCPU, 0, 0, 0, 0, 0, 0] for _ in range(NCPU)]
-        self.host.write_proc_stat([busy, 0, 0, idle, 0, 0, 0, 0, 0, 0], per_cpu)
-        for name, (pod_dir, ctr_dir) in self.pods.items():
-            ns = int(POD_CORES[name] * elapsed * 1e9)
-            self.host.set_cpu_usage(pod_dir, ns)
-            self.host.set_cpu_usage(ctr_dir, ns)
-        periods = int(elapsed * 10)
-        self.host.set_cpu_stat(self.pods["ls"][1], periods, periods // 2, periods * 1_000_000)
-
-    def _run(self) -> None:
-        while not self.stop.wait(0.05):
-            self._write(time.monotonic() - self.t0)
 
 
 @dataclass
@@ -201,7 +172,9 @@ def system(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
                                        "state": {"running": {}}}],
             }})  # fmt: skip
             pods[name] = (pod_dir, ctr_dir)
-        sim = HostSimulator(host, pods)
+        sim = HostSimulator(
+            host, pods, ncpu=NCPU, node_busy_cores=NODE_BUSY_CORES, pod_cores=POD_CORES, throttled="ls"
+        )
         sim.thread.start()
         stack.callback(sim.stop.set)
 
