@@ -58,8 +58,9 @@ def _pods(h: Harness, node: str) -> None:
         )
 
 
-def _set_metric(h: Harness, node: str, system_cpu: str, updated: str) -> None:
-    status = {
+def _metric_status(h: Harness, system_cpu: str, updated: str) -> dict[str, Any]:
+    """NodeMetric status of the worked example (pod a of the node uses 3 cores, 10 Gi)."""
+    return {
         "updateTime": updated,
         "nodeMetric": {
             "nodeUsage": {"resources": {"cpu": "6", "memory": "20Gi"}},
@@ -74,6 +75,10 @@ def _set_metric(h: Harness, node: str, system_cpu: str, updated: str) -> None:
             }
         ],
     }
+
+
+def _set_metric(h: Harness, node: str, system_cpu: str, updated: str) -> None:
+    status = _metric_status(h, system_cpu, updated)
     h.custom.patch_cluster_custom_object_status(
         SLO_GROUP, SLO_VERSION, NODE_METRIC_PLURAL, node, {"status": status}
     )
@@ -100,23 +105,7 @@ def test_a_degraded_node_recovers_from_a_hub_report_without_any_cr_event(harness
     wait_for(reconciled, 10, "a reconcile of the degraded node")
     assert BATCH_CPU not in _allocatable(h, node)
     # The hub gets a fresh report (the CR still has none): recomputed within the degraded retry.
-    h.hub[node] = {
-        "status": {
-            "updateTime": _time(),
-            "nodeMetric": {
-                "nodeUsage": {"resources": {"cpu": "6", "memory": "20Gi"}},
-                "systemUsage": {"resources": {"cpu": "1500m", "memory": "6Gi"}},
-            },
-            "podsMetric": [
-                {
-                    "namespace": h.namespace,
-                    "name": "a",
-                    "priority": "koord-prod",
-                    "podUsage": {"resources": {"cpu": "3", "memory": "10Gi"}},
-                }
-            ],
-        }
-    }
+    h.hub[node] = {"status": _metric_status(h, "1500m", _time())}
     got = wait_for(lambda: _allocatable(h, node).get(BATCH_CPU), 15, "batch resources from the hub report")
     assert got == "10700"  # the same worked example as below, from the hub alone
 
