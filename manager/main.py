@@ -12,6 +12,7 @@ Imports: argparse, signal, apis, kube, manager.*, scheduler.main.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import secrets
@@ -343,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError) as e:
             print(f"koord-manager: {e}", file=sys.stderr)
             stop.set()
+    # Everything built so far lives until exit: move it out of the collector's sight, so the cyclic GC
+    # stops scanning it (its pauses stalled the hub's event loop by 30-150 ms under load).
+    gc.freeze()
     stop.wait()
     if endpoints is not None:
         endpoints.kick()

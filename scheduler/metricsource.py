@@ -1,5 +1,6 @@
-"""Where the scheduler's node metrics come from: the MetricHub over gRPC (List, then Watch from the
-listed revision; relist when the hub says the revision is too old; reconnect with capped backoff)
+"""Where the scheduler's node metrics come from: the MetricHub over gRPC (List, then WatchBatch from the
+listed revision, or Watch from a hub that predates WatchBatch; relist when the hub says the revision
+is too old; reconnect with capped backoff)
 and the NodeMetric CR informer as a fallback. `FreshestMerger` keeps, per node, the metric with the
 newer `status.updateTime` from either source and forwards only real changes to the consumer (the
 LoadAware plugin's `on_node_metric`).
@@ -96,6 +97,7 @@ class HubWatcher:
         self._token_file = token_file  # bearer token, re-read on every call (rotation)
         self.synced = threading.Event()
         self.relists = 0
+        self.batched = True  # False once the hub answered WatchBatch with UNIMPLEMENTED
         self._call: Any = None  # the open Watch call (grpc is untyped)
 
     def run(self, stop: threading.Event) -> None:
@@ -134,19 +136,31 @@ class HubWatcher:
                 self.SOURCE, {i.report.node_name: nodemetric_from_report(i.report) for i in listed.items}
             )
             self.synced.set()
-            stream = stub.Watch(pb.WatchRequest(since_revision=listed.revision), metadata=self._metadata)
+            request = pb.WatchRequest(since_revision=listed.revision)
+            if self.batched:
+                stream = stub.WatchBatch(request, metadata=self._metadata)
+            else:
+                stream = stub.Watch(request, metadata=self._metadata)
             self._call = stream
             try:
-                for ev in stream:
-                    name = ev.item.report.node_name
-                    if ev.type == pb.EVENT_TYPE_DELETED:
-                        self.merger.update(self.SOURCE, name, None)
-                    else:
-                        self.merger.update(self.SOURCE, name, nodemetric_from_report(ev.item.report))
+                for msg in stream:
+                    for ev in msg.events if self.batched else (msg,):
+                        self._apply(ev)
                 return  # the hub ended the stream: reconnect
             except grpc.RpcError as e:
-                if e.code() != grpc.StatusCode.OUT_OF_RANGE:
+                if e.code() == grpc.StatusCode.UNIMPLEMENTED and self.batched:
+                    log.info("metric hub %s: no WatchBatch; using Watch", self.target)
+                    self.batched = False
+                elif e.code() == grpc.StatusCode.OUT_OF_RANGE:
+                    log.info("metric hub %s: watch fell behind; relisting", self.target)
+                else:
                     raise
-                log.info("metric hub %s: watch fell behind; relisting", self.target)
             finally:
                 self._call = None
+
+    def _apply(self, ev: pb.NodeMetricEvent) -> None:
+        name = ev.item.report.node_name
+        if ev.type == pb.EVENT_TYPE_DELETED:
+            self.merger.update(self.SOURCE, name, None)
+        else:
+            self.merger.update(self.SOURCE, name, nodemetric_from_report(ev.item.report))

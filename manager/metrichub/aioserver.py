@@ -1,13 +1,19 @@
 """MetricHub on grpc.aio: the same RPCs and checks as manager.metrichub.server, served by one asyncio
 event loop in a background thread. Python's threaded gRPC server pays several GIL hand-offs per
-streamed message (poller thread → handler thread → watcher threads); here a report is parsed, checked,
-stored and fanned out to every watcher within the loop, and watchers wake once per loop turn.
+streamed message (poller thread → handler thread → watcher threads); here a report is checked
+(manager.metrichub.wire), stored as bytes and fanned out to every watcher within the loop.
 
-Blocking work runs in a small thread pool: token authentication and the pod lookup (once per RPC, not
-per report) and List (it may build thousands of items). Reports for another node end the stream with
-PERMISSION_DENIED; missing/invalid tokens give UNAUTHENTICATED (see manager.metrichub.server).
+Watchers wake together at most once per `batch_window` (default 5 ms) after a change, whatever the
+number of changes: a WatchBatch watcher then gets one message with everything new, a Watch watcher
+one message per change. Token authentication and the pod lookup run once per RPC (not per report);
+List runs in a small thread pool. Reports for another node end the stream with PERMISSION_DENIED;
+missing/invalid tokens give UNAUTHENTICATED (see manager.metrichub.server).
 
-Imports: asyncio, grpc, proto.koord.v1, manager.metrichub (auth, store, server).
+The server raises grpc core's pending-call limits (1,000 soft / 3,000 hard by default): the aio
+server accepts new calls one at a time, and with the defaults a burst of thousands of agents
+(re)connecting at once, e.g. after a manager restart, has a third of its streams cancelled.
+
+Imports: asyncio, grpc, proto.koord.v1, manager.metrichub (auth, store, server, wire).
 """
 
 from __future__ import annotations
@@ -30,12 +36,20 @@ from manager.metrichub.auth import (
     Identity,
     bearer_token,
 )
-from manager.metrichub.server import SERVICE, Received, _parse_report, _passthrough, _warn_insecure
-from manager.metrichub.store import HubStore, RevisionTooOldError
+from manager.metrichub.server import SERVICE, _passthrough, _warn_insecure
+from manager.metrichub.store import HubStore, RevisionTooOldError, encode_batches, encoded_events
+from manager.metrichub.wire import Received, parse_report
 from proto.koord.v1 import metrichub_pb2 as pb
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_Group = list[Any]  # changes of the store (manager.metrichub.store), in revision order
+
+DEFAULT_BATCH_WINDOW = 0.005
+SERVER_OPTIONS = (
+    ("grpc.server.max_pending_requests", 50_000),
+    ("grpc.server.max_pending_requests_hard_limit", 100_000),
+)
 
 
 async def _abort(context: Any, code: grpc.StatusCode, details: str) -> NoReturn:
@@ -53,25 +67,30 @@ class AsyncHub:
         authenticator: Authenticator | None,
         authorizer: Authorizer,
         pool: futures.Executor,
+        batch_window: float = DEFAULT_BATCH_WINDOW,
     ) -> None:
         self.store = store
         self.loop = loop
         self.authenticator = authenticator
         self.authorizer = authorizer
         self._pool = pool
+        self._window = batch_window
         self._changed = asyncio.Event()
         self._wake_pending = False
         self._loop_thread = threading.get_ident()
         store.add_listener(self._on_change)
 
-    # --- change notification: one wake-up per loop turn, whatever the number of changes ---------
+    # --- change notification: watchers wake once per batch window, whatever the number of changes
     def _on_change(self) -> None:
         if threading.get_ident() == self._loop_thread:
-            if not self._wake_pending:
-                self._wake_pending = True
-                self.loop.call_soon(self._wake)
+            self._arm()
         else:
-            self.loop.call_soon_threadsafe(self._wake)
+            self.loop.call_soon_threadsafe(self._arm)
+
+    def _arm(self) -> None:
+        if not self._wake_pending:
+            self._wake_pending = True
+            self.loop.call_later(self._window, self._wake)
 
     def _wake(self) -> None:
         self._wake_pending = False
@@ -121,59 +140,69 @@ class AsyncHub:
         bound = await self._reporter(context)
         accepted = 0
         last = 0
-        async for got in requests:
-            if bound is not None and got.report.node_name != bound[1]:
-                msg = (
-                    f"{bound[0].user!r} is bound to node {bound[1]!r} and may not report for node "
-                    f"{got.report.node_name!r}"
-                )
+        put = self.store.put_raw
+        async for node, raw in requests:
+            if bound is not None and node != bound[1]:
+                msg = f"{bound[0].user!r} is bound to node {bound[1]!r} and may not report for node {node!r}"
                 log.warning("MetricHub: Report refused: %s", msg)
                 await _abort(context, grpc.StatusCode.PERMISSION_DENIED, msg)
             try:
-                last = self.store.put(got.report, raw=got.raw)
+                last = put(node, raw)
             except ValueError as e:
                 await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"report {accepted + 1}: {e}")
             accepted += 1
         return pb.ReportAck(accepted=accepted, last_revision=last)
 
-    async def list(self, request: pb.ListRequest, context: Any) -> pb.ListResponse:
+    async def list(self, request: pb.ListRequest, context: Any) -> bytes:
         await self._reader(context)
         return await self._blocking(
-            self.store.list, request.node_name if request.HasField("node_name") else None
+            self.store.list_encoded, request.node_name if request.HasField("node_name") else None
         )
 
     async def watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[bytes]:
+        """Serialised NodeMetricEvents, one per message."""
+        async for changes in self._follow(request, context):
+            for data in encoded_events(changes):
+                yield data
+
+    async def watch_batch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[bytes]:
+        """Serialised NodeMetricEventBatches: everything new at each wake-up (split at MAX_BATCH_BYTES)."""
+        async for changes in self._follow(request, context):
+            for batch in encode_batches(changes):
+                yield batch
+
+    async def _follow(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[_Group]:
+        """The changes a watch sends, in non-empty groups: the backlog, then what each wake-up finds."""
         await self._reader(context)
         node = request.node_name if request.HasField("node_name") else None
         try:
             with self.store.watching():
-                async for data in self._follow(request, node):
-                    yield data
+                changes, cursor = self.store.start(request.since_revision, node)
+                while True:
+                    if changes:
+                        yield changes
+                    changed = self._changed
+                    changes, cursor = self.store.tail(cursor, node)
+                    if not changes:
+                        await changed.wait()
         except RevisionTooOldError as e:
             await _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
-
-    async def _follow(self, request: pb.WatchRequest, node: str | None) -> AsyncIterator[bytes]:
-        changes, cursor = self.store.start(request.since_revision, node)
-        while True:
-            for change in changes:
-                yield change.data
-            changed = self._changed
-            changes, cursor = self.store.tail(cursor, node)
-            if not changes:
-                await changed.wait()
 
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(
             SERVICE,
             {
                 "Report": grpc.stream_unary_rpc_method_handler(
-                    self.report, _parse_report, pb.ReportAck.SerializeToString
+                    self.report, parse_report, pb.ReportAck.SerializeToString
                 ),
                 "List": grpc.unary_unary_rpc_method_handler(
-                    self.list, pb.ListRequest.FromString, pb.ListResponse.SerializeToString
+                    self.list, pb.ListRequest.FromString, _passthrough
                 ),
                 "Watch": grpc.unary_stream_rpc_method_handler(
                     self.watch, pb.WatchRequest.FromString, _passthrough
+                ),
+                "WatchBatch": grpc.unary_stream_rpc_method_handler(
+                    self.watch_batch, pb.WatchRequest.FromString, _passthrough
                 ),
             },
         )
@@ -214,6 +243,7 @@ def serve_aio(
     authenticator: Authenticator | None = None,
     authorizer: Authorizer | None = None,
     blocking_workers: int = 8,
+    batch_window: float = DEFAULT_BATCH_WINDOW,
 ) -> tuple[HubServer, int]:
     """Starts the MetricHub on grpc.aio in a background thread; returns the server and the bound port."""
     if authenticator is None:
@@ -223,8 +253,8 @@ def serve_aio(
     started: futures.Future[tuple[Any, int]] = futures.Future()
 
     async def start() -> tuple[Any, int]:
-        hub = AsyncHub(store, loop, authenticator, authorizer or Authorizer(), pool)
-        server = grpc.aio.server()
+        hub = AsyncHub(store, loop, authenticator, authorizer or Authorizer(), pool, batch_window)
+        server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers((hub.handler(),))
         port = server.add_insecure_port(address)
         if port == 0:

@@ -9,10 +9,12 @@ foreign report) → PERMISSION_DENIED; List/Watch by a non-reader → PERMISSION
 interceptor does not know are refused. Without an authenticator the hub is *insecure* (tests and the
 embedded loopback hub only), which `serve` logs loudly.
 
-Watch events are serialised once per change in the store and sent as the same bytes to every
-watcher (the Watch handler's serializer passes bytes through).
+Reports are checked and kept as their wire bytes (manager.metrichub.wire); Watch events are
+serialised once per change in the store and sent as the same bytes to every watcher, WatchBatch
+messages are those bytes concatenated, and List is assembled from them (the handlers' serializers
+pass bytes through).
 
-Imports: grpc, proto.koord.v1, manager.metrichub (store, auth; aioserver lazily from serve).
+Imports: grpc, proto.koord.v1, manager.metrichub (store, auth, wire; aioserver lazily from serve).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
-from typing import Any, Literal, NamedTuple, NoReturn, Protocol
+from typing import Any, Literal, NoReturn, Protocol
 
 import grpc
 
@@ -33,30 +35,20 @@ from manager.metrichub.auth import (
     Identity,
     bearer_token,
 )
-from manager.metrichub.store import HubStore, RevisionTooOldError
+from manager.metrichub.store import HubStore, RevisionTooOldError, encode_batches
+from manager.metrichub.wire import Received, parse_report
 from proto.koord.v1 import metrichub_pb2 as pb
 from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 
 SERVICE = "koord.v1.MetricHub"
-_REPORT, _LIST, _WATCH = (f"/{SERVICE}/{m}" for m in ("Report", "List", "Watch"))
+_REPORT, _LIST, _WATCH, _WATCH_BATCH = (f"/{SERVICE}/{m}" for m in ("Report", "List", "Watch", "WatchBatch"))
 
 
 def _abort(context: Any, code: grpc.StatusCode, details: str) -> NoReturn:
     context.abort(code, details)
     raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
-
-
-class Received(NamedTuple):
-    """A report as the hub's Report handler deserialises it: the message and its wire bytes."""
-
-    report: pb.NodeMetricReport
-    raw: bytes
-
-
-def _parse_report(data: bytes) -> Received:
-    return Received(pb.NodeMetricReport.FromString(data), data)
 
 
 class MetricHubServicer(pb_grpc.MetricHubServicer):
@@ -73,7 +65,7 @@ class MetricHubServicer(pb_grpc.MetricHubServicer):
         for got in request_iterator:
             try:
                 if isinstance(got, Received):
-                    last = self.store.put(got.report, raw=got.raw)
+                    last = self.store.put_raw(got.node, got.raw)
                 else:
                     last = self.store.put(got)
             except ValueError as e:
@@ -81,8 +73,9 @@ class MetricHubServicer(pb_grpc.MetricHubServicer):
             accepted += 1
         return pb.ReportAck(accepted=accepted, last_revision=last)
 
-    def List(self, request: pb.ListRequest, context: grpc.ServicerContext) -> pb.ListResponse:  # noqa: N802
-        return self.store.list(request.node_name if request.HasField("node_name") else None)
+    def List(self, request: pb.ListRequest, context: grpc.ServicerContext) -> bytes:  # type: ignore[override]  # noqa: N802
+        """The serialised ListResponse (served with a pass-through serializer)."""
+        return self.store.list_encoded(request.node_name if request.HasField("node_name") else None)
 
     def Watch(  # type: ignore[override]  # noqa: N802 (bytes: served with a pass-through serializer)
         self, request: pb.WatchRequest, context: grpc.ServicerContext
@@ -98,6 +91,24 @@ class MetricHubServicer(pb_grpc.MetricHubServicer):
         except RevisionTooOldError as e:
             _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
 
+    def WatchBatch(  # type: ignore[override]  # noqa: N802 (bytes, as Watch)
+        self, request: pb.WatchRequest, context: grpc.ServicerContext
+    ) -> Iterator[bytes]:
+        """Yields serialised NodeMetricEventBatches: what is new each time the stream catches up."""
+        alive = threading.Event()
+        alive.set()
+        context.add_callback(alive.clear)
+        node = request.node_name if request.HasField("node_name") else None
+        store = self.store
+        try:
+            with store.watching():
+                changes, cursor = store.start(request.since_revision, node)
+                while alive.is_set():
+                    yield from encode_batches(changes)
+                    changes, cursor = store.wait_tail(cursor, node, 0.5)
+        except RevisionTooOldError as e:
+            _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
+
 
 def _passthrough(data: bytes) -> bytes:
     return data
@@ -109,16 +120,21 @@ def _handler(servicer: MetricHubServicer) -> grpc.GenericRpcHandler:
         {
             "Report": grpc.stream_unary_rpc_method_handler(
                 servicer.Report,
-                request_deserializer=_parse_report,
+                request_deserializer=parse_report,
                 response_serializer=pb.ReportAck.SerializeToString,
             ),
             "List": grpc.unary_unary_rpc_method_handler(
                 servicer.List,
                 request_deserializer=pb.ListRequest.FromString,
-                response_serializer=pb.ListResponse.SerializeToString,
+                response_serializer=_passthrough,
             ),
             "Watch": grpc.unary_stream_rpc_method_handler(
                 servicer.Watch,
+                request_deserializer=pb.WatchRequest.FromString,
+                response_serializer=_passthrough,
+            ),
+            "WatchBatch": grpc.unary_stream_rpc_method_handler(
+                servicer.WatchBatch,
                 request_deserializer=pb.WatchRequest.FromString,
                 response_serializer=_passthrough,
             ),
@@ -188,7 +204,7 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc is 
             return grpc.unary_unary_rpc_method_handler(
                 list_, handler.request_deserializer, handler.response_serializer
             )
-        if method == _WATCH:
+        if method in (_WATCH, _WATCH_BATCH):
             stream = handler.unary_stream
 
             def watch(request: Any, context: Any) -> Any:
@@ -207,8 +223,8 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc is 
 
 def _own_node(requests: Iterator[Received], ident: Identity, node: str, context: Any) -> Iterator[Received]:
     for got in requests:
-        if got.report.node_name != node:
-            other = got.report.node_name
+        if got.node != node:
+            other = got.node
             msg = f"{ident.user!r} is bound to node {node!r} and may not report for node {other!r}"
             log.warning("MetricHub: Report refused: %s", msg)
             _abort(context, grpc.StatusCode.PERMISSION_DENIED, msg)

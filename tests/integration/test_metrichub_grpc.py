@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Iterator
+from concurrent import futures
 from typing import Any
 
 import grpc
 import pytest
 
 from apis import convert
-from manager.metrichub.server import serve
+from manager.metrichub.server import SERVICE, MetricHubServicer, _passthrough, serve
 from manager.metrichub.store import HubStore
 from proto.koord.v1 import metrichub_pb2 as pb
 from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
+from scheduler.metricsource import FreshestMerger, HubWatcher
 from tests.samples import full_nodemetric_dict
 
 
@@ -110,3 +113,59 @@ def test_watch_from_a_future_revision_is_out_of_range(hub: tuple[HubStore, pb_gr
     with pytest.raises(grpc.RpcError) as e:
         next(stub.Watch(pb.WatchRequest(since_revision=42), timeout=10))
     assert e.value.code() == grpc.StatusCode.OUT_OF_RANGE
+
+
+def _follow_with_hub_watcher(target: str, store: HubStore) -> tuple[HubWatcher, dict[str, Any]]:
+    seen: dict[str, Any] = {}
+    watcher = HubWatcher(target, FreshestMerger(seen.__setitem__), backoff_initial=0.05, backoff_max=0.2)
+    stop = threading.Event()
+    t = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    t.start()
+    try:
+        assert watcher.synced.wait(10)
+        store.put(convert.nodemetric_dict_to_report(_nodemetric("n1", "1")))
+        store.put(convert.nodemetric_dict_to_report(_nodemetric("n2", "2")))
+        deadline = time.monotonic() + 10
+        while len(seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        watcher.stop()
+        t.join(5)
+    return watcher, seen
+
+
+def test_the_scheduler_watches_in_batches() -> None:
+    store = HubStore()
+    server, port = serve(store, "127.0.0.1:0")
+    try:
+        watcher, seen = _follow_with_hub_watcher(f"127.0.0.1:{port}", store)
+    finally:
+        server.stop(grace=None)
+    assert watcher.batched and sorted(seen) == ["n1", "n2"]
+
+
+def test_the_scheduler_falls_back_to_watch_on_a_hub_without_watch_batch() -> None:
+    store = HubStore()
+    servicer = MetricHubServicer(store)
+    old_hub = grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            "List": grpc.unary_unary_rpc_method_handler(
+                servicer.List, pb.ListRequest.FromString, _passthrough
+            ),
+            "Watch": grpc.unary_stream_rpc_method_handler(
+                servicer.Watch, pb.WatchRequest.FromString, _passthrough
+            ),
+        },
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    server.add_generic_rpc_handlers((old_hub,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        watcher, seen = _follow_with_hub_watcher(f"127.0.0.1:{port}", store)
+    finally:
+        server.stop(grace=None)
+    assert not watcher.batched and sorted(seen) == ["n1", "n2"]
+    assert str(seen["n2"].status.node_metric.node_usage.resources["cpu"]) == "2"

@@ -639,8 +639,32 @@ class NodeMetricEvent(_message.Message):
 Global___NodeMetricEvent: _TypeAlias = NodeMetricEvent  # noqa: Y015
 
 @_typing.final
+class NodeMetricEventBatch(_message.Message):
+    """NodeMetricEventBatch is one message of a WatchBatch stream: consecutive events, never empty."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeMetricEvent]:
+        """The events, revisions strictly increasing (also across the messages of a stream)."""
+
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[Global___NodeMetricEvent] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeMetricEventBatch: _TypeAlias = NodeMetricEventBatch  # noqa: Y015
+
+@_typing.final
 class WatchRequest(_message.Message):
-    """WatchRequest opens a Watch stream."""
+    """WatchRequest opens a Watch (or WatchBatch) stream."""
 
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -45,6 +45,11 @@ class MetricHubStub:
                 request_serializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.WatchRequest.SerializeToString,
                 response_deserializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.NodeMetricEvent.FromString,
                 _registered_method=True)
+        self.WatchBatch = channel.unary_stream(
+                '/koord.v1.MetricHub/WatchBatch',
+                request_serializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.WatchRequest.SerializeToString,
+                response_deserializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.NodeMetricEventBatch.FromString,
+                _registered_method=True)
         self.List = channel.unary_unary(
                 '/koord.v1.MetricHub/List',
                 request_serializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.ListRequest.SerializeToString,
@@ -72,6 +77,16 @@ class MetricHubServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchBatch(self, request, context):
+        """WatchBatch is Watch with the events grouped: each message carries the changes the hub gathered
+        since the previous one (in revision order, the same events Watch sends one by one), so a busy
+        hub pays one message per watcher and wake-up rather than one per change. Same request, same
+        errors; a hub that predates it answers UNIMPLEMENTED (the client then falls back to Watch).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def List(self, request, context):
         """List returns the hub's latest report of every node (or of one node) and the hub revision.
         """
@@ -91,6 +106,11 @@ def add_MetricHubServicer_to_server(servicer, server):
                     servicer.Watch,
                     request_deserializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.WatchRequest.FromString,
                     response_serializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.NodeMetricEvent.SerializeToString,
+            ),
+            'WatchBatch': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchBatch,
+                    request_deserializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.WatchRequest.FromString,
+                    response_serializer=proto_dot_koord_dot_v1_dot_metrichub__pb2.NodeMetricEventBatch.SerializeToString,
             ),
             'List': grpc.unary_unary_rpc_method_handler(
                     servicer.List,
@@ -153,6 +173,33 @@ class MetricHub:
             '/koord.v1.MetricHub/Watch',
             proto_dot_koord_dot_v1_dot_metrichub__pb2.WatchRequest.SerializeToString,
             proto_dot_koord_dot_v1_dot_metrichub__pb2.NodeMetricEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/koord.v1.MetricHub/WatchBatch',
+            proto_dot_koord_dot_v1_dot_metrichub__pb2.WatchRequest.SerializeToString,
+            proto_dot_koord_dot_v1_dot_metrichub__pb2.NodeMetricEventBatch.FromString,
             options,
             channel_credentials,
             insecure,

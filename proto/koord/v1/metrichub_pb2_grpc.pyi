@@ -49,6 +49,12 @@ class MetricHubStub:
     """
     Watch: _grpc.UnaryStreamMultiCallable[_metrichub_pb2.WatchRequest, _metrichub_pb2.NodeMetricEvent]
     """Watch streams changes of the hub's per-node latest reports to a scheduler."""
+    WatchBatch: _grpc.UnaryStreamMultiCallable[_metrichub_pb2.WatchRequest, _metrichub_pb2.NodeMetricEventBatch]
+    """WatchBatch is Watch with the events grouped: each message carries the changes the hub gathered
+    since the previous one (in revision order, the same events Watch sends one by one), so a busy
+    hub pays one message per watcher and wake-up rather than one per change. Same request, same
+    errors; a hub that predates it answers UNIMPLEMENTED (the client then falls back to Watch).
+    """
     List: _grpc.UnaryUnaryMultiCallable[_metrichub_pb2.ListRequest, _metrichub_pb2.ListResponse]
     """List returns the hub's latest report of every node (or of one node) and the hub revision."""
 
@@ -64,6 +70,12 @@ class MetricHubAsyncStub(MetricHubStub):
     """
     Watch: _aio.UnaryStreamMultiCallable[_metrichub_pb2.WatchRequest, _metrichub_pb2.NodeMetricEvent]  # type: ignore[assignment]
     """Watch streams changes of the hub's per-node latest reports to a scheduler."""
+    WatchBatch: _aio.UnaryStreamMultiCallable[_metrichub_pb2.WatchRequest, _metrichub_pb2.NodeMetricEventBatch]  # type: ignore[assignment]
+    """WatchBatch is Watch with the events grouped: each message carries the changes the hub gathered
+    since the previous one (in revision order, the same events Watch sends one by one), so a busy
+    hub pays one message per watcher and wake-up rather than one per change. Same request, same
+    errors; a hub that predates it answers UNIMPLEMENTED (the client then falls back to Watch).
+    """
     List: _aio.UnaryUnaryMultiCallable[_metrichub_pb2.ListRequest, _metrichub_pb2.ListResponse]  # type: ignore[assignment]
     """List returns the hub's latest report of every node (or of one node) and the hub revision."""
 
@@ -88,6 +100,18 @@ class MetricHubServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_metrichub_pb2.NodeMetricEvent], _abc.AsyncIterator[_metrichub_pb2.NodeMetricEvent]]:
         """Watch streams changes of the hub's per-node latest reports to a scheduler."""
+
+    @_abc_1.abstractmethod
+    def WatchBatch(
+        self,
+        request: _metrichub_pb2.WatchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_metrichub_pb2.NodeMetricEventBatch], _abc.AsyncIterator[_metrichub_pb2.NodeMetricEventBatch]]:
+        """WatchBatch is Watch with the events grouped: each message carries the changes the hub gathered
+        since the previous one (in revision order, the same events Watch sends one by one), so a busy
+        hub pays one message per watcher and wake-up rather than one per change. Same request, same
+        errors; a hub that predates it answers UNIMPLEMENTED (the client then falls back to Watch).
+        """
 
     @_abc_1.abstractmethod
     def List(

@@ -61,8 +61,12 @@ def test_generated_module_has_service_and_messages() -> None:
     service = metrichub_pb2.DESCRIPTOR.services_by_name["MetricHub"]
     assert service.full_name == "koord.v1.MetricHub"
     methods = {m.name: m for m in service.methods}
-    assert set(methods) == {"Report", "Watch", "List"}
+    assert set(methods) == {"Report", "Watch", "WatchBatch", "List"}
     report, watch, lst = methods["Report"], methods["Watch"], methods["List"]
+    batch = methods["WatchBatch"]
+    assert (batch.client_streaming, batch.server_streaming) == (False, True)
+    assert batch.input_type.name == "WatchRequest" and batch.output_type.name == "NodeMetricEventBatch"
+    assert batch.output_type.fields_by_name["events"].message_type.name == "NodeMetricEvent"
     assert (report.client_streaming, report.server_streaming) == (True, False)
     assert report.input_type.name == "NodeMetricReport" and report.output_type.name == "ReportAck"
     assert (watch.client_streaming, watch.server_streaming) == (False, True)

@@ -94,6 +94,7 @@ def test_readers_only_for_list_and_watch(hub: tuple[HubStore, pb_grpc.MetricHubS
         kw: dict[str, Any] = {"timeout": 5} if token is None else {"timeout": 5, "metadata": md(token)}
         assert rpc_error(lambda: stub.List(pb.ListRequest(), **kw))[0] == code  # noqa: B023
         assert rpc_error(lambda: next(stub.Watch(pb.WatchRequest(), **kw)))[0] == code  # noqa: B023
+        assert rpc_error(lambda: next(stub.WatchBatch(pb.WatchRequest(), **kw)))[0] == code  # noqa: B023
     assert [
         i.report.node_name for i in stub.List(pb.ListRequest(), timeout=5, metadata=md("sched")).items
     ] == ["a"]
@@ -101,6 +102,44 @@ def test_readers_only_for_list_and_watch(hub: tuple[HubStore, pb_grpc.MetricHubS
     ev = next(stream)
     stream.cancel()
     assert (ev.type, ev.revision, ev.item.report.node_name) == (pb.EVENT_TYPE_ADDED, 1, "a")
+    batches = stub.WatchBatch(pb.WatchRequest(), timeout=5, metadata=md("sched"))
+    first = next(batches)
+    batches.cancel()
+    assert [(e.type, e.revision, e.item.report.node_name) for e in first.events] == [
+        (pb.EVENT_TYPE_ADDED, 1, "a")
+    ]
+
+
+@pytest.mark.parametrize("engine", ["aio", "threads"])
+def test_a_batched_watch_gets_every_change_once_in_order(engine: str) -> None:
+    store = HubStore()
+    server, port = serve(store, engine=engine)  # type: ignore[arg-type]
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        store.put(pb.NodeMetricReport(node_name="x"))
+        stream = pb_grpc.MetricHubStub(channel).WatchBatch(pb.WatchRequest(since_revision=1), timeout=10)
+        for i in range(300):
+            store.put(pb.NodeMetricReport(node_name=f"n{i % 4}"))
+        store.delete("n2")
+        got: list[pb.NodeMetricEvent] = []
+        for batch in stream:
+            assert batch.events
+            got += batch.events
+            if len(got) >= 301:
+                break
+        stream.cancel()
+        assert [e.revision for e in got] == list(range(2, 303))
+        assert got[-1].type == pb.EVENT_TYPE_DELETED and got[-1].item.report.node_name == "n2"
+        assert {e.type for e in got[:4]} == {pb.EVENT_TYPE_ADDED}
+        one = pb_grpc.MetricHubStub(channel).WatchBatch(pb.WatchRequest(node_name="n1"), timeout=10)
+        assert [(e.type, e.item.report.node_name) for e in next(one).events] == [(pb.EVENT_TYPE_ADDED, "n1")]
+        one.cancel()
+        with pytest.raises(grpc.RpcError) as e:
+            next(pb_grpc.MetricHubStub(channel).WatchBatch(pb.WatchRequest(since_revision=999), timeout=10))
+        assert e.value.code() == grpc.StatusCode.OUT_OF_RANGE
+    finally:
+        channel.close()
+        server.stop(grace=None).wait(5)
 
 
 @pytest.mark.parametrize("engine", ["aio", "threads"])
