@@ -2,16 +2,27 @@
 
 For each pod count a fake host tree (proc, sys, cgroup v1 or v2) is built on tmpfs (/dev/shm). Three
 processes run for ``--seconds``: a host simulator advancing every counter once a second (so deltas are
-real), the agent child (the koordlet collection stack: every default collector in a CollectorRunner at
-1 s into a MetricCache) and the floor child (merely opens and reads the same files at the same rate).
+real; every file is replaced atomically with ``os.replace``), the agent child (the koordlet collection
+stack: every default collector in a CollectorRunner at 1 s into a MetricCache, plus the reporter loop
+building and serialising a report every push interval) and the floor child.
+
+The floor is the cheapest plain read of the same files at the same rate: once a second, for every file the
+collectors read in a 1 s tick (``FakeHost.read_set``; v2's ``cpu.stat`` twice, as the agent reads it for
+usage and for throttling), ``os.open`` + one ``os.read(fd, 65536)`` + ``os.close``, nothing parsed or
+kept. The agent reads each file the same way (open, read, close by path each time: no descriptor is held,
+which would also read stale inodes here since the simulator replaces the files). The agent's periodic
+work that reads no cgroup file (the 5 s netlink dump of the network collector, the report) has no floor
+counterpart and is in the agent's figure.
+
 CPU seconds per wall second come from /proc/<pid>/stat (utime + stime) between the child's "ready" and
 "done", peak RSS from VmHWM.
 
-Before measuring, the agent's metric cache is filled to its steady state (every series at its retention;
-``KOORD_BENCH_STEADY=0`` to skip), so peak RSS is the long-run figure.
+Before measuring, the agent's metric cache is filled to its steady state (``KOORD_BENCH_STEADY=0`` to
+skip): every series holds its retention of points, one a second in timestamp order as a long-running
+agent has written them, so peak RSS and query costs are the long-run figures.
 
 Prints a JSON list, one object per pod count: pods, cpu_cores, rss_mib, floor_cpu_cores, ratio_to_floor,
-samples_per_s, failures, files_per_tick, seconds, cgroup.
+files_per_tick, series, failures, not_started, seconds, cgroup.
 Usage: python bench/agent_overhead.py [--pods 50,150,300] [--seconds 60] [--cgroup v1|v2]
 """
 
@@ -272,22 +283,30 @@ class _DiscardPusher:
         return True
 
 
-def _prefill(runner: Any, cache: Any) -> int:
-    """Steady state before measuring: two real rounds create every series, then each series is filled
-    to its capacity with history (as after the agent has run for its retention), so peak RSS is the
-    long-run figure rather than the first minute's."""
-    from agent.metriccache.cache import Sample
+def _prefill(collectors: Sequence[Any], ctx: Any, cache: Any) -> int:
+    """Steady state before measuring: two real rounds (into a scratch cache) name every series and prime
+    the collectors, then each series of the measured cache is filled to its capacity with history, one
+    point a second in timestamp order up to now (as an agent that has run for its retention wrote it), so
+    peak RSS is the long-run figure rather than the first minute's and queries see the long-run layout."""
+    from agent.metriccache.cache import MetricCache, SampleBatch, SeriesRef
+    from agent.metricsadvisor.runner import CollectorRunner
 
+    scratch = MetricCache(cache.config)
+    runner = CollectorRunner(collectors, ctx, scratch)
     for tick in (1, 2):
         runner.tick(now=float(tick))
+    keys = scratch.series_keys()
+    del runner, scratch
     now_ms = int(time.time() * 1000)
-    total = 0
-    for kind, labels in cache.series_keys():
-        capacity = cache.config.capacity_for(name for name, _ in labels)
-        points = [Sample(kind, dict(labels), now_ms - 1000 * (capacity - i), 1.0) for i in range(capacity)]
-        cache.append(points)
-        total += len(points)
-    return total
+    refs = [SeriesRef(kind, dict(labels)) for kind, labels in keys]
+    capacities = [cache.config.capacity_for(name for name, _ in labels) for _, labels in keys]
+    for step in range(max(capacities, default=0)):  # one point per series per "second", oldest first
+        batch = SampleBatch()
+        for ref, capacity in zip(refs, capacities, strict=True):
+            if step < capacity:
+                batch.add(ref, now_ms - 1000 * (capacity - step), 1.0)
+        cache.append(batch)
+    return sum(capacities)
 
 
 def child_agent(host: FakeHost, seconds: float) -> dict[str, Any]:
@@ -324,16 +343,15 @@ def child_agent(host: FakeHost, seconds: float) -> dict[str, Any]:
         )
     )
     metrics = AgentMetrics("bench")
-    runner = CollectorRunner(
-        default_collectors(AdvisorConfig(), opts.feature_gates), ctx, cache, on_collect=metrics.on_collect
-    )
+    collectors = default_collectors(AdvisorConfig(), opts.feature_gates)
+    runner = CollectorRunner(collectors, ctx, cache, on_collect=metrics.on_collect)
     pusher = _DiscardPusher()
     reporter = ReporterLoop(
         node_name="bench", cache=cache, sources=sources, writer=None, pusher=pusher,
         push_interval=opts.push_interval_seconds,
     )  # fmt: skip
     stop = threading.Event()
-    prefilled = _prefill(runner, cache) if os.environ.get("KOORD_BENCH_STEADY", "1") == "1" else 0
+    prefilled = _prefill(collectors, ctx, cache) if os.environ.get("KOORD_BENCH_STEADY", "1") == "1" else 0
     _ready()
     runner.start()
     loop = threading.Thread(target=reporter.run, args=(stop,), daemon=True)

@@ -15,8 +15,9 @@ from agent.metriccache.aggregate import (
     percentile,
     percentile_index,
 )
-from agent.metriccache.cache import CacheConfig, MetricCache, Result, Sample
+from agent.metriccache.cache import CacheConfig, MetricCache, Result
 from agent.metriccache.kinds import KINDS, LabelSetError, MetricCacheError, MetricKind, UnknownKindError
+from agent.metriccache.sample import Sample, SampleBatch, SeriesRef
 
 __all__ = [
     "KINDS",
@@ -29,6 +30,8 @@ __all__ = [
     "MetricKind",
     "Result",
     "Sample",
+    "SampleBatch",
+    "SeriesRef",
     "UnknownKindError",
     "avg",
     "count",

@@ -7,16 +7,18 @@ A query selects the series of one kind whose labels equal the given (registered)
 points in `[start_ms, end_ms]` (both inclusive) into a `Result`, series ordered by their sorted label
 values (like a TSDB series set), each series' points in timestamp order.
 
-Imports: standard library, numpy, agent.metriccache.{kinds,series,aggregate}.
+Collectors write either ``Sample`` lists or, for the per-tick bulk, a ``SampleBatch`` of ``SeriesRef``
+handles (sample.py): a ref is validated and bound to its ring buffer once, later points go straight in.
+
+Imports: standard library, numpy, agent.metriccache.{kinds,sample,series,aggregate}.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
 
 import numpy as np
 
@@ -37,9 +39,10 @@ from agent.metriccache.kinds import (
     validate_query_labels,
     validate_sample_labels,
 )
+from agent.metriccache.sample import Sample, SampleBatch, SeriesKey, SeriesRef
 from agent.metriccache.series import RingSeries
 
-SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+__all__ = ["CacheConfig", "MetricCache", "Result", "Sample", "SampleBatch", "SeriesKey", "SeriesRef"]
 
 DEFAULT_RETENTION_SECONDS = 12 * 3600.0
 DEFAULT_COLLECT_INTERVAL_SECONDS = 1.0
@@ -49,6 +52,8 @@ INT64_MAX = 2**63 - 1
 
 
 _ENTITY_LABELS = frozenset({"pod_uid", "container_id", "interface"})
+_FLOAT: frozenset[type] = frozenset({float})
+_INT: frozenset[type] = frozenset({int})
 
 
 @dataclass(frozen=True)
@@ -95,16 +100,6 @@ class CacheConfig:
             raise ValueError("capacity_override must be ≥ 1")
         if self.entity_retention_seconds is not None and self.entity_retention_seconds <= 0:
             raise ValueError("entity_retention_seconds must be > 0")
-
-
-class Sample(NamedTuple):
-    """One point of metric `kind` with its property labels (a NamedTuple: collectors create ~1,000 a
-    second and a frozen dataclass costs several times more to construct)."""
-
-    kind: str
-    labels: Mapping[str, str]
-    timestamp_ms: int
-    value: float
 
 
 @dataclass
@@ -180,6 +175,10 @@ class MetricCache:
         # tick, so validation and sorting happen once per series. Bounded: cleared when it grows past
         # a multiple of the series bound (pods come and go).
         self._key_memo: dict[tuple[str, tuple[tuple[str, str], ...]], SeriesKey] = {}
+        # SeriesRef bindings are valid while they hold this token; renewed whenever series are removed.
+        self._token = object()
+        # (kind, label names) of queries already validated → whether they name every label of the kind.
+        self._query_memo: dict[tuple[str, tuple[str, ...]], bool] = {}
 
     @property
     def config(self) -> CacheConfig:
@@ -201,6 +200,8 @@ class MetricCache:
 
     def append(self, samples: Iterable[Sample]) -> None:
         """Store a batch; if any sample is invalid nothing is stored (MetricCacheError)."""
+        if isinstance(samples, SampleBatch) and self._append_batch(samples):
+            return
         checked: list[tuple[SeriesKey, int, float]] = []
         memo = self._key_memo
         for s in samples:
@@ -218,16 +219,59 @@ class MetricCache:
             for key, ts, value in checked:
                 series = self._series.get(key)
                 if series is None:
-                    series = RingSeries(self._config.capacity_for(name for name, _ in key[1]))
-                    self._series[key] = series
-                    self._by_kind.setdefault(key[0], set()).add(key)
-                    while len(self._series) > self._config.max_series:
-                        old_key, _ = self._series.popitem(last=False)
-                        self._forget_kind(old_key)
-                        self._evicted += 1
+                    series = self._create(key)
                 else:
                     self._series.move_to_end(key)
                 series.append(ts, value)
+
+    def _append_batch(self, batch: SampleBatch) -> bool:
+        """The keyed path; False (nothing stored) when a point needs the generic path (conversion, error)."""
+        refs, stamps, values = batch.refs, batch.timestamps, batch.values
+        if not refs:
+            return True
+        if not (
+            set(map(type, values)) <= _FLOAT
+            and set(map(type, stamps)) <= _INT
+            and min(stamps) >= INT64_MIN
+            and max(stamps) <= INT64_MAX
+        ):
+            return False
+        for ref in [r for r in refs if r.key is None]:  # each ref's labels are validated once
+            validate_sample_labels(ref.kind, ref.labels)
+            ref.key = _series_key(ref.kind, ref.labels)
+        with self._lock:
+            token = self._token
+            move = self._series.move_to_end
+            for ref, ts, value in zip(refs, stamps, values, strict=True):
+                series = ref.series
+                if ref.token is not token or series is None:
+                    series = self._bind(ref)
+                    token = self._token  # creating a series may have evicted others
+                move(ref.key)  # type: ignore[arg-type]  # bound refs have a key
+                series.append(ts, value)
+        return True
+
+    def _bind(self, ref: SeriesRef) -> RingSeries:
+        """Under the lock: the series of ``ref`` (created when absent), remembered in the ref."""
+        key = ref.key
+        assert key is not None
+        series = self._series.get(key)
+        if series is None:
+            series = self._create(key)
+        ref.series, ref.token = series, self._token
+        return series
+
+    def _create(self, key: SeriesKey) -> RingSeries:
+        """Under the lock: a new series for ``key``; evicts the least recently written beyond the bound."""
+        series = RingSeries(self._config.capacity_for(name for name, _ in key[1]))
+        self._series[key] = series
+        self._by_kind.setdefault(key[0], set()).add(key)
+        while len(self._series) > self._config.max_series:
+            old_key, _ = self._series.popitem(last=False)
+            self._forget_kind(old_key)
+            self._evicted += 1
+            self._token = object()
+        return series
 
     def _forget_kind(self, key: SeriesKey) -> None:
         keys = self._by_kind.get(key[0])
@@ -236,21 +280,32 @@ class MetricCache:
             if not keys:
                 del self._by_kind[key[0]]
 
+    def _complete(self, kind: str, labels: Mapping[str, str]) -> bool:
+        """Validate query labels (``MetricCacheError``); True when they name every label of ``kind``."""
+        names = (kind, tuple(labels))
+        complete = self._query_memo.get(names)
+        if complete is None:
+            complete = len(labels) == len(validate_query_labels(kind, labels).labels)
+            if len(self._query_memo) < 1024:
+                self._query_memo[names] = complete
+        return complete
+
     def query(self, kind: str, labels: Mapping[str, str], start_ms: int, end_ms: int) -> Result:
         """Pool the points of every series of `kind` matching `labels` within [start_ms, end_ms]."""
-        spec = validate_query_labels(kind, labels)
-        result = Result()
-        if len(labels) == len(spec.labels):
+        if self._complete(kind, labels):
             # Every label given (e.g. one pod's series): one direct lookup instead of a scan of the kind,
             # which would make a report over all pods quadratic in the pod count.
             key = _series_key(kind, labels)
             with self._lock:
                 series = self._series.get(key)
-                if series is not None:
-                    ts, vals = series.window(start_ms, end_ms)
-                    if ts.shape[0]:
-                        result.add_series(ts, vals)
-            return result
+                if series is None:
+                    return Result()
+                ts, vals = series.window(start_ms, end_ms)
+            if not ts.shape[0]:
+                return Result()
+            # One series: its fresh arrays are the result (no concatenation); ts is in timestamp order.
+            return Result(ts, vals, 1, int(ts[-1]) - int(ts[0]))
+        result = Result()
         wanted = set(labels.items())
         with self._lock:
             keys = sorted(k for k in self._by_kind.get(kind, ()) if wanted.issubset(k[1]))
@@ -259,6 +314,23 @@ class MetricCache:
                 if ts.shape[0]:
                     result.add_series(ts, vals)
         return result
+
+    def window_avgs(
+        self, kind: str, label_sets: Sequence[Mapping[str, str]], start_ms: int, end_ms: int
+    ) -> list[float | None]:
+        """For each complete label set of ``kind``: ``query(kind, labels, start_ms, end_ms).avg()``, or None
+        where that query has no point (the reporter's per-pod averages, in one call)."""
+        for labels in label_sets:
+            if not self._complete(kind, labels):
+                raise MetricCacheError(f"metric {kind}: window_avgs needs every label, got {sorted(labels)}")
+        keys = [_series_key(kind, labels) for labels in label_sets]
+        out: list[float | None] = []
+        with self._lock:
+            get = self._series.get
+            for key in keys:
+                series = get(key)
+                out.append(None if series is None else series.window_avg(start_ms, end_ms))
+        return out
 
     def drop(self, labels: Mapping[str, str], kind: str | None = None) -> int:
         """Remove every series (of `kind`, or of any kind) whose labels include all of `labels`.
@@ -277,6 +349,8 @@ class MetricCache:
             for key in doomed:
                 del self._series[key]
                 self._forget_kind(key)
+            if doomed:
+                self._token = object()
             return len(doomed)
 
     def set_retention(self, node_seconds: float | None = None, entity_seconds: float | None = None) -> None:

@@ -2,6 +2,8 @@
 float64). Points live in ``array.array`` buffers (appending a Python scalar costs a fraction of a numpy
 item assignment, and the collectors append ~1,000 points a second); queries view them as numpy arrays
 without copying. Grows as points arrive up to its capacity, then overwrites the oldest point.
+A series whose points were all written in timestamp order (the collectors' case) answers window queries
+with two binary searches and copies only the window; otherwise with a mask and a stable sort.
 Not thread-safe on its own: the cache serialises access.
 
 Imports: standard library, numpy.
@@ -10,6 +12,7 @@ Imports: standard library, numpy.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, bisect_right
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +23,7 @@ INITIAL_ALLOCATION = 64  # kept for callers that size things by it; arrays grow 
 class RingSeries:
     """Bounded ring buffer of points in write order."""
 
-    __slots__ = ("_capacity", "_head", "_ts", "_vals")
+    __slots__ = ("_capacity", "_head", "_last", "_run", "_ts", "_vals")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
@@ -29,6 +32,10 @@ class RingSeries:
         self._ts: array[int] = array("q")
         self._vals: array[float] = array("d")
         self._head = 0  # index of the oldest point once the buffer is full (wrapped)
+        # The last ``_run`` points were each written at a timestamp ≥ the one before: the series is in
+        # timestamp order while ``_run`` covers every point it holds.
+        self._run = 0
+        self._last = -(2**63)
 
     @classmethod
     def from_points(
@@ -40,6 +47,10 @@ class RingSeries:
         vals = np.ascontiguousarray(np.asarray(values, dtype=np.float64)[-capacity:])
         series._ts.frombytes(ts.tobytes())
         series._vals.frombytes(vals.tobytes())
+        if ts.shape[0]:
+            breaks = np.flatnonzero(ts[1:] < ts[:-1])
+            series._run = int(ts.shape[0] - (breaks[-1] + 1 if breaks.shape[0] else 0))
+            series._last = int(ts[-1])
         return series
 
     @property
@@ -70,9 +81,13 @@ class RingSeries:
 
     def append(self, timestamp_ms: int, value: float) -> None:
         """Add a point, overwriting the oldest one when the series is at capacity."""
+        self._run = self._run + 1 if timestamp_ms >= self._last else 1
+        self._last = timestamp_ms
         if len(self._ts) < self._capacity:
             self._ts.append(timestamp_ms)
             self._vals.append(value)
+            if len(self._ts) == self._capacity:  # full: it never grows again, drop the growth slack
+                self._ts, self._vals = array("q", self._ts), array("d", self._vals)
             return
         head = self._head
         self._ts[head] = timestamp_ms
@@ -91,8 +106,57 @@ class RingSeries:
 
     def window(self, start_ms: int, end_ms: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Points with start_ms ≤ t ≤ end_ms, in timestamp order (stable: write order among equal times)."""
+        if self._run >= len(self._ts):
+            return self._ordered_window(start_ms, end_ms)
         ts, vals = self.points()
         mask = (ts >= start_ms) & (ts <= end_ms)
         ts, vals = ts[mask], vals[mask]
         order = np.argsort(ts, kind="stable")
         return ts[order], vals[order]
+
+    def _ordered_window(
+        self, start_ms: int, end_ms: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """``window`` of an ordered series: its two physical runs ([head:], then [:head]) are each sorted."""
+        raw_ts, n, head = self._ts, len(self._ts), self._head
+        parts: list[tuple[int, int]] = []
+        for lo, hi in ((head, n), (0, head)) if head else ((0, n),):
+            a = bisect_left(raw_ts, start_ms, lo, hi)
+            b = bisect_right(raw_ts, end_ms, a, hi)
+            if a < b:
+                parts.append((a, b))
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        ts = np.frombuffer(raw_ts, dtype=np.int64)
+        vals = np.frombuffer(self._vals, dtype=np.float64)
+        if len(parts) == 1:
+            a, b = parts[0]
+            return ts[a:b].copy(), vals[a:b].copy()
+        return (
+            np.concatenate([ts[a:b] for a, b in parts]),
+            np.concatenate([vals[a:b] for a, b in parts]),
+        )
+
+    def window_avg(self, start_ms: int, end_ms: int) -> float | None:
+        """``avg`` of ``window(start_ms, end_ms)``'s values (the same float64 running sum in timestamp order),
+        without building the window arrays when the series is ordered; None when no point is in it."""
+        raw_ts, n, head = self._ts, len(self._ts), self._head
+        if self._run < n:
+            vals = self.window(start_ms, end_ms)[1]
+        else:
+            # The older run [head:n], then the newer run [0:head]; each sorted.
+            a1 = bisect_left(raw_ts, start_ms, head, n)
+            b1 = bisect_right(raw_ts, end_ms, a1, n)
+            a2 = bisect_left(raw_ts, start_ms, 0, head) if head else 0
+            b2 = bisect_right(raw_ts, end_ms, a2, head) if head else 0
+            view = np.frombuffer(self._vals, dtype=np.float64) if n else np.zeros(0, dtype=np.float64)
+            if a2 >= b2:
+                vals = view[a1:b1]
+            elif a1 >= b1:
+                vals = view[a2:b2]
+            else:
+                vals = np.concatenate((view[a1:b1], view[a2:b2]))
+        n_points = int(vals.shape[0])
+        if n_points == 0:
+            return None
+        return float(vals.cumsum(dtype=np.float64)[-1]) / n_points

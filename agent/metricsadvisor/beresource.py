@@ -6,20 +6,20 @@ negatives → 0). Real limit = min(smallest cpuset among the besteffort QoS cgro
 
 Container dirs come from PodSource (pods of Kubernetes class BestEffort), not from a tree walk, so sandbox
 (pause) dirs that kubelet does not report are not part of the cpuset minimum.
-Imports: standard library, apis.{constants,pod,qos}, agent.system.{cgroup,podcgroup}, agent.metriccache.cache,
-agent.metricsadvisor.framework.
+Imports: standard library, apis.{constants,pod,qos}, agent.system.{cgroup,fastread,podcgroup},
+agent.metriccache.cache, agent.metricsadvisor.framework.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from agent.metriccache.cache import Sample
 from agent.metricsadvisor.framework import BaseCollector, CollectContext, ms, udelta
 from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
-from agent.system.fastread import read_text_fast
+from agent.system.fastread import reader
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
 from apis.constants import BATCH_CPU
 from apis.pod import container_requests, containers, init_containers, is_restartable_init_container
@@ -73,6 +73,7 @@ class BEResourceCollector(BaseCollector):
         # uid → (the pod object the request was computed from, request); compared by identity
         self._request_cache: dict[str, tuple[Mapping[str, Any], int]] = {}
         self._cpuset_paths: dict[str, str] = {}
+        self._readers: dict[tuple[str, str], Callable[[str], Any]] = {}
 
     def _read(self, ctx: CollectContext, spec: cg.CgroupFile[T], cgroup_dir: str) -> T:
         key = spec.name + "\0" + cgroup_dir
@@ -80,7 +81,28 @@ class BEResourceCollector(BaseCollector):
         if path is None:
             root, version = ctx.paths.cgroup_root, ctx.cgroup_version
             path = self._cpuset_paths[key] = str(cg.cgroup_file_path(root, version, spec, cgroup_dir))
-        return cg.convert_cgroup(spec, ctx.cgroup_version, read_text_fast(path), path)
+        value: T = self._reader(ctx, spec)(path)
+        return value
+
+    def _reader(self, ctx: CollectContext, spec: cg.CgroupFile[T]) -> Callable[[str], T]:
+        rkey = (spec.name, ctx.cgroup_version.value)
+        read = self._readers.get(rkey)
+        if read is None:
+            read = self._readers[rkey] = reader(spec, ctx.cgroup_version)
+        return read
+
+    def _cpuset_sizes(self, ctx: CollectContext, dirs: Sequence[str]) -> list[int]:
+        """``len`` of each dir's cpuset (paths computed once per dir; ``OSError``/``ValueError``)."""
+        paths = self._cpuset_paths
+        read = self._reader(ctx, cg.CPUSET_CPUS)
+        sizes: list[int] = []
+        for d in dirs:
+            path = paths.get(d)
+            if path is None:
+                root, version = ctx.paths.cgroup_root, ctx.cgroup_version
+                path = paths[d] = str(cg.cgroup_file_path(root, version, cg.CPUSET_CPUS, d))
+            sizes.append(len(read(path)))
+        return sizes
 
     def _request(self, pods: Sequence[PodMeta]) -> int:
         cache: dict[str, tuple[Mapping[str, Any], int]] = {}
@@ -102,7 +124,7 @@ class BEResourceCollector(BaseCollector):
         for meta in pods:
             if meta.kube_qos is KubeQOS.BESTEFFORT:
                 dirs.extend(c.cgroup_dir for c in meta.containers)
-        sizes = [len(self._read(ctx, cg.CPUSET_CPUS, d)) for d in dirs]
+        sizes = self._cpuset_sizes(ctx, dirs)
         quota = self._read(ctx, cg.CPU_QUOTA, be_dir)
         period = self._read(ctx, cg.CPU_PERIOD, be_dir)
         limit = be_real_limit_milli(sizes, quota, period)

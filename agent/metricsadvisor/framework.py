@@ -168,7 +168,9 @@ class Collector(Protocol):
         """Probed once when the runner starts; a disabled collector never runs and is not waited for."""
         ...
 
-    def collect(self, ctx: CollectContext) -> list[Sample]: ...
+    def collect(self, ctx: CollectContext) -> Sequence[Sample]:
+        """One round: a list of ``Sample`` or, for the per-tick bulk, a ``SampleBatch`` of series refs."""
+        ...
 
 
 class BaseCollector:

@@ -21,6 +21,7 @@ from apis.nodeslo import HostApplicationSpec
 __all__ = ["HostApplicationCollector", "host_app_cgroup_dir"]
 
 USAGE_WITH_PAGE_CACHE = "usageWithPageCache"
+_KINDS = ("host_application_cpu_usage", "host_application_memory_usage")
 
 
 def host_app_cgroup_dir(app: HostApplicationSpec, driver: CgroupDriver) -> str:
@@ -64,7 +65,7 @@ class HostApplicationCollector(BaseCollector):
             cgroup_dir = host_app_cgroup_dir(app, ctx.cgroup_driver)
             state = self._states.get(name)
             if state is None or state.cgroup_dir != cgroup_dir:
-                state = self._states[name] = CgroupUsage(ctx, cgroup_dir, {"host_app_name": name})
+                state = self._states[name] = CgroupUsage(ctx, cgroup_dir, {"host_app_name": name}, _KINDS)
             wall = ctx.clock_ns()
             try:
                 got = state.read(version, wall, max_age)

@@ -3,7 +3,7 @@ first sample only primes, nothing stored on that tick), node memory ``MemTotal â
 per-NUMA CPU (``cpuN`` lines grouped by the NodeInfoCollector's CPUâ†’NUMA map) and memory
 (``node<N>/meminfo``) once the topology is in the KV store. Publishes node totals for the system collector.
 
-Imports: standard library, agent.system.{cgroup,procfs,nodeinfo}, agent.metriccache.{cache,kv},
+Imports: standard library, agent.system.{fastproc,nodeinfo}, agent.metriccache.{cache,kv},
 agent.metricsadvisor.framework.
 """
 
@@ -22,9 +22,8 @@ from agent.metricsadvisor.framework import (
     numa_labels,
     udelta,
 )
-from agent.system.fastread import read_text_fast
-from agent.system.nodeinfo import NodeTopology, node_meminfo_path, numa_memory_usage_bytes, parse_node_meminfo
-from agent.system.procfs import meminfo_usage_bytes, parse_meminfo, parse_proc_stat
+from agent.system.fastproc import node_meminfo_usage, proc_meminfo_usage, read_proc_stat_busy
+from agent.system.nodeinfo import NodeTopology, node_meminfo_path
 
 __all__ = ["NodeResourceCollector", "cpu_usage_cores", "numa_cpu_usage"]
 
@@ -66,10 +65,8 @@ class NodeResourceCollector(BaseCollector):
         stat_path = str(ctx.paths.proc / "stat")
         mem_path = str(ctx.paths.proc / "meminfo")
         wall = ctx.clock_ns()
-        stat = parse_proc_stat(read_text_fast(stat_path), stat_path)
-        memory = meminfo_usage_bytes(parse_meminfo(read_text_fast(mem_path), mem_path), mem_path)
-        per_cpu = {cpu: t.busy for cpu, t in stat.per_cpu.items()}
-        busy = stat.total.busy
+        busy, per_cpu = read_proc_stat_busy(stat_path)
+        memory = proc_meminfo_usage(mem_path)
         last_busy, last_wall, last_per_cpu = self._last_busy, self._last_wall, self._last_per_cpu
         self._last_busy, self._last_wall, self._last_per_cpu = busy, wall, per_cpu
         if last_busy is None or wall <= last_wall:
@@ -90,9 +87,7 @@ class NodeResourceCollector(BaseCollector):
                 last_per_cpu, per_cpu, topo.cpu_to_numa(), topo.numa_nodes, delta_wall, ctx.jiffy_ns
             )
             for node in topo.numa_nodes:
-                path = str(node_meminfo_path(ctx.paths, node))
-                info = parse_node_meminfo(read_text_fast(path), path)
-                numa_mem[node] = float(numa_memory_usage_bytes(info, path))
+                numa_mem[node] = float(node_meminfo_usage(str(node_meminfo_path(ctx.paths, node)), node))
             for node, value in numa_cpu.items():
                 out.append(Sample("node_numa_cpu_usage", numa_labels(node), ts, value))
             for node, value in numa_mem.items():

@@ -1,6 +1,17 @@
-"""The per-tick fast path of the cgroup readers: ``read_text_fast`` (one ``os.open``/``os.read``, no buffered
-file object) on precomputed path strings, and ``convert_fast``, which looks up only the keys a collector needs
-and falls back to the strict ``convert_cgroup`` (and its precise errors) on anything unexpected.
+"""The per-tick fast path of the cgroup readers: bytes in, only the needed keys out, the strict converter
+(and its precise errors) on anything unexpected.
+
+``reader(spec, version)`` returns ``read(path) -> value`` for one cgroup file: one ``os.open``/``os.read``/
+``os.close`` (no buffered file object, no ``str`` decode), then a bytes-level parser that looks up only the
+keys the collectors need and ``int()``s the byte slices; whenever that parser cannot vouch for its answer
+(a key missing, a value that is not an integer, a layout it does not recognise) it returns None and the
+strict ``convert_cgroup`` runs on the decoded text, so a bad file raises exactly the strict error.
+``convert_fast(spec, version, text, name)`` is the same on text already read.
+
+Contract of the fast parsers: for every input the strict converter accepts whose keys are unique (as every
+kernel's are) and which holds no ASCII separator bytes ``\\x1c``–``\\x1f`` (which ``str.split`` treats as
+blanks and ``bytes.split`` does not), the fast result equals the strict one; lines the collectors do not
+need are not validated (the strict converter would reject, say, a non-integer ``pgfault``).
 
 Imports: standard library and ``agent.system.cgroup``.
 """
@@ -8,12 +19,17 @@ Imports: standard library and ``agent.system.cgroup``.
 from __future__ import annotations
 
 import os
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from operator import itemgetter
+from typing import Any, TypeVar, cast
 
 from agent.system.cgroup import (
     CPU_STAT,
     CPU_USAGE,
+    CPUSET_CPUS,
+    MEMORY_NUMA_STAT,
     MEMORY_STAT,
+    NUMA_STAT_PAGE,
     CgroupFile,
     CgroupVersion,
     CpuStat,
@@ -21,95 +37,307 @@ from agent.system.cgroup import (
     convert_cgroup,
 )
 
-__all__ = ["convert_fast", "read_text_fast"]
+__all__ = [
+    "anon_reader",
+    "convert_fast",
+    "fast_parser",
+    "plain_ascii",
+    "read_bytes",
+    "read_text_fast",
+    "reader",
+    "throttle_reader",
+]
 
 T = TypeVar("T")
 
-_MEMSTAT_FIELDS = ("inactive_file", "active_file", "inactive_anon", "active_anon", "unevictable")
-"""The ``MemoryStat`` fields after cache and rss, in declaration order."""
+_CHUNK = 65536
+_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+_open, _read, _close = os.open, os.read, os.close
 
 
-def read_text_fast(path: str) -> str:
+def read_bytes(path: str) -> bytes:
     """Read a small pseudo-file with ``os.open``/``os.read`` (no buffered file object); ``OSError``."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = _open(path, _FLAGS)
     try:
-        data = os.read(fd, 65536)
-        if len(data) == 65536:
+        data = _read(fd, _CHUNK)
+        if len(data) == _CHUNK:
             chunks = [data]
-            while chunk := os.read(fd, 65536):
+            while chunk := _read(fd, _CHUNK):
                 chunks.append(chunk)
             data = b"".join(chunks)
     finally:
-        os.close(fd)
-    return data.decode()
+        _close(fd)
+    return data
 
 
-Needles = tuple[tuple[str, int], ...]
+def read_text_fast(path: str) -> str:
+    """``read_bytes`` decoded as UTF-8 (``UnicodeDecodeError``, a ``ValueError``, on invalid bytes)."""
+    return read_bytes(path).decode()
 
 
-def _needles(*keys: str) -> Needles:
-    """``("\\nkey ", len)`` per key: a key is matched at a line start, followed by a space."""
-    return tuple(("\n" + key + " ", len(key) + 2) for key in keys)
+# ---------------------------------------------------------------- bytes parsers (None = "ask the strict one")
+
+Parser = Callable[[bytes], Any]
+"""bytes → the converted value, or None when the strict converter must decide."""
 
 
-def _find_ints(text: str, needles: Needles, from_end: bool = False) -> list[int] | None:
-    """Values of the keys (each the first ``key value`` line; the last with ``from_end``, for keys that
-    appear once near the end of the file); None when one is missing or not an int."""
-    out: list[int] = []
-    body = "\n" + text  # so every line, the first included, starts after a newline
-    find = body.find
-    locate = body.rfind if from_end else find
+_ODD_BLANKS = b"\r\x0b\x0c\x1c\x1d\x1e\x1f"
+"""ASCII bytes that ``str.splitlines``/``str.split`` treat as line breaks or blanks and ``bytes`` does not
+(or the other way round): text holding one goes to the strict parser."""
+
+
+def plain_ascii(data: bytes) -> bool:
+    """True when ``bytes`` and ``str`` split ``data`` into the same lines and tokens."""
+    return data.isascii() and len(data.translate(None, _ODD_BLANKS)) == len(data)
+
+
+def _kv_parser(
+    keys: tuple[str, ...], build: Callable[[Iterator[int]], Any], use: tuple[int, ...] | None = None
+) -> Parser:
+    """A parser of flat ``key value`` lines (cpu.stat, memory.stat) returning ``build(values)``: an iterator
+    over the integer values of ``keys`` (or, with ``use``, of the keys at those indexes only; every key must
+    still be present), e.g. ``sum`` or ``tuple``.
+
+    Tokens pair up like the strict ``_kv`` fast path (token count = 2 × lines). The token positions of the
+    keys are learned from the first file and then checked on each file (one ``split`` and two C-level
+    ``itemgetter`` calls, no dict); a file laid out otherwise is learned afresh. None when the text is not
+    ASCII, the count differs, a key is missing or a value is not an integer (or ``build`` returns None).
+    """
+    needed = tuple(k.encode() for k in keys)
+    picked = tuple(range(len(keys))) if use is None else use
+    layout: list[Any] = [-1, None, None, ()]  # token count, key getter, value getter, the keys it yields
+
+    def learn(tokens: list[bytes], data: bytes) -> bool:
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        if len(tokens) != 2 * lines or not data.isascii():
+            return False
+        where = {tok: i for i, tok in enumerate(tokens[::2])}  # the last of duplicate keys, as strict
+        if any(k not in where for k in needed):
+            return False
+        key_at = [2 * where[k] for k in needed]
+        layout[:] = [
+            len(tokens),
+            itemgetter(*key_at, 0),  # (, 0): tuples even for one key
+            itemgetter(*(key_at[i] + 1 for i in picked), 0),
+            (*needed, tokens[0]),
+        ]
+        return True
+
+    def parse(data: bytes) -> Any:
+        tokens = data.split()
+        known = len(tokens) == layout[0] and layout[1](tokens) == layout[3] and data.isascii()
+        if not known and not learn(tokens, data):
+            return None
+        try:
+            return build(map(int, layout[2](tokens)[:-1]))
+        except ValueError:
+            return None
+
+    return parse
+
+
+def _usage_v1(data: bytes) -> int | None:
+    """``cpuacct.usage``: one integer, surrounding ASCII blanks allowed (like the strict ``_int``)."""
     try:
-        for needle, skip in needles:
-            i = locate(needle)
-            if i < 0:
-                return None
-            i += skip
-            j = find("\n", i)
-            out.append(int(body[i:j] if j >= 0 else body[i:]))
+        value = int(data)
     except ValueError:
         return None
-    return out
+    return value if value >= 0 else None
 
 
+def _usage_v2(values: Iterator[int]) -> int | None:
+    (usage_usec,) = values
+    return usage_usec * 1000 if usage_usec >= 0 else None
+
+
+def _memstat(values: Iterator[int]) -> MemoryStat:
+    return MemoryStat(*values)
+
+
+def _cpustat_v1(values: Iterator[int]) -> CpuStat:
+    return CpuStat(*values)
+
+
+def _cpustat_v2(values: Iterator[int]) -> CpuStat:
+    periods, throttled, time_us = values
+    return CpuStat(periods, throttled, time_us * 1000)
+
+
+def _numa_fields(fields: list[bytes], out: dict[int, int], div: int) -> bool:
+    """Add ``N<id>=<value>`` fields (value // div) to ``out``; False on anything the strict parser rejects."""
+    for field in fields:
+        key, sep, value = field.partition(b"=")
+        if not sep:
+            return False
+        if key[:1] != b"N":
+            continue
+        try:
+            node = int(key[1:])
+            out[node] = out.get(node, 0) + int(value) // div
+        except ValueError:
+            return False
+    return True
+
+
+def _numa_v1(data: bytes) -> dict[int, int] | None:
+    """v1 ``memory.numa_stat``: the first line ``total=<pages> N0=<pages> …``."""
+    end = data.find(b"\n")
+    line = data if end < 0 else data[:end]
+    if not plain_ascii(line):
+        return None
+    fields = line.split()
+    out: dict[int, int] = {}
+    if not fields or not fields[0].startswith(b"total=") or not _numa_fields(fields, out, 1):
+        return None
+    return out if len(out) == sum(1 for f in fields if f[:1] == b"N") else None
+
+
+def _numa_v2(data: bytes) -> dict[int, int] | None:
+    """v2 ``memory.numa_stat``: the ``anon`` and ``file`` lines (bytes → pages, per line), summed per node."""
+    if not plain_ascii(data):
+        return None
+    out: dict[int, int] = {}
+    seen = 0
+    for line in data.split(b"\n"):
+        fields = line.split()
+        if not fields or fields[0] not in (b"anon", b"file"):
+            continue
+        seen += 1
+        one: dict[int, int] = {}
+        if not _numa_fields(fields[1:], one, NUMA_STAT_PAGE):
+            return None
+        if len(one) != sum(1 for f in fields[1:] if f[:1] == b"N"):
+            return None  # a node listed twice in one line: the strict parser keeps the last, let it
+        for node, pages in one.items():
+            out[node] = out.get(node, 0) + pages
+    return out if seen == 2 else None
+
+
+_CPUSET_MEMO: dict[bytes, list[int]] = {}
+_CPUSET_MEMO_MAX = 256
+
+
+def _cpuset(version: CgroupVersion) -> Parser:
+    """cpuset lists barely ever change: the strict result is memoised by the file's bytes."""
+
+    def parse(data: bytes) -> list[int] | None:
+        hit = _CPUSET_MEMO.get(data)
+        if hit is None:
+            try:
+                hit = convert_cgroup(CPUSET_CPUS, version, data.decode(), "cpuset")
+            except ValueError:
+                return None  # the strict converter raises again, naming the real file
+            if len(_CPUSET_MEMO) >= _CPUSET_MEMO_MAX:
+                _CPUSET_MEMO.clear()
+            _CPUSET_MEMO[data] = hit
+        return list(hit)
+
+    return parse
+
+
+_MEMSTAT_REST = ("inactive_file", "active_file", "inactive_anon", "active_anon", "unevictable")
 _MEMSTAT_KEYS = {
-    CgroupVersion.V1: _needles(*("total_" + k for k in ("cache", "rss", *_MEMSTAT_FIELDS))),
-    CgroupVersion.V2: _needles("file", "anon", *_MEMSTAT_FIELDS),
+    CgroupVersion.V1: ("total_cache", "total_rss", *("total_" + k for k in _MEMSTAT_REST)),
+    CgroupVersion.V2: ("file", "anon", *_MEMSTAT_REST),
 }
+"""The ``MemoryStat`` fields' keys in declaration order."""
 _CPUSTAT_KEYS = {
-    CgroupVersion.V1: _needles("nr_periods", "nr_throttled", "throttled_time"),
-    CgroupVersion.V2: _needles("nr_periods", "nr_throttled", "throttled_usec"),
+    CgroupVersion.V1: ("nr_periods", "nr_throttled", "throttled_time"),
+    CgroupVersion.V2: ("nr_periods", "nr_throttled", "throttled_usec"),
 }
-_USAGE_USEC = _needles("usage_usec")
+
+
+def fast_parser(spec: CgroupFile[T], version: CgroupVersion) -> Callable[[bytes], T | None] | None:
+    """The bytes fast parser of ``spec`` under ``version`` (None: the file has none)."""
+    v1 = version is CgroupVersion.V1
+    parser: Parser | None = None
+    if spec is MEMORY_STAT:
+        parser = _kv_parser(_MEMSTAT_KEYS[version], _memstat)
+    elif spec is CPU_STAT:
+        parser = _kv_parser(_CPUSTAT_KEYS[version], _cpustat_v1 if v1 else _cpustat_v2)
+    elif spec is CPU_USAGE:
+        parser = _usage_v1 if v1 else _kv_parser(("usage_usec",), _usage_v2)
+    elif spec is MEMORY_NUMA_STAT:
+        parser = _numa_v1 if v1 else _numa_v2
+    elif spec is CPUSET_CPUS:
+        parser = _cpuset(version)
+    return cast("Callable[[bytes], T | None] | None", parser)
+
+
+def reader(spec: CgroupFile[T], version: CgroupVersion) -> Callable[[str], T]:
+    """``read(path)``: read ``spec``'s file at ``path`` and convert it (fast parser, strict fallback).
+
+    ``OSError`` when the file cannot be read, ``ValueError`` (the strict converter's) on bad content.
+    """
+    read: Callable[[str], T] = _reader(spec, version, fast_parser(spec, version), _same)
+    return read
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _reader(
+    spec: CgroupFile[Any], version: CgroupVersion, parse: Parser | None, project: Callable[[Any], Any]
+) -> Any:
+    """``read(path)``: the fast ``parse`` of the file's bytes, else ``project`` of the strict conversion."""
+
+    def read(path: str) -> Any:
+        fd = _open(path, _FLAGS)
+        try:
+            data = _read(fd, _CHUNK)
+            if len(data) == _CHUNK:
+                data = _read_rest(fd, data)
+        finally:
+            _close(fd)
+        if parse is not None:
+            value = parse(data)
+            if value is not None:
+                return value
+        return project(convert_cgroup(spec, version, data.decode(), path))
+
+    return read
+
+
+def anon_reader(version: CgroupVersion) -> Callable[[str], int]:
+    """``read(path)`` → ``MemoryStat.usage_anon`` of a ``memory.stat`` (every ``MemoryStat`` key must be
+    present, as for the strict converter; only the three anon values are converted)."""
+    parser = _kv_parser(_MEMSTAT_KEYS[version], sum, use=(4, 5, 6))  # inactive + active anon + unevictable
+    return cast("Callable[[str], int]", _reader(MEMORY_STAT, version, parser, _usage_anon))
+
+
+def _usage_anon(stat: MemoryStat) -> int:
+    return stat.usage_anon
+
+
+def throttle_reader(version: CgroupVersion) -> Callable[[str], tuple[int, int]]:
+    """``read(path)`` → (nr_periods, nr_throttled) of a ``cpu.stat`` (the throttled time must be present)."""
+    parser = _kv_parser(_CPUSTAT_KEYS[version], tuple, use=(0, 1))
+    return cast("Callable[[str], tuple[int, int]]", _reader(CPU_STAT, version, parser, _stat_periods))
+
+
+def _stat_periods(stat: CpuStat) -> tuple[int, int]:
+    return stat.nr_periods, stat.nr_throttled
+
+
+def _read_rest(fd: int, first: bytes) -> bytes:
+    chunks = [first]
+    while chunk := _read(fd, _CHUNK):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_PARSERS: dict[tuple[str, CgroupVersion], Callable[[bytes], Any] | None] = {}
 
 
 def convert_fast(spec: CgroupFile[T], version: CgroupVersion, text: str, name: str) -> T:
-    """``convert_cgroup`` for the per-tick files, looking up only the keys it needs.
-
-    For ``memory.stat``, ``cpu.stat`` and v2 ``cpu.stat`` usage the required keys are located directly
-    (other lines are not validated); when one is missing or malformed the strict ``convert_cgroup`` runs and
-    raises its precise error. Other files go straight to ``convert_cgroup``.
-    """
-    if spec is MEMORY_STAT:
-        # v1 lists its hierarchical ``total_*`` block last: searching from the end is ~40 % cheaper.
-        values = _find_ints(text, _MEMSTAT_KEYS[version], from_end=version is CgroupVersion.V1)
-        if values is not None:
-            return MemoryStat(*values)  # type: ignore[return-value]
-    elif spec is CPU_STAT:
-        values = _find_ints(text, _CPUSTAT_KEYS[version])
-        if values is not None:
-            scale = 1000 if version is CgroupVersion.V2 else 1
-            return CpuStat(values[0], values[1], values[2] * scale)  # type: ignore[return-value]
-    elif spec is CPU_USAGE:
-        if version is CgroupVersion.V2:
-            values = _find_ints(text, _USAGE_USEC)
-            if values is not None and values[0] >= 0:
-                return values[0] * 1000  # type: ignore[return-value]
-        else:
-            try:
-                value = int(text)  # a single integer, surrounding whitespace allowed (like ``_int``)
-            except ValueError:
-                value = -1
-            if value >= 0:
-                return value  # type: ignore[return-value]
+    """``convert_cgroup`` through the fast parser of ``spec`` (the strict converter when it declines)."""
+    key = (spec.name, version)
+    if key not in _PARSERS:
+        _PARSERS[key] = fast_parser(spec, version)
+    parse = _PARSERS[key]
+    if parse is not None and text.isascii():  # (non-ASCII text never takes a fast path anyway)
+        value = parse(text.encode())
+        if value is not None:
+            return cast("T", value)
     return convert_cgroup(spec, version, text, name)

@@ -1,0 +1,99 @@
+"""What collectors hand the metric cache: ``Sample`` points, and the keyed batch path for the per-tick bulk.
+
+A ``SeriesRef`` names one series (metric kind + label set) and is created once per pod/container lifetime
+by the collector that writes it; the cache validates its labels once and binds it to the series' ring
+buffer, so appending a point through it is an attribute check and a ring-buffer append, with no label
+tuple, dict or ``Sample`` built per point. A ``SampleBatch`` holds one collector round as parallel lists
+(ref, timestamp, value) and behaves as a read-only sequence of ``Sample`` (built on demand, for tests and
+the generic path). ``MetricCache.append`` accepts either form with the same checks and errors.
+
+Imports: standard library only (the cache's ring-buffer type for annotations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple, overload
+
+if TYPE_CHECKING:
+    from agent.metriccache.series import RingSeries
+
+__all__ = ["Sample", "SampleBatch", "SeriesKey", "SeriesRef"]
+
+SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+class Sample(NamedTuple):
+    """One point of metric `kind` with its property labels (a NamedTuple: collectors create ~1,000 a
+    second and a frozen dataclass costs several times more to construct)."""
+
+    kind: str
+    labels: Mapping[str, str]
+    timestamp_ms: int
+    value: float
+
+
+class SeriesRef:
+    """A handle on the series (``kind``, ``labels``); ``labels`` must not change after creation.
+
+    ``key``, ``token`` and ``series`` belong to the metric cache: the validated series key (None until
+    validated), and the ring buffer it is bound to, valid while ``token`` is the cache's current token
+    (the cache renews its token whenever it removes series). A ref still bound to a removed series keeps
+    that ring buffer alive until it is rebound (its next append) or dropped with its collector's state.
+    """
+
+    __slots__ = ("key", "kind", "labels", "series", "token")
+
+    def __init__(self, kind: str, labels: Mapping[str, str]) -> None:
+        self.kind = kind
+        self.labels = labels
+        self.key: SeriesKey | None = None
+        self.token: object | None = None
+        self.series: RingSeries | None = None
+
+    def __repr__(self) -> str:
+        return f"SeriesRef({self.kind!r}, {dict(self.labels)!r})"
+
+
+class SampleBatch(Sequence[Sample]):
+    """One collector round: parallel lists of series refs, ms timestamps and values."""
+
+    __slots__ = ("refs", "timestamps", "values")
+
+    def __init__(self) -> None:
+        self.refs: list[SeriesRef] = []
+        self.timestamps: list[int] = []
+        self.values: list[float] = []
+
+    def add(self, ref: SeriesRef, timestamp_ms: int, value: float) -> None:
+        self.refs.append(ref)
+        self.timestamps.append(timestamp_ms)
+        self.values.append(value)
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def __iter__(self) -> Iterator[Sample]:
+        for ref, ts, value in zip(self.refs, self.timestamps, self.values, strict=True):
+            yield Sample(ref.kind, ref.labels, ts, value)
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Sample]: ...
+
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        ref = self.refs[index]
+        return Sample(ref.kind, ref.labels, self.timestamps[index], self.values[index])
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same samples (``batch == []`` on an empty round)."""
+        if isinstance(other, SampleBatch | list | tuple):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"SampleBatch({list(self)!r})"
