@@ -49,10 +49,22 @@ def _node_binaries(build: bool) -> NodeBinaries | None:
 def _cmd_up(args: argparse.Namespace) -> int:
     from koord.up import run
 
-    if args.nodes < 0 or args.status_interval < 0 or (args.duration is not None and args.duration <= 0):
+    bad = [
+        f"--{name.replace('_', '-')}={value}"
+        for name, value, ok in (
+            ("nodes", args.nodes, args.nodes >= 0),
+            ("sim_cpus", args.sim_cpus, args.sim_cpus >= 1),
+            ("sim_memory_gib", args.sim_memory_gib, args.sim_memory_gib >= 1),
+            ("demo_batch_pods", args.demo_batch_pods, args.demo_batch_pods >= 0),
+            ("status_interval", args.status_interval, args.status_interval >= 0),
+            ("duration", args.duration, args.duration is None or args.duration > 0),
+        )
+        if not ok
+    ]
+    if bad:
         print(
-            f"koord up: bad option: --nodes={args.nodes} --status-interval={args.status_interval} "
-            f"--duration={args.duration} (counts and intervals must not be negative)",
+            f"koord up: bad option {', '.join(bad)}: counts must not be negative, a simulated node needs at "
+            "least 1 CPU and 1 GiB, and --duration must be positive",
             file=sys.stderr,
         )
         return 2
@@ -108,8 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--no-node",
         action="store_true",
-        help="run the control plane only; by default, as root and with the binaries present, a "
-        "real node (containerd, kubelet, kube-controller-manager) joins it",
+        help="no real node (the control plane, koord's daemons and any simulated nodes still run); by "
+        "default, as root and with the binaries present, a real node (containerd, kubelet, "
+        "kube-controller-manager) joins",
     )
     up.add_argument(
         "--node-name", default=DEFAULT_NODE_NAME, help=f"name of the real node (default {DEFAULT_NODE_NAME})"

@@ -166,6 +166,17 @@ def test_render_status_view() -> None:
     assert any("koord-demo/be-0" in line and "(pending)" in line for line in lines)
 
 
-def test_up_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["up", "--nodes", "-1"]) == 2
-    assert "--nodes=-1" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--nodes", "-1"], "--nodes=-1"),
+        (["--sim-cpus", "0"], "--sim-cpus=0"),
+        (["--sim-memory-gib", "0"], "--sim-memory-gib=0"),
+        (["--demo-batch-pods", "-2"], "--demo-batch-pods=-2"),
+        (["--status-interval", "-1"], "--status-interval=-1.0"),
+        (["--duration", "0"], "--duration=0.0"),
+    ],
+)
+def test_up_rejects_bad_options(argv: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["up", *argv]) == 2
+    assert named in capsys.readouterr().err
