@@ -4,7 +4,8 @@
 koordlet's /metrics (suppress value, evictions); ``render(snapshot)`` is a pure function of that
 snapshot to text, so it is unit-tested on hand-made snapshots.
 
-Imports: standard library, prometheus_client.parser, kubernetes (lazily), apis.{constants,quantity}.
+Imports: standard library, prometheus_client.parser, kubernetes (lazily), apis.constants,
+koord.localcluster.emunode.
 """
 
 from __future__ import annotations
@@ -17,12 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
-from apis.quantity import Quantity, QuantityError
-
-SIMULATED_LABEL = "koord.sh/simulated"
-BATCH_CPU, BATCH_MEMORY = "kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"
-QOS_LABEL = "koordinator.sh/qosClass"
+from apis.constants import BATCH_CPU, BATCH_MEMORY, NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
+from apis.constants import LABEL_POD_QOS as QOS_LABEL
+from koord.localcluster.emunode import SIMULATED_LABEL, quantity_or_none
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +55,6 @@ class Snapshot:
     nodes: list[NodeRow]
     pods: list[PodRow]
     notes: list[str] = field(default_factory=list)
-
-
-def _q(v: object) -> Quantity | None:
-    try:
-        return Quantity(str(v)) if v is not None else None
-    except (QuantityError, ValueError):
-        return None
 
 
 def _gib(b: int | None) -> str:
@@ -151,7 +142,7 @@ def _sum(samples: Mapping[str, float], name: str) -> float | None:
 def _usage(nm: Mapping[str, Any]) -> tuple[float | None, int | None, float | None]:
     status = nm.get("status") or {}
     res = (((status.get("nodeMetric") or {}).get("nodeUsage") or {}).get("resources")) or {}
-    cpu, mem = _q(res.get("cpu")), _q(res.get("memory"))
+    cpu, mem = quantity_or_none(res.get("cpu")), quantity_or_none(res.get("memory"))
     age = None
     if ut := status.get("updateTime"):
         try:
@@ -189,10 +180,10 @@ def gather(api: Any, koordlet_metrics: Mapping[str, str], namespaces: tuple[str,
         name = node["metadata"]["name"]
         alloc = (node.get("status") or {}).get("allocatable") or {}
         cap = (node.get("status") or {}).get("capacity") or {}
-        cpu_cap, mem_cap = _q(cap.get("cpu")), _q(cap.get("memory"))
+        cpu_cap, mem_cap = quantity_or_none(cap.get("cpu")), quantity_or_none(cap.get("memory"))
         cpu_used, mem_used, age = _usage(metrics.get(name, {}))
         thr = ((slos.get(name) or {}).get("spec") or {}).get("resourceUsedThresholdWithBE") or {}
-        bcpu, bmem = _q(alloc.get(BATCH_CPU)), _q(alloc.get(BATCH_MEMORY))
+        bcpu, bmem = quantity_or_none(alloc.get(BATCH_CPU)), quantity_or_none(alloc.get(BATCH_MEMORY))
         samples = scrape(koordlet_metrics[name]) if name in koordlet_metrics else {}
         ev = _sum(samples, "koordlet_pod_eviction_total")
         rows.append(

@@ -32,6 +32,7 @@ from koord.localcluster.emulated import EmulatedHost
 from koord.localcluster.emunode import EmulatedNode
 from koord.localcluster.node import LocalNode, NodeBusyError, NodeError
 from koord.localcluster.nodebinaries import NodeBinaries
+from koord.localcluster.prometheus import Prometheus
 from koord.status import gather, render
 
 # Background load of the simulated nodes, in turn: one above the load-aware filter's 65 % CPU threshold
@@ -68,7 +69,7 @@ class Up:
         self.node: LocalNode | None = None
         self.sims: list[EmulatedNode] = []
         self.components = KoordComponents(self.cp, state_dir)
-        self.prometheus: Any = None
+        self.prometheus: Prometheus | None = None
         self.api: Any = None
         self.qos_mode = "off"
 
@@ -118,10 +119,6 @@ class Up:
             )
 
     def _start_prometheus(self) -> None:
-        try:
-            from koord.localcluster.prometheus import Prometheus
-        except ImportError:  # pragma: no cover - the module ships with koord
-            return
         if shutil.which("prometheus") is None:
             if self.args.prometheus == "on":
                 raise ComponentError(

@@ -18,11 +18,10 @@ import secrets
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from koord.localcluster.controlplane import ControlPlane, free_ports
+from koord.localcluster.controlplane import ControlPlane, free_ports, http_ok
 from koord.localcluster.procs import spawn_logged, stop_pid
 
 STATE_FILE = "koord-components.json"
@@ -76,14 +75,6 @@ def reap_stale(state_dir: Path) -> list[int]:
     return stopped
 
 
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:  # loopback URL we built
-            return bool(r.status == 200)
-    except OSError:
-        return False
-
-
 class KoordComponents:
     """`KoordComponents(cp, state_dir)`: ``start_manager(nodes)``, then ``start_koordlet(node, host)``
     per node; ``stop()`` stops them all by PID."""
@@ -112,7 +103,7 @@ class KoordComponents:
         while time.monotonic() < deadline:
             if (rc := daemon.proc.poll()) is not None:
                 raise ComponentError(f"{daemon.name} exited with {rc} while starting; see {daemon.log}")
-            if _http_ok(url):
+            if http_ok(url):
                 return
             time.sleep(0.2)
         raise ComponentError(f"{daemon.name} not healthy at {url} after {timeout:.0f}s; see {daemon.log}")

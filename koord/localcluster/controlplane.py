@@ -137,7 +137,7 @@ class ControlPlane:
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
             "--initial-cluster", f"default={peer}", "--log-level", "warn",
         ])  # fmt: skip
-        self._wait("etcd", lambda: _http_ok(f"{client}/health"), timeout)
+        self._wait("etcd", lambda: http_ok(f"{client}/health"), timeout)
 
     def _start_apiserver(self, binaries: Binaries, timeout: float) -> None:
         pki = self.pki
@@ -164,7 +164,7 @@ class ControlPlane:
         ])  # fmt: skip
         ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
         url = f"{self.server}/readyz"
-        self._wait("kube-apiserver", lambda: _http_ok(url, ctx=ctx, token=pki.admin_token), timeout)
+        self._wait("kube-apiserver", lambda: http_ok(url, ctx=ctx, token=pki.admin_token), timeout)
 
     def _wait(self, name: str, probe: Any, timeout: float) -> None:
         proc = self._procs[name]
@@ -261,7 +261,7 @@ class ControlPlane:
         return client.ApiClient(conf)
 
 
-def _http_ok(url: str, ctx: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+def http_ok(url: str, ctx: ssl.SSLContext | None = None, token: str | None = None) -> bool:
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
         with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:

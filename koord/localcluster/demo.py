@@ -11,7 +11,7 @@ namespace ``koord-demo``.
 
 Pure manifests (``demo_pods``) plus ``apply_demo``/``delete_demo``, which take a kubernetes ApiClient.
 
-Imports: standard library, kubernetes (lazily), koord.localcluster.{podspec,emunode}.
+Imports: standard library, kubernetes (lazily), apis.constants, koord.localcluster.{podspec,emunode}.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from apis.constants import BATCH_CPU, BATCH_MEMORY
+from apis.constants import LABEL_POD_QOS as QOS_LABEL
 from koord.localcluster.emunode import CPU_ANNOTATION, MEMORY_ANNOTATION
 from koord.localcluster.podspec import BURN_CPU, busybox_pod
 
 NAMESPACE = "koord-demo"
 SCHEDULER = "koord-scheduler"
-QOS_LABEL = "koordinator.sh/qosClass"
-BATCH_CPU, BATCH_MEMORY = "kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"
 
 
 def _batch(cpu_milli: int, memory: str) -> dict[str, Any]:

@@ -9,7 +9,8 @@ period.
 A pod's simulated usage: the annotations ``koord.sh/simulated-cpu`` / ``koord.sh/simulated-memory``
 (quantities), else half of its requests (cpu, or batch-cpu in milli-cores; memory or batch-memory).
 
-Imports: standard library, kubernetes (the CLI's client), apis.quantity, koord.localcluster.emulated.
+Imports: standard library, kubernetes (the CLI's client), apis.{constants,quantity},
+koord.localcluster.emulated.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from apis.constants import BATCH_CPU, BATCH_MEMORY
 from apis.quantity import Quantity, QuantityError
 from koord.localcluster.emulated import EmulatedHost, PodLoad
 
@@ -40,7 +42,8 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _q(text: object) -> Quantity | None:
+def quantity_or_none(text: object) -> Quantity | None:
+    """A quantity, or None for anything that is not one (absent, malformed)."""
     try:
         return Quantity(str(text))
     except (QuantityError, ValueError):
@@ -53,18 +56,18 @@ def pod_load(pod: Mapping[str, Any]) -> PodLoad:
     cpu_milli, mem = 0, 0
     for c in (pod.get("spec") or {}).get("containers") or []:
         req = (c.get("resources") or {}).get("requests") or {}
-        if (q := _q(req.get("cpu", "0"))) is not None:
+        if (q := quantity_or_none(req.get("cpu", "0"))) is not None:
             cpu_milli += q.milli_value()
-        if (q := _q(req.get("kubernetes.io/batch-cpu", "0"))) is not None:
+        if (q := quantity_or_none(req.get(BATCH_CPU, "0"))) is not None:
             cpu_milli += q.value()  # batch-cpu is counted in milli-cores
-        for key in ("memory", "kubernetes.io/batch-memory"):
-            if (q := _q(req.get(key, "0"))) is not None:
+        for key in ("memory", BATCH_MEMORY):
+            if (q := quantity_or_none(req.get(key, "0"))) is not None:
                 mem += q.value()
     cpu = cpu_milli / 2000.0
     memory = mem // 2
-    if (q := _q(ann.get(CPU_ANNOTATION))) is not None:
+    if (q := quantity_or_none(ann.get(CPU_ANNOTATION))) is not None:
         cpu = q.milli_value() / 1000.0
-    if (q := _q(ann.get(MEMORY_ANNOTATION))) is not None:
+    if (q := quantity_or_none(ann.get(MEMORY_ANNOTATION))) is not None:
         memory = q.value()
     return PodLoad(max(cpu, 0.0), max(memory, 0))
 
