@@ -20,8 +20,10 @@ from agent.podmeta import PodMeta
 from agent.qosmanager.evictplan import (
     TARGET_REQUEST,
     TARGET_USED,
+    AmountFn,
     EvictState,
     EvictTask,
+    allocatable_config_valid,
     cool_down_active,
     eviction_allowed,
     generic_candidates,
@@ -29,20 +31,22 @@ from agent.qosmanager.evictplan import (
     generic_less,
     go_div,
     is_be,
+    node_quantity,
     sort_pods,
     threshold_strategy,
     tier_request,
+    tier_sums,
     to_decision,
 )
+from agent.qosmanager.evictplan import allocatable_amount as shared_allocatable_amount
 from agent.qosmanager.framework import Decision, Snapshot
 from apis import constants as c
 from apis.nodeslo import ResourceThresholdStrategy
-from apis.pod import pod_requests, resource_list, status
+from apis.pod import pod_requests
 from apis.qos import (
     PriorityClass,
     pod_priority,
     priority_class_with_default,
-    priority_value_with_default,
 )
 
 __all__ = [
@@ -66,7 +70,6 @@ CPU_ALLOCATABLE_EVICT: Final = "CPUAllocatableEvict"
 GATES: Final = (BE_CPU_EVICT, CPU_ALLOCATABLE_EVICT, CPU_EVICT)
 EVICT_BY_ALLOCATABLE: Final = "evictByAllocatable"
 DEFAULT_BE_USAGE_THRESHOLD: Final = 90
-MAX_ALLOCATABLE_PRIORITY: Final = 7999
 
 Strategy = ResourceThresholdStrategy | None
 PodUsage = Mapping[str, float]
@@ -120,24 +123,12 @@ def config_valid(feature: str, s: Strategy) -> bool:
             and s.evict_enabled_priority_threshold is not None
         )
     if feature == CPU_ALLOCATABLE_EVICT:
-        thr, lower = s.cpu_allocatable_evict_threshold_percent, s.cpu_allocatable_evict_lower_percent
-        pt = s.allocatable_evict_priority_threshold
-        return (
-            thr is not None
-            and thr >= 0
-            and lower is not None
-            and lower < thr
-            and pt is not None
-            and pt <= MAX_ALLOCATABLE_PRIORITY
+        return allocatable_config_valid(
+            s.cpu_allocatable_evict_threshold_percent,
+            s.cpu_allocatable_evict_lower_percent,
+            s.allocatable_evict_priority_threshold,
         )
     return False
-
-
-def _node_q(node: Mapping[str, Any] | None, section: str, name: str, milli: bool) -> int | None:
-    q = resource_list(status(node or {}).get(section), (name,)).get(name)
-    if q is None:
-        return None
-    return q.milli_value() if milli else q.value()
 
 
 def evict_window(s: ResourceThresholdStrategy, collect_seconds: float) -> int:
@@ -170,7 +161,7 @@ def satisfaction_release(
     if avg.count * int(collect_seconds) < window // 3:
         return 0
     by_alloc = s.cpu_evict_policy == EVICT_BY_ALLOCATABLE
-    alloc = _node_q(node, "allocatable", c.BATCH_CPU, milli=False)
+    alloc = node_quantity(node, "allocatable", c.BATCH_CPU, milli=False)
     alloc_limit = -1.0 if alloc is None else float(alloc or 1)
 
     def release(m: BECPUMetrics) -> tuple[int, float] | None:
@@ -199,7 +190,7 @@ def satisfaction_release(
 
 def used_release(node: Mapping[str, Any] | None, node_cores: float | None, s: Strategy) -> int:
     """Milli-cores the CPUEvict task must release (0 = not triggered); thresholds as given."""
-    capacity = _node_q(node, "capacity", c.RESOURCE_CPU, milli=True) or 0
+    capacity = node_quantity(node, "capacity", c.RESOURCE_CPU, milli=True) or 0
     if s is None or node_cores is None or capacity <= 0:
         return 0
     thr, lower = s.cpu_evict_threshold_percent, _lower(s)
@@ -230,15 +221,10 @@ def allocatable_release(
         return {}
     thr = s.cpu_allocatable_evict_threshold_percent or 0
     lower = s.cpu_allocatable_evict_lower_percent or 0
-    sums: dict[str, int] = {}
-    for p in pods:
-        if priority_value_with_default(p.pod) > s.allocatable_evict_priority_threshold:
-            continue
-        _, name, req = _pod_tier_request(p.pod)
-        sums[name] = sums.get(name, 0) + req
+    sums = tier_sums(pods, s.allocatable_evict_priority_threshold, _pod_tier_request)
     out: dict[str, int] = {}
     for name, req in sums.items():
-        alloc = _node_q(node, "allocatable", name, milli=name == c.RESOURCE_CPU)
+        alloc = node_quantity(node, "allocatable", name, milli=name == c.RESOURCE_CPU)
         if not alloc:
             amount = req
         else:
@@ -251,14 +237,9 @@ def allocatable_release(
     return out
 
 
-def allocatable_amount(release: Mapping[str, int]) -> Any:
-    def amount(pod: PodMeta) -> dict[str, int]:
-        cls, name, req = _pod_tier_request(pod.pod)
-        if cls in (PriorityClass.BATCH, PriorityClass.MID) and name in release:
-            return {name: req}
-        return {}
-
-    return amount
+def allocatable_amount(release: Mapping[str, int]) -> AmountFn:
+    """Per-pod credit of the allocatable task (``evictplan.allocatable_amount`` with CPU tiers)."""
+    return shared_allocatable_amount(release, _pod_tier_request)
 
 
 # --- candidates -----------------------------------------------------------------------------------
@@ -317,6 +298,7 @@ def build_tasks(
 ) -> list[EvictTask]:
     """The round's tasks in order BECPUEvict → CPUAllocatableEvict → CPUEvict."""
     tasks: list[EvictTask] = []
+    amount: AmountFn
     for gate in GATES:
         if gate not in features or not config_valid(gate, s):
             continue

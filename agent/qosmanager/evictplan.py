@@ -4,8 +4,9 @@ one round, ``plan_evictions`` (upstream ``KillAndEvictPods``): tasks run in orde
 already covered is skipped, each pod's amount is credited per target type as the max over every task's
 per-pod function, and a pod already evicted (the evictor's 2-minute cache) counts as pending release.
 
-Also the NodeSLO switch (``threshold_strategy``) and the conversion of picks into ``Evict`` actions with
-the cool-down state (``to_decision``, D2 guard). Pure, no I/O.
+Also the allocatable tasks' common parts (config check, tier sums, per-pod credit, node quantities), the
+NodeSLO switch (``threshold_strategy``) and the conversion of picks into ``Evict`` actions with the
+cool-down state (``to_decision``, D2 guard). Pure, no I/O.
 Imports: standard library, apis.{constants,nodeslo,pod,qos,quantity}, agent.podmeta,
 agent.qosmanager.framework.
 """
@@ -34,26 +35,41 @@ from apis.pod import (
     phase,
     pod_annotations,
     pod_labels,
+    resource_list,
+    status,
 )
-from apis.qos import QoSClass, eviction_priority, priority_value_with_default, qos_class_raw, sub_priority
+from apis.qos import (
+    PriorityClass,
+    QoSClass,
+    eviction_priority,
+    priority_value_with_default,
+    qos_class_raw,
+    sub_priority,
+)
 from apis.quantity import Quantity
 
 __all__ = [
+    "MAX_ALLOCATABLE_PRIORITY",
     "TARGET_REQUEST",
     "TARGET_USED",
     "EvictPick",
     "EvictState",
     "EvictTask",
+    "TierRequest",
+    "allocatable_amount",
+    "allocatable_config_valid",
     "cool_down_active",
     "eviction_allowed",
     "generic_candidates",
     "generic_key",
     "go_div",
     "is_be",
+    "node_quantity",
     "plan_evictions",
     "sort_pods",
     "threshold_strategy",
     "tier_request",
+    "tier_sums",
     "to_decision",
 ]
 
@@ -62,8 +78,59 @@ TARGET_REQUEST: Final = "podResourceRequest"
 EVICT_REASON: Final = "evicted"
 """Upstream's reason string for every koordlet eviction (metric label, Event message)."""
 
+MAX_ALLOCATABLE_PRIORITY: Final = 7999
+"""The allocatable evictors' ``allocatablEvictPriorityThreshold`` must not exceed koord-mid's top."""
+
 Amounts = Mapping[str, int]
 AmountFn = Callable[[PodMeta], Amounts]
+TierRequest = Callable[[Mapping[str, Any]], tuple[PriorityClass, str, int]]
+"""A pod's priority class, the tier resource the allocatable evictor counts for it, and its request."""
+
+
+def allocatable_config_valid(
+    threshold: int | None, lower: int | None, priority_threshold: int | None
+) -> bool:
+    """The allocatable evictors' config check: threshold ≥ 0, lower < threshold, priority ≤ 7999."""
+    return (
+        threshold is not None
+        and threshold >= 0
+        and lower is not None
+        and lower < threshold
+        and priority_threshold is not None
+        and priority_threshold <= MAX_ALLOCATABLE_PRIORITY
+    )
+
+
+def node_quantity(node: Mapping[str, Any] | None, section: str, name: str, milli: bool = False) -> int | None:
+    """``status.<section>[name]`` as ``Value()`` (``MilliValue()`` with ``milli``); None when absent."""
+    q = resource_list(status(node or {}).get(section), (name,)).get(name)
+    if q is None:
+        return None
+    return q.milli_value() if milli else q.value()
+
+
+def tier_sums(pods: Sequence[PodMeta], priority_threshold: int, tier: TierRequest) -> dict[str, int]:
+    """Σ tier request per tier resource of the pods at or below ``priority_threshold``."""
+    sums: dict[str, int] = {}
+    for p in pods:
+        if priority_value_with_default(p.pod) > priority_threshold:
+            continue
+        _, name, req = tier(p.pod)
+        sums[name] = sums.get(name, 0) + req
+    return sums
+
+
+def allocatable_amount(release: Mapping[str, int], tier: TierRequest) -> AmountFn:
+    """Per-pod credit of an allocatable task: a batch (mid) pod's tier request when that tier resource is
+    being released; nothing otherwise."""
+
+    def amount(pod: PodMeta) -> dict[str, int]:
+        cls, name, req = tier(pod.pod)
+        if cls in (PriorityClass.BATCH, PriorityClass.MID) and name in release:
+            return {name: req}
+        return {}
+
+    return amount
 
 
 def is_be(pod: PodMeta) -> bool:

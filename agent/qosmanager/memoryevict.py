@@ -17,8 +17,10 @@ from agent.podmeta import PodMeta
 from agent.qosmanager.evictplan import (
     TARGET_REQUEST,
     TARGET_USED,
+    AmountFn,
     EvictState,
     EvictTask,
+    allocatable_config_valid,
     cool_down_active,
     eviction_allowed,
     generic_candidates,
@@ -26,20 +28,22 @@ from agent.qosmanager.evictplan import (
     generic_less,
     go_div,
     is_be,
+    node_quantity,
     sort_pods,
     threshold_strategy,
     tier_request,
+    tier_sums,
     to_decision,
 )
+from agent.qosmanager.evictplan import allocatable_amount as shared_allocatable_amount
 from agent.qosmanager.framework import Decision, Snapshot
 from apis import constants as c
 from apis.nodeslo import ResourceThresholdStrategy
-from apis.pod import pod_requests, resource_list, status
+from apis.pod import pod_requests
 from apis.qos import (
     PriorityClass,
     pod_priority,
     priority_class_with_default,
-    priority_value_with_default,
 )
 
 __all__ = [
@@ -60,7 +64,6 @@ MEMORY_ALLOCATABLE_EVICT: Final = "MemoryAllocatableEvict"
 GATES: Final = (BE_MEMORY_EVICT, MEMORY_ALLOCATABLE_EVICT, MEMORY_EVICT)
 """Task order of a round."""
 TIER_NAMES: Final = (c.RESOURCE_MEMORY, c.BATCH_MEMORY, c.MID_MEMORY)
-MAX_ALLOCATABLE_PRIORITY: Final = 7999
 
 Strategy = ResourceThresholdStrategy | None
 PodUsage = Mapping[str, float]
@@ -93,23 +96,12 @@ def config_valid(feature: str, s: Strategy) -> bool:
             return False
         return feature == BE_MEMORY_EVICT or s.evict_enabled_priority_threshold is not None
     if feature == MEMORY_ALLOCATABLE_EVICT:
-        thr, lower = s.memory_allocatable_evict_threshold_percent, s.memory_allocatable_evict_lower_percent
-        pt = s.allocatable_evict_priority_threshold
-        return (
-            thr is not None
-            and thr >= 0
-            and lower is not None
-            and lower < thr
-            and pt is not None
-            and pt <= MAX_ALLOCATABLE_PRIORITY
+        return allocatable_config_valid(
+            s.memory_allocatable_evict_threshold_percent,
+            s.memory_allocatable_evict_lower_percent,
+            s.allocatable_evict_priority_threshold,
         )
     return False
-
-
-def node_quantity(node: Mapping[str, Any] | None, section: str, name: str) -> int | None:
-    """``status.<section>[name]`` as ``Value()``; None when absent."""
-    q = resource_list(status(node or {}).get(section), (name,)).get(name)
-    return None if q is None else q.value()
 
 
 def used_release(capacity: int, used: int, s: Strategy) -> int:
@@ -150,12 +142,7 @@ def allocatable_release(
         return {}
     thr = s.memory_allocatable_evict_threshold_percent or 0
     lower = s.memory_allocatable_evict_lower_percent or 0
-    sums: dict[str, int] = {}
-    for p in pods:
-        if priority_value_with_default(p.pod) > s.allocatable_evict_priority_threshold:
-            continue
-        _, name, req = _pod_tier_request(p.pod)
-        sums[name] = sums.get(name, 0) + req
+    sums = tier_sums(pods, s.allocatable_evict_priority_threshold, _pod_tier_request)
     out: dict[str, int] = {}
     for name, req in sums.items():
         alloc = node_quantity(node, "allocatable", name)
@@ -169,17 +156,9 @@ def allocatable_release(
     return out
 
 
-def allocatable_amount(release: Mapping[str, int]) -> Any:
-    """Per-pod credit of the allocatable task: a batch (mid) pod's tier request, when batch-memory
-    (mid-memory) is being released; nothing otherwise."""
-
-    def amount(pod: PodMeta) -> dict[str, int]:
-        cls, name, req = _pod_tier_request(pod.pod)
-        if cls in (PriorityClass.BATCH, PriorityClass.MID) and name in release:
-            return {name: req}
-        return {}
-
-    return amount
+def allocatable_amount(release: Mapping[str, int]) -> AmountFn:
+    """Per-pod credit of the allocatable task (``evictplan.allocatable_amount`` with memory tiers)."""
+    return shared_allocatable_amount(release, _pod_tier_request)
 
 
 # --- candidates -----------------------------------------------------------------------------------

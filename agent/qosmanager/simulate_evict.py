@@ -14,7 +14,7 @@ from typing import Any
 
 from agent.podmeta import PodMeta, pod_meta
 from agent.qosmanager import cpuevict, memoryevict
-from agent.qosmanager.evictplan import plan_evictions
+from agent.qosmanager.evictplan import node_quantity, plan_evictions
 from agent.system.podcgroup import CgroupDriver
 from apis import constants as c
 from apis.nodeslo import ResourceThresholdStrategy
@@ -121,7 +121,7 @@ def simulate_memory(sc: dict[str, Any]) -> dict[str, Any]:
         return {"evictOrder": [p.name for p in order]}
     if op == "usedRelease":
         node = _node(sc)
-        capacity = memoryevict.node_quantity(node, "capacity", c.RESOURCE_MEMORY) or 0
+        capacity = node_quantity(node, "capacity", c.RESOURCE_MEMORY) or 0
         used = _number(sc, "nodeMemoryUsage") or 0.0
         return {"releaseBytes": memoryevict.used_release(capacity, int(used), s)}
     if op == "allocatableRelease":
