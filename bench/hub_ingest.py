@@ -46,7 +46,7 @@ import grpc.aio
 
 from manager.metrichub.auth import Authorizer, StaticTokenAuthenticator
 from manager.metrichub.server import serve
-from manager.metrichub.store import HubStore
+from manager.metrichub.store import HubStore, timestamp_bytes, varint
 from proto.koord.v1 import metrichub_pb2 as pb
 
 REPORT = "/koord.v1.MetricHub/Report"
@@ -88,22 +88,12 @@ def make_report(node: str, pods: int = 30, stamped: bool = True) -> bytes:
     return r.SerializeToString()
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def stamp(now: float) -> bytes:
     """A second `status` field holding only update_time = now: appended to a report, protobuf merges
     it into the status (a 20-byte suffix instead of re-serialising 4 KB per send)."""
-    sec, nanos = divmod(int(now * 1e9), 1_000_000_000)
-    ts = b"\x08" + _varint(sec) + b"\x10" + _varint(nanos)
-    inner = b"\x0a" + _varint(len(ts)) + ts
-    return b"\x12" + _varint(len(inner)) + inner
+    ts = timestamp_bytes(int(now * 1e9))
+    inner = b"\x0a" + varint(len(ts)) + ts
+    return b"\x12" + varint(len(inner)) + inner
 
 
 def _ident(b: bytes) -> bytes:

@@ -31,7 +31,8 @@ _ADDED, _MODIFIED, _DELETED = pb.EVENT_TYPE_ADDED, pb.EVENT_TYPE_MODIFIED, pb.EV
 _SMALL = [bytes((i,)) for i in range(128)]
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """Protobuf base-128 varint of a non-negative int."""
     if n < 128:
         return _SMALL[n]
     out = bytearray()
@@ -42,14 +43,15 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _timestamp(ns: int) -> bytes:
+def timestamp_bytes(ns: int) -> bytes:
+    """A google.protobuf.Timestamp message body for ``ns`` nanoseconds (zero fields omitted)."""
     seconds, nanos = divmod(ns, 1_000_000_000)
-    return (b"\x08" + _varint(seconds) if seconds else b"") + (b"\x10" + _varint(nanos) if nanos else b"")
+    return (b"\x08" + varint(seconds) if seconds else b"") + (b"\x10" + varint(nanos) if nanos else b"")
 
 
 def _event_head(kind: int, revision: int, item_len: int) -> bytes:
     """NodeMetricEvent fields type and revision, then the tag and length of `item`."""
-    return b"".join((b"\x08", _SMALL[kind], b"\x10", _varint(revision), b"\x1a", _varint(item_len)))
+    return b"".join((b"\x08", _SMALL[kind], b"\x10", varint(revision), b"\x1a", varint(item_len)))
 
 
 # One revision of a node's entry, as a plain tuple of atoms (bytes, str, ints): CPython's garbage
@@ -70,12 +72,12 @@ _RAW_LEN: Final = 7
 
 
 def _of_report(kind: int, revision: int, node: str, raw: bytes, received_ns: int) -> _Change:
-    rev = _varint(revision)
+    rev = varint(revision)
     raw_len = len(raw)
-    lead = b"\x08" + rev + b"\x12" + _varint(raw_len)
-    ts = _timestamp(received_ns)
+    lead = b"\x08" + rev + b"\x12" + varint(raw_len)
+    ts = timestamp_bytes(received_ns)
     item_len = len(lead) + raw_len + 2 + len(ts)  # the timestamp is < 128 bytes: a 1-byte length
-    head = b"".join((b"\x08", _SMALL[kind], b"\x10", rev, b"\x1a", _varint(item_len)))
+    head = b"".join((b"\x08", _SMALL[kind], b"\x10", rev, b"\x1a", varint(item_len)))
     data = b"".join((head, lead, raw, b"\x1a", _SMALL[len(ts)], ts))
     return (data, node, revision, kind, revision, len(head), len(head) + len(lead), raw_len)
 
@@ -106,7 +108,7 @@ def encode_batches(changes: list[_Change], max_bytes: int = MAX_BATCH_BYTES) -> 
     for c in changes:
         data = c[_DATA]
         n = len(data)
-        head = b"\x0a" + _varint(n)
+        head = b"\x0a" + varint(n)
         if parts and size + len(head) + n > max_bytes:
             yield b"".join(parts)
             parts, size = [], 0
@@ -207,10 +209,10 @@ class HubStore:
             )
             changes = [self._items[n] for n in names]
             revision = self._revision
-        parts: list[bytes | memoryview] = [b"\x08" + _varint(revision)] if revision else []
+        parts: list[bytes | memoryview] = [b"\x08" + varint(revision)] if revision else []
         for c in changes:
             item = _item(c)
-            parts += (b"\x12", _varint(len(item)), item)
+            parts += (b"\x12", varint(len(item)), item)
         return b"".join(parts)
 
     def list(self, node_name: str | None = None) -> pb.ListResponse:
