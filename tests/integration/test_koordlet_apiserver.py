@@ -91,12 +91,7 @@ def node_env(kube: Any, namespace: str, tmp_path: Path) -> Iterator[dict[str, An
         uid = created.metadata.uid
         qos = KubeQOS.GUARANTEED if name == "ls" else KubeQOS.BESTEFFORT
         cid = uuid.uuid4().hex
-        pod_dir = host.add_pod(uid, qos)
-        ctr_dir = host.add_container(pod_dir, f"containerd://{cid}")
-        for d in (pod_dir, ctr_dir):
-            host.set_cpuset(d, f"0-{NCPU - 1}")
-            host.set_memory_stat(d, inactive_anon=0, active_anon=100 * 1024 * 1024, unevictable=0)
-            host.set_cpu_stat(d, 0, 0, 0)
+        pod_dir, ctr_dir = host.add_running_pod(uid, qos, cid, NCPU)
         # No kubelet here: report the container as the kubelet would, through the status subresource.
         core.patch_namespaced_pod_status(name, namespace, {"status": {
             "qosClass": qos.value,

@@ -157,12 +157,8 @@ def system(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
             stack.callback(_delete_pod, core, ns, name)
             qos = KubeQOS.GUARANTEED if name == "ls" else KubeQOS.BESTEFFORT
             cid = uuid.uuid4().hex
-            pod_dir = host.add_pod(uid, qos)
-            ctr_dir = host.add_container(pod_dir, f"containerd://{cid}")
+            pod_dir, ctr_dir = host.add_running_pod(uid, qos, cid, NCPU)
             for d in (pod_dir, ctr_dir):
-                host.set_cpuset(d, f"0-{NCPU - 1}")
-                host.set_memory_stat(d, inactive_anon=0, active_anon=100 * 1024 * 1024, unevictable=0)
-                host.set_cpu_stat(d, 0, 0, 0)
                 host.set_cpu_limit(d, 100000 if name == "ls" else -1)
             # No kubelet here: report the container running, as the kubelet would.
             core.patch_namespaced_pod_status(name, ns, {"status": {
