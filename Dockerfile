@@ -4,6 +4,9 @@
 #   docker build -t ghcr.io/koord-project/koord:0.1.0 .
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# gcc builds the koordlet's C cgroup parsers (agent/system/_cgparse.c); the runtime image needs no compiler.
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/koord
 WORKDIR /src
 COPY pyproject.toml README.md ./
@@ -24,7 +27,8 @@ LABEL org.opencontainers.image.title="koord" \
 ENV PATH=/opt/koord/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY --from=build /opt/koord /opt/koord
 # Fails the build if an entry point is missing or does not start.
-RUN koordlet --version && koord-manager --version && koord-scheduler --version && koord version
+RUN koordlet --version && koord-manager --version && koord-scheduler --version && koord version \
+    && python -c "import agent.system._cgparse"
 # koord-manager and koord-scheduler run as this non-root user (the manifests set runAsUser 65532 too).
 # The koordlet DaemonSet overrides it with runAsUser 0: it writes the cgroup and resctrl files of other
 # pods on the host, which only root (with CAP_SYS_ADMIN) may do.

@@ -5,11 +5,12 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# Re-install when the project metadata or the C source the install compiles changes.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml agent/system/_cgparse.c | sha1sum | cut -c1-12)
 
 .PHONY: up test venv deps lint typecheck importlint proto-gen crd-gen clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml agent/system/_cgparse.c
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'

@@ -6,11 +6,13 @@ real; every file is replaced atomically with ``os.replace``), the agent child (t
 stack: every default collector in a CollectorRunner at 1 s into a MetricCache, plus the reporter loop
 building and serialising a report every push interval) and the floor child.
 
-The floor is the cheapest plain read of the same files at the same rate: once a second, for every file the
+The floor is the same plain read of the same files at the same rate: once a second, for every file the
 collectors read in a 1 s tick (``FakeHost.read_set``; v2's ``cpu.stat`` twice, as the agent reads it for
 usage and for throttling), ``os.open`` + one ``os.read(fd, 65536)`` + ``os.close``, nothing parsed or
-kept. The agent reads each file the same way (open, read, close by path each time: no descriptor is held,
-which would also read stale inodes here since the simulator replaces the files). The agent's periodic
+kept. The agent reads each file exactly so (open, read, close by path each time, from Python: no descriptor
+is held, which would also read stale inodes here since the simulator replaces the files); only its parsing
+runs in C when ``agent.system._cgparse`` is built (``"parser": "c"``; ``--pure-python`` turns it off).
+A read done in C would be cheaper for both, so the floor uses the agent's own read, not a C one. The agent's periodic
 work that reads no cgroup file (the 5 s netlink dump of the network collector, the report) has no floor
 counterpart and is in the agent's figure.
 
@@ -22,8 +24,8 @@ skip): every series holds its retention of points, one a second in timestamp ord
 agent has written them, so peak RSS and query costs are the long-run figures.
 
 Prints a JSON list, one object per pod count: pods, cpu_cores, rss_mib, floor_cpu_cores, ratio_to_floor,
-files_per_tick, series, failures, not_started, seconds, cgroup.
-Usage: python bench/agent_overhead.py [--pods 50,150,300] [--seconds 60] [--cgroup v1|v2]
+files_per_tick, series, failures, not_started, seconds, cgroup, parser.
+Usage: python bench/agent_overhead.py [--pods 50,150,300] [--seconds 60] [--cgroup v1|v2] [--pure-python]
 """
 
 from __future__ import annotations
@@ -360,7 +362,10 @@ def child_agent(host: FakeHost, seconds: float) -> dict[str, Any]:
     stop.set()
     runner.stop()
     loop.join(5)
+    from agent.system.fastread import ACCELERATED
+
     return {
+        "parser": "c" if ACCELERATED else "python",
         "failures": dict(runner.failures),
         "rounds": dict(runner.rounds),
         "series": cache.series_count(),
@@ -480,6 +485,7 @@ def run_one(pods: int, seconds: float, version: str) -> dict[str, Any]:
             "not_started": a["not_started"],
             "seconds": seconds,
             "cgroup": version,
+            "parser": a["parser"],
         }
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -490,6 +496,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--pods", default="50,150,300", help="comma-separated pod counts")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--cgroup", choices=("v1", "v2"), default="v1")
+    ap.add_argument("--pure-python", action="store_true", help="the agent without its C parsers")
     ap.add_argument("--child", choices=("agent", "floor", "simulate"), help=argparse.SUPPRESS)
     ap.add_argument("--tree", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -500,6 +507,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(report), flush=True)
         sys.stdin.read()  # parked until the parent has measured us
         return
+    if args.pure_python:
+        os.environ["KOORD_PURE_PYTHON"] = "1"  # inherited by the agent child
     counts = [int(x) for x in args.pods.split(",") if x.strip()]
     results = []
     for n in counts:

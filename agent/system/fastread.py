@@ -8,18 +8,23 @@ keys the collectors need and ``int()``s the byte slices; whenever that parser ca
 strict ``convert_cgroup`` runs on the decoded text, so a bad file raises exactly the strict error.
 ``convert_fast(spec, version, text, name)`` is the same on text already read.
 
+The bytes parsers run in C when the optional extension ``agent.system._cgparse`` is built (``pip install``
+compiles it; ``KOORD_PURE_PYTHON=1`` turns it off): it answers the plain layouts the kernel writes and
+returns None on anything else, and then the Python parser below decides, so both paths give the same
+values and the same errors (``ACCELERATED`` tells which is in use).
+
 Contract of the fast parsers: for every input the strict converter accepts whose keys are unique (as every
 kernel's are) and which holds no ASCII separator bytes ``\\x1c``–``\\x1f`` (which ``str.split`` treats as
 blanks and ``bytes.split`` does not), the fast result equals the strict one; lines the collectors do not
 need are not validated (the strict converter would reject, say, a non-integer ``pgfault``).
 
-Imports: standard library and ``agent.system.cgroup``.
+Imports: standard library, ``agent.system.cgroup`` and its optional C parsers ``agent.system._cgparse``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, TypeVar, cast
 
@@ -38,6 +43,7 @@ from agent.system.cgroup import (
 )
 
 __all__ = [
+    "ACCELERATED",
     "anon_reader",
     "convert_fast",
     "fast_parser",
@@ -49,6 +55,20 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+try:
+    if os.environ.get("KOORD_PURE_PYTHON", "") not in ("", "0"):
+        raise ImportError("KOORD_PURE_PYTHON is set")
+    from agent.system import _cgparse
+
+    _c_kv: Callable[[bytes, tuple[bytes, ...]], tuple[int, ...] | None] | None = _cgparse.kv
+    _c_numa_v1: Callable[[bytes], dict[int, int] | None] | None = _cgparse.numa_v1
+    _c_numa_v2: Callable[[bytes, int], dict[int, int] | None] | None = _cgparse.numa_v2
+except ImportError:  # not built (no compiler at install time) or turned off: the Python parsers alone
+    _c_kv = _c_numa_v1 = _c_numa_v2 = None
+
+ACCELERATED = _c_kv is not None
+"""True when the C parsers of ``agent.system._cgparse`` are in use."""
 
 _CHUNK = 65536
 _FLAGS = os.O_RDONLY | os.O_CLOEXEC
@@ -92,11 +112,14 @@ def plain_ascii(data: bytes) -> bool:
 
 
 def _kv_parser(
-    keys: tuple[str, ...], build: Callable[[Iterator[int]], Any], use: tuple[int, ...] | None = None
+    keys: tuple[str, ...],
+    build: Callable[[tuple[int, ...]], Any],
+    use: slice | None = None,
+    accel: bool = True,
 ) -> Parser:
-    """A parser of flat ``key value`` lines (cpu.stat, memory.stat) returning ``build(values)``: an iterator
-    over the integer values of ``keys`` (or, with ``use``, of the keys at those indexes only; every key must
-    still be present), e.g. ``sum`` or ``tuple``.
+    """A parser of flat ``key value`` lines (cpu.stat, memory.stat) returning ``build(values)``: the tuple
+    of the integer values of ``keys`` (or, with ``use``, of the keys in that slice only; every key must
+    still be present), e.g. ``sum`` or ``tuple``. With ``accel`` the C ``kv`` answers first.
 
     Tokens pair up like the strict ``_kv`` fast path (token count = 2 × lines). The token positions of the
     keys are learned from the first file and then checked on each file (one ``split`` and two C-level
@@ -104,7 +127,8 @@ def _kv_parser(
     ASCII, the count differs, a key is missing or a value is not an integer (or ``build`` returns None).
     """
     needed = tuple(k.encode() for k in keys)
-    picked = tuple(range(len(keys))) if use is None else use
+    picked = range(len(keys))[use or slice(None)]
+    c_kv = _c_kv if accel else None
     layout: list[Any] = [-1, None, None, ()]  # token count, key getter, value getter, the keys it yields
 
     def learn(tokens: list[bytes], data: bytes) -> bool:
@@ -124,12 +148,16 @@ def _kv_parser(
         return True
 
     def parse(data: bytes) -> Any:
+        if c_kv is not None:
+            values = c_kv(data, needed)
+            if values is not None:
+                return build(values if use is None else values[use])
         tokens = data.split()
         known = len(tokens) == layout[0] and layout[1](tokens) == layout[3] and data.isascii()
         if not known and not learn(tokens, data):
             return None
         try:
-            return build(map(int, layout[2](tokens)[:-1]))
+            return build(tuple(map(int, layout[2](tokens)[:-1])))
         except ValueError:
             return None
 
@@ -145,20 +173,20 @@ def _usage_v1(data: bytes) -> int | None:
     return value if value >= 0 else None
 
 
-def _usage_v2(values: Iterator[int]) -> int | None:
+def _usage_v2(values: tuple[int, ...]) -> int | None:
     (usage_usec,) = values
     return usage_usec * 1000 if usage_usec >= 0 else None
 
 
-def _memstat(values: Iterator[int]) -> MemoryStat:
+def _memstat(values: tuple[int, ...]) -> MemoryStat:
     return MemoryStat(*values)
 
 
-def _cpustat_v1(values: Iterator[int]) -> CpuStat:
+def _cpustat_v1(values: tuple[int, ...]) -> CpuStat:
     return CpuStat(*values)
 
 
-def _cpustat_v2(values: Iterator[int]) -> CpuStat:
+def _cpustat_v2(values: tuple[int, ...]) -> CpuStat:
     periods, throttled, time_us = values
     return CpuStat(periods, throttled, time_us * 1000)
 
@@ -181,6 +209,14 @@ def _numa_fields(fields: list[bytes], out: dict[int, int], div: int) -> bool:
 
 def _numa_v1(data: bytes) -> dict[int, int] | None:
     """v1 ``memory.numa_stat``: the first line ``total=<pages> N0=<pages> …``."""
+    if _c_numa_v1 is not None:
+        pages = _c_numa_v1(data)
+        if pages is not None:
+            return pages
+    return _py_numa_v1(data)
+
+
+def _py_numa_v1(data: bytes) -> dict[int, int] | None:
     end = data.find(b"\n")
     line = data if end < 0 else data[:end]
     if not plain_ascii(line):
@@ -194,6 +230,14 @@ def _numa_v1(data: bytes) -> dict[int, int] | None:
 
 def _numa_v2(data: bytes) -> dict[int, int] | None:
     """v2 ``memory.numa_stat``: the ``anon`` and ``file`` lines (bytes → pages, per line), summed per node."""
+    if _c_numa_v2 is not None:
+        pages = _c_numa_v2(data, NUMA_STAT_PAGE)
+        if pages is not None:
+            return pages
+    return _py_numa_v2(data)
+
+
+def _py_numa_v2(data: bytes) -> dict[int, int] | None:
     if not plain_ascii(data):
         return None
     out: dict[int, int] = {}
@@ -247,29 +291,33 @@ _CPUSTAT_KEYS = {
 }
 
 
-def fast_parser(spec: CgroupFile[T], version: CgroupVersion) -> Callable[[bytes], T | None] | None:
-    """The bytes fast parser of ``spec`` under ``version`` (None: the file has none)."""
+def fast_parser(
+    spec: CgroupFile[T], version: CgroupVersion, accel: bool = True
+) -> Callable[[bytes], T | None] | None:
+    """The bytes fast parser of ``spec`` under ``version`` (None: the file has none); ``accel=False``: the
+    Python parsers alone (the C ones still answer first by default when built)."""
     v1 = version is CgroupVersion.V1
     parser: Parser | None = None
     if spec is MEMORY_STAT:
-        parser = _kv_parser(_MEMSTAT_KEYS[version], _memstat)
+        parser = _kv_parser(_MEMSTAT_KEYS[version], _memstat, accel=accel)
     elif spec is CPU_STAT:
-        parser = _kv_parser(_CPUSTAT_KEYS[version], _cpustat_v1 if v1 else _cpustat_v2)
+        parser = _kv_parser(_CPUSTAT_KEYS[version], _cpustat_v1 if v1 else _cpustat_v2, accel=accel)
     elif spec is CPU_USAGE:
-        parser = _usage_v1 if v1 else _kv_parser(("usage_usec",), _usage_v2)
+        parser = _usage_v1 if v1 else _kv_parser(("usage_usec",), _usage_v2, accel=accel)
     elif spec is MEMORY_NUMA_STAT:
-        parser = _numa_v1 if v1 else _numa_v2
+        numa = (_numa_v1, _numa_v2) if accel else (_py_numa_v1, _py_numa_v2)
+        parser = numa[0] if v1 else numa[1]
     elif spec is CPUSET_CPUS:
         parser = _cpuset(version)
     return cast("Callable[[bytes], T | None] | None", parser)
 
 
-def reader(spec: CgroupFile[T], version: CgroupVersion) -> Callable[[str], T]:
+def reader(spec: CgroupFile[T], version: CgroupVersion, accel: bool = True) -> Callable[[str], T]:
     """``read(path)``: read ``spec``'s file at ``path`` and convert it (fast parser, strict fallback).
 
     ``OSError`` when the file cannot be read, ``ValueError`` (the strict converter's) on bad content.
     """
-    read: Callable[[str], T] = _reader(spec, version, fast_parser(spec, version), _same)
+    read: Callable[[str], T] = _reader(spec, version, fast_parser(spec, version, accel), _same)
     return read
 
 
@@ -299,10 +347,11 @@ def _reader(
     return read
 
 
-def anon_reader(version: CgroupVersion) -> Callable[[str], int]:
+def anon_reader(version: CgroupVersion, accel: bool = True) -> Callable[[str], int]:
     """``read(path)`` → ``MemoryStat.usage_anon`` of a ``memory.stat`` (every ``MemoryStat`` key must be
     present, as for the strict converter; only the three anon values are converted)."""
-    parser = _kv_parser(_MEMSTAT_KEYS[version], sum, use=(4, 5, 6))  # inactive + active anon + unevictable
+    # inactive + active anon + unevictable
+    parser = _kv_parser(_MEMSTAT_KEYS[version], sum, use=slice(4, 7), accel=accel)
     return cast("Callable[[str], int]", _reader(MEMORY_STAT, version, parser, _usage_anon))
 
 
@@ -310,9 +359,9 @@ def _usage_anon(stat: MemoryStat) -> int:
     return stat.usage_anon
 
 
-def throttle_reader(version: CgroupVersion) -> Callable[[str], tuple[int, int]]:
+def throttle_reader(version: CgroupVersion, accel: bool = True) -> Callable[[str], tuple[int, int]]:
     """``read(path)`` → (nr_periods, nr_throttled) of a ``cpu.stat`` (the throttled time must be present)."""
-    parser = _kv_parser(_CPUSTAT_KEYS[version], tuple, use=(0, 1))
+    parser = _kv_parser(_CPUSTAT_KEYS[version], tuple, use=slice(0, 2), accel=accel)
     return cast("Callable[[str], tuple[int, int]]", _reader(CPU_STAT, version, parser, _stat_periods))
 
 

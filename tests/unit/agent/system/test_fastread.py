@@ -1,6 +1,6 @@
 """The bytes fast parsers of agent.system.fastread against the strict converters: equal on random valid
 files (any key order, extra keys, several layouts in turn), and the strict converter's exact errors on bad
-files."""
+files; with the C parsers answering first (``accel``) and with the Python ones alone."""
 
 from __future__ import annotations
 
@@ -68,8 +68,9 @@ def _write(tmp: Path, name: str, text: str) -> str:
 @settings(max_examples=150, deadline=None)
 @given(version=versions, data=st.data())
 def test_memory_stat_fast_equals_strict(version: CgroupVersion, data: st.DataObject) -> None:
-    parse = fast_parser(cg.MEMORY_STAT, version)
-    anon = anon_reader(version)
+    accel = data.draw(st.booleans())
+    parse = fast_parser(cg.MEMORY_STAT, version, accel)
+    anon = anon_reader(version, accel)
     assert parse is not None
     for _ in range(3):  # several layouts through the same parser: each is learned afresh
         text = data.draw(kv_files(MEM_KEYS[version]))
@@ -93,6 +94,9 @@ def test_cpu_stat_fast_equals_strict(version: CgroupVersion, data: st.DataObject
     text = data.draw(kv_files(needed))
     strict = cg.convert_cgroup(cg.CPU_STAT, version, text, "cpu.stat")
     assert convert_fast(cg.CPU_STAT, version, text, "cpu.stat") == strict
+    for accel in (True, False):
+        parse = fast_parser(cg.CPU_STAT, version, accel)
+        assert parse is not None and parse(text.encode()) == strict
     if version is V2:
         assert convert_fast(cg.CPU_USAGE, V2, text, "cpu.stat") == cg.convert_cgroup(
             cg.CPU_USAGE, V2, text, "x"
@@ -122,13 +126,16 @@ def test_numa_stat_fast_equals_strict(nodes: list[int], data: st.DataObject) -> 
     lines = [f"anon {fields()}", f"file {fields()}", f"kernel_stack {fields()}", f"shmem {fields()}"]
     v2 = "\n".join(data.draw(st.permutations(lines))) + "\n"
     for version, text in ((V1, v1), (V2, v2)):
-        parse = fast_parser(cg.MEMORY_NUMA_STAT, version)
-        assert parse is not None
-        assert parse(text.encode()) == cg.convert_cgroup(cg.MEMORY_NUMA_STAT, version, text, "numa_stat")
+        for accel in (True, False):
+            parse = fast_parser(cg.MEMORY_NUMA_STAT, version, accel)
+            assert parse is not None
+            strict = cg.convert_cgroup(cg.MEMORY_NUMA_STAT, version, text, "numa_stat")
+            assert parse(text.encode()) == strict
 
 
-def test_numa_stat_odd_inputs_left_to_strict() -> None:
-    parse = fast_parser(cg.MEMORY_NUMA_STAT, V1)
+@pytest.mark.parametrize("accel", [True, False])
+def test_numa_stat_odd_inputs_left_to_strict(accel: bool) -> None:
+    parse = fast_parser(cg.MEMORY_NUMA_STAT, V1, accel)
     assert parse is not None
     # a node twice (strict keeps the last), a line break str.splitlines sees and bytes does not
     for text in ("total=3 N0=1 N0=2\n", "total=1 N0=1\rN1=5\n", "total=1 N0=x\n", "file=1 N0=1\n"):
@@ -137,8 +144,9 @@ def test_numa_stat_odd_inputs_left_to_strict() -> None:
     assert plain_ascii(b"a b\n") and not plain_ascii(b"a\x1cb") and not plain_ascii("é".encode())
 
 
+@pytest.mark.parametrize("accel", [True, False])
 @pytest.mark.parametrize("version", [V1, V2])
-def test_readers_raise_the_strict_errors(tmp_path: Path, version: CgroupVersion) -> None:
+def test_readers_raise_the_strict_errors(tmp_path: Path, version: CgroupVersion, accel: bool) -> None:
     keys = MEM_KEYS[version]
     good = "".join(f"{k} {i}\n" for i, k in enumerate(keys))
     missing = _write(tmp_path, "m1", good.replace(keys[-1], "other"))
@@ -147,13 +155,13 @@ def test_readers_raise_the_strict_errors(tmp_path: Path, version: CgroupVersion)
         text = Path(path).read_text()
         with pytest.raises(ValueError) as strict:
             cg.convert_cgroup(cg.MEMORY_STAT, version, text, path)
-        for read in (reader(cg.MEMORY_STAT, version), anon_reader(version)):
+        for read in (reader(cg.MEMORY_STAT, version, accel), anon_reader(version, accel)):
             with pytest.raises(ValueError) as fast:
                 read(path)
             assert str(fast.value) == str(strict.value)
     stat = _write(tmp_path, "c", "nr_periods 1\nnr_throttled x\nthrottled_time 3\nthrottled_usec 3\n")
     with pytest.raises(ValueError, match="not an integer"):
-        throttle_reader(version)(stat)
+        throttle_reader(version, accel)(stat)
     with pytest.raises(OSError):
         reader(cg.MEMORY_STAT, version)(str(tmp_path / "gone"))
 

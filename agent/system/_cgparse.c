@@ -1,0 +1,242 @@
+/* agent.system._cgparse: the koordlet's per-tick cgroup file parsers in C (optional accelerator).
+ *
+ * Each function takes the bytes of one file and returns the parsed value, or None whenever the input is
+ * anything but the plain layout the kernel writes: a byte outside printable ASCII, space, tab and '\n';
+ * a line that is not exactly the expected tokens; a number that is not a plain decimal of at most 18
+ * digits. None means "no answer", never "bad file": the caller (agent/system/fastread.py) then runs the
+ * Python fast parser, and that one the strict converter, so errors and odd inputs keep their exact Python
+ * semantics. Whenever a function here answers, its answer equals the Python fast parser's (property-tested
+ * in tests/unit/agent/system/test_cgparse.py). The functions hold no state and never raise on content.
+ *
+ *   kv(data, keys)        flat "key value" lines (cpu.stat, memory.stat): the values of `keys` (a tuple of
+ *                         bytes), last occurrence winning, as a tuple of ints
+ *   numa_v1(data)         cgroup v1 memory.numa_stat first line "total=.. N0=.. N1=..": {node: pages}
+ *   numa_v2(data, div)    cgroup v2 memory.numa_stat "anon"/"file" lines: {node: sum of bytes // div}
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#define MAX_KEYS 32
+#define MAX_NODES 256
+#define MAX_DIGITS 18
+
+/* A plain decimal: an optional '-', then 1..MAX_DIGITS digits. */
+static int parse_dec(const char *s, Py_ssize_t n, long long *out) {
+    int neg = 0;
+    if (n > 0 && s[0] == '-') {
+        neg = 1;
+        s++;
+        n--;
+    }
+    if (n < 1 || n > MAX_DIGITS) return 0;
+    long long v = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return 1;
+}
+
+/* One line from *pp (up to '\n' or end, *pp moved past it) in a single pass: up to `max` tokens separated
+ * by blanks (space, tab) into starts/lens. Returns the token count (max + 1 when there are more), or -1
+ * on a byte that is not printable ASCII, blank or '\n'. */
+static int line_tokens(const char **pp, const char *end, int max, const char **starts, Py_ssize_t *lens) {
+    const char *p = *pp;
+    int n = 0;
+    for (;;) {
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        if (p >= end) break;
+        if (*p == '\n') {
+            p++;
+            break;
+        }
+        if ((unsigned char)(*p - 0x21) >= 0x5e) return -1; /* not 0x21..0x7e */
+        const char *t = p;
+        while (p < end && (unsigned char)(*p - 0x21) < 0x5e) p++;
+        if (n < max) {
+            starts[n] = t;
+            lens[n] = p - t;
+        }
+        n++;
+    }
+    *pp = p;
+    return n > max ? max + 1 : n;
+}
+
+/* The kernel's own layout of a "key value" line, checked in one vectorisable pass: printable ASCII with
+ * exactly one space, inside the line. On success the two tokens are set and *pp moved past the line; on
+ * failure nothing moves and line_tokens decides (tabs, several blanks, bad bytes). */
+static int simple_pair(const char **pp, const char *end, const char **starts, Py_ssize_t *lens) {
+    const char *p = *pp;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *line_end = nl ? nl : end;
+    Py_ssize_t n = line_end - p;
+    unsigned bad = 0, spaces = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        bad |= (unsigned)(c < 0x20) | (unsigned)(c > 0x7e);
+        spaces += (unsigned)(c == ' ');
+    }
+    if (bad || spaces != 1 || n < 3 || p[0] == ' ' || p[n - 1] == ' ') return 0;
+    const char *sp = memchr(p, ' ', (size_t)n);
+    starts[0] = p;
+    lens[0] = sp - p;
+    starts[1] = sp + 1;
+    lens[1] = line_end - sp - 1;
+    *pp = nl ? nl + 1 : end;
+    return 1;
+}
+
+static PyObject *kv(PyObject *self, PyObject *args) {
+    const char *data;
+    Py_ssize_t size;
+    PyObject *keys;
+    if (!PyArg_ParseTuple(args, "y#O!", &data, &size, &PyTuple_Type, &keys)) return NULL;
+    Py_ssize_t nkeys = PyTuple_GET_SIZE(keys);
+    if (nkeys < 1 || nkeys > MAX_KEYS || size == 0) Py_RETURN_NONE;
+    const char *kp[MAX_KEYS];
+    Py_ssize_t kl[MAX_KEYS];
+    const char *vp[MAX_KEYS];
+    Py_ssize_t vl[MAX_KEYS];
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, k);
+        if (!PyBytes_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "kv: keys must be bytes");
+            return NULL;
+        }
+        kp[k] = PyBytes_AS_STRING(key);
+        kl[k] = PyBytes_GET_SIZE(key);
+        vp[k] = NULL;
+        vl[k] = 0;
+    }
+    const char *p = data, *end = data + size;
+    while (p < end) {
+        const char *ts[2];
+        Py_ssize_t tl[2];
+        if (!simple_pair(&p, end, ts, tl) && line_tokens(&p, end, 2, ts, tl) != 2) Py_RETURN_NONE;
+        for (Py_ssize_t k = 0; k < nkeys; k++) {
+            if (tl[0] == kl[k] && ts[0][0] == kp[k][0] && memcmp(ts[0], kp[k], (size_t)kl[k]) == 0) {
+                vp[k] = ts[1];
+                vl[k] = tl[1];
+                break;
+            }
+        }
+    }
+    long long values[MAX_KEYS];
+    for (Py_ssize_t k = 0; k < nkeys; k++)
+        if (vp[k] == NULL || !parse_dec(vp[k], vl[k], &values[k])) Py_RETURN_NONE;
+    PyObject *out = PyTuple_New(nkeys);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        PyObject *v = PyLong_FromLongLong(values[k]);
+        if (v == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, v);
+    }
+    return out;
+}
+
+/* Add the "N<node>=<value>" fields of tokens [first, n) to sums (value // div, div > 0, value ≥ 0).
+ * Fields without "N" are skipped but must hold '='. 0 on anything else, including a node twice. */
+static int numa_fields(const char **ts, const Py_ssize_t *tl, int first, int n, long long div,
+                       long long *sums, unsigned char *seen) {
+    unsigned char here[MAX_NODES];
+    memset(here, 0, sizeof(here));
+    for (int i = first; i < n; i++) {
+        const char *eq = memchr(ts[i], '=', (size_t)tl[i]);
+        if (eq == NULL) return 0;
+        if (ts[i][0] != 'N') continue;
+        long long node, value;
+        if (!parse_dec(ts[i] + 1, eq - ts[i] - 1, &node) || ts[i][1] == '-') return 0;
+        if (!parse_dec(eq + 1, tl[i] - (eq - ts[i]) - 1, &value) || value < 0) return 0;
+        if (node >= MAX_NODES || here[node]) return 0;
+        here[node] = 1;
+        seen[node] = 1;
+        sums[node] += value / div;
+    }
+    return 1;
+}
+
+static PyObject *numa_dict(const long long *sums, const unsigned char *seen) {
+    PyObject *out = PyDict_New();
+    if (out == NULL) return NULL;
+    for (int node = 0; node < MAX_NODES; node++) {
+        if (!seen[node]) continue;
+        PyObject *k = PyLong_FromLong(node), *v = PyLong_FromLongLong(sums[node]);
+        if (k == NULL || v == NULL || PyDict_SetItem(out, k, v) < 0) {
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(k);
+        Py_DECREF(v);
+    }
+    return out;
+}
+
+#define MAX_FIELDS (MAX_NODES + 2)
+
+static PyObject *numa_v1(PyObject *self, PyObject *args) {
+    const char *data;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "y#", &data, &size)) return NULL;
+    const char *p = data;
+    const char *ts[MAX_FIELDS];
+    Py_ssize_t tl[MAX_FIELDS];
+    int n = line_tokens(&p, data + size, MAX_FIELDS, ts, tl); /* the first line only */
+    if (n < 1 || n > MAX_FIELDS || tl[0] < 6 || memcmp(ts[0], "total=", 6) != 0) Py_RETURN_NONE;
+    long long sums[MAX_NODES] = {0};
+    unsigned char seen[MAX_NODES] = {0};
+    if (!numa_fields(ts, tl, 0, n, 1, sums, seen)) Py_RETURN_NONE;
+    return numa_dict(sums, seen);
+}
+
+static PyObject *numa_v2(PyObject *self, PyObject *args) {
+    const char *data;
+    Py_ssize_t size;
+    long long div;
+    if (!PyArg_ParseTuple(args, "y#L", &data, &size, &div)) return NULL;
+    if (div <= 0) {
+        PyErr_SetString(PyExc_ValueError, "numa_v2: div must be positive");
+        return NULL;
+    }
+    long long sums[MAX_NODES] = {0};
+    unsigned char seen_nodes[MAX_NODES] = {0};
+    int seen_lines = 0;
+    const char *p = data, *end = data + size;
+    while (p < end) {
+        const char *ts[MAX_FIELDS];
+        Py_ssize_t tl[MAX_FIELDS];
+        int n = line_tokens(&p, end, MAX_FIELDS, ts, tl);
+        if (n < 0) Py_RETURN_NONE; /* the whole file must be plain, as for the Python parser */
+        if (n < 1) continue;
+        if (!((tl[0] == 4 && (memcmp(ts[0], "anon", 4) == 0 || memcmp(ts[0], "file", 4) == 0)))) continue;
+        if (n > MAX_FIELDS) Py_RETURN_NONE;
+        seen_lines++;
+        if (!numa_fields(ts, tl, 1, n, div, sums, seen_nodes)) Py_RETURN_NONE;
+    }
+    if (seen_lines != 2) Py_RETURN_NONE;
+    return numa_dict(sums, seen_nodes);
+}
+
+static PyMethodDef methods[] = {
+    {"kv", kv, METH_VARARGS, "kv(data, keys) -> tuple of ints | None"},
+    {"numa_v1", numa_v1, METH_VARARGS, "numa_v1(data) -> {node: pages} | None"},
+    {"numa_v2", numa_v2, METH_VARARGS, "numa_v2(data, div) -> {node: bytes // div summed} | None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "_cgparse",
+    .m_doc = "koordlet cgroup file parsers in C (see agent/system/fastread.py)",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__cgparse(void) { return PyModule_Create(&module); }

@@ -1,0 +1,108 @@
+"""The C parsers of agent.system._cgparse against the Python fast parsers of agent.system.fastread: on any
+bytes (odd blanks, signs, underscores, duplicate keys, non-ASCII) the C answer is None or the Python one,
+and on the kernel's own layouts it answers (so the accelerator is really in use)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent.system import fastread
+from agent.system.cgroup import NUMA_STAT_PAGE
+
+if not fastread.ACCELERATED and os.environ.get("KOORD_PURE_PYTHON", "") in ("", "0"):
+    pytest.fail(
+        "agent.system._cgparse is not built: `pip install -e .` compiles it (needs gcc and the Python "
+        "headers); set KOORD_PURE_PYTHON=1 to run on the Python parsers alone",
+        pytrace=False,
+    )
+pytestmark = pytest.mark.skipif(not fastread.ACCELERATED, reason="KOORD_PURE_PYTHON=1: C parsers off")
+
+from agent.system import _cgparse  # noqa: E402
+
+KEYS = ("nr_periods", "nr_throttled", "throttled_time", "total_rss")
+TOKENS = [*KEYS, "pgfault", "N0", "anon", "file", "total"]
+NUMBERS = ["0", "7", "-3", "+4", "1_000", "0012", "x1", "", "1" * 18, "1" * 19, "9" * 25]
+BLANKS = [" ", "  ", "\t", " \t"]
+ODD = ["\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "é", "\x7f"]
+
+
+@st.composite
+def kv_bytes(draw: st.DrawFn) -> bytes:
+    """Mostly ``key value`` lines, with every kind of irregularity mixed in."""
+    lines = []
+    for _ in range(draw(st.integers(0, 8))):
+        key = draw(st.sampled_from(TOKENS))
+        parts = [key, draw(st.sampled_from(BLANKS)), draw(st.sampled_from(NUMBERS))]
+        if draw(st.integers(0, 5)) == 0:
+            parts.insert(draw(st.integers(0, 3)), draw(st.sampled_from(ODD + BLANKS + ["extra", "="])))
+        lines.append("".join(parts))
+    text = "\n".join(lines) + draw(st.sampled_from(["", "\n", "\n\n", " "]))
+    return text.encode()
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=kv_bytes(), keys=st.lists(st.sampled_from(KEYS), min_size=1, max_size=4, unique=True))
+def test_kv_is_none_or_the_python_answer(data: bytes, keys: list[str]) -> None:
+    python = fastread._kv_parser(tuple(keys), tuple, accel=False)  # fresh: learns this file's layout
+    got = _cgparse.kv(data, tuple(k.encode() for k in keys))
+    assert got is None or got == python(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.integers(0, 10**18 - 1), min_size=4, max_size=4), order=st.permutations(KEYS))
+def test_kv_answers_the_kernel_layout(values: list[int], order: list[str]) -> None:
+    data = "".join(f"{k} {v}\n" for k, v in zip(order, values, strict=True)).encode()
+    got = _cgparse.kv(data, tuple(k.encode() for k in KEYS))
+    assert got == tuple(values[order.index(k)] for k in KEYS)
+    assert got == fastread._kv_parser(KEYS, tuple, accel=False)(data)
+
+
+@st.composite
+def numa_bytes(draw: st.DrawFn) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(0, 5))):
+        head = draw(st.sampled_from(["total=5", "anon", "file", "shmem", "anon=3", "file=1", "N0=1"]))
+        fields = [head]
+        for _ in range(draw(st.integers(0, 4))):
+            node = draw(st.sampled_from(["0", "1", "3", "-1", "x", "", "300"]))
+            key = draw(st.sampled_from(["N", "N", "M", ""]))
+            fields.append(f"{key}{node}={draw(st.sampled_from(NUMBERS))}")
+            if draw(st.integers(0, 6)) == 0:
+                fields.append(draw(st.sampled_from([*ODD, "noeq"])))
+        lines.append(draw(st.sampled_from(BLANKS)).join(fields))
+    return ("\n".join(lines) + draw(st.sampled_from(["", "\n"]))).encode()
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=numa_bytes())
+def test_numa_is_none_or_the_python_answer(data: bytes) -> None:
+    v1 = _cgparse.numa_v1(data)
+    assert v1 is None or v1 == fastread._py_numa_v1(data)
+    v2 = _cgparse.numa_v2(data, NUMA_STAT_PAGE)
+    assert v2 is None or v2 == fastread._py_numa_v2(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(nodes=st.lists(st.integers(0, 7), unique=True, min_size=1, max_size=4), data=st.data())
+def test_numa_answers_the_kernel_layout(nodes: list[int], data: st.DataObject) -> None:
+    def fields() -> str:
+        return " ".join(f"N{n}={data.draw(st.integers(0, 2**40))}" for n in nodes)
+
+    v1 = f"total=9 {fields()}\nfile=1 {fields()}\n".encode()
+    v2 = f"anon {fields()}\nfile {fields()}\nshmem {fields()}\n".encode()
+    assert _cgparse.numa_v1(v1) == fastread._py_numa_v1(v1) is not None
+    assert _cgparse.numa_v2(v2, NUMA_STAT_PAGE) == fastread._py_numa_v2(v2) is not None
+
+
+def test_bad_arguments_raise() -> None:
+    with pytest.raises(TypeError):
+        _cgparse.kv(b"a 1\n", ("a",))
+    with pytest.raises(TypeError):
+        _cgparse.kv("a 1\n", (b"a",))
+    with pytest.raises(ValueError, match="div"):
+        _cgparse.numa_v2(b"anon N0=1\nfile N0=1\n", 0)
+    assert _cgparse.kv(b"", (b"a",)) is None and _cgparse.kv(b"a 1\n", ()) is None
