@@ -12,9 +12,9 @@ usage and for throttling), ``os.open`` + one ``os.read(fd, 65536)`` + ``os.close
 kept. The agent reads each file exactly so (open, read, close by path each time, from Python: no descriptor
 is held, which would also read stale inodes here since the simulator replaces the files); only its parsing
 runs in C when ``agent.system._cgparse`` is built (``"parser": "c"``; ``--pure-python`` turns it off).
-A read done in C would be cheaper for both, so the floor uses the agent's own read, not a C one. The agent's periodic
-work that reads no cgroup file (the 5 s netlink dump of the network collector, the report) has no floor
-counterpart and is in the agent's figure.
+A read done in C would be cheaper for both, so the floor uses the agent's own read, not a C one. The
+agent's periodic work that reads no cgroup file (the 5 s netlink dump of the network collector, the
+report) has no floor counterpart and is in the agent's figure.
 
 CPU seconds per wall second come from /proc/<pid>/stat (utime + stime) between the child's "ready" and
 "done", peak RSS from VmHWM.

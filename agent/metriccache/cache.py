@@ -8,15 +8,16 @@ points in `[start_ms, end_ms]` (both inclusive) into a `Result`, series ordered 
 values (like a TSDB series set), each series' points in timestamp order.
 
 Collectors write either ``Sample`` lists or, for the per-tick bulk, a ``SampleBatch`` of ``SeriesRef``
-handles (sample.py): a ref is validated and bound to its ring buffer once, later points go straight in.
+handles (sample.py): a ref is validated and bound to its ring buffer once; a batch of bound refs is then
+written into the series' shared blocks (block.py) with a few numpy operations. Recency for the eviction
+bound is a write stamp per series (a counter per point), not a reordering per write.
 
-Imports: standard library, numpy, agent.metriccache.{kinds,sample,series,aggregate}.
+Imports: standard library, numpy, agent.metriccache.{aggregate,block,kinds,sample,series}.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -34,6 +35,7 @@ from agent.metriccache.aggregate import is_cold_start as _is_cold_start
 from agent.metriccache.aggregate import last as _last
 from agent.metriccache.aggregate import percentile as _percentile
 from agent.metriccache.aggregate import time_range_duration_ms as _time_range_duration_ms
+from agent.metriccache.block import SeriesPool
 from agent.metriccache.kinds import (
     MetricCacheError,
     validate_query_labels,
@@ -54,6 +56,7 @@ INT64_MAX = 2**63 - 1
 _ENTITY_LABELS = frozenset({"pod_uid", "container_id", "interface"})
 _FLOAT: frozenset[type] = frozenset({float})
 _INT: frozenset[type] = frozenset({int})
+_MAX_LAYOUTS = 64
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,12 @@ class MetricCache:
     def __init__(self, config: CacheConfig | None = None) -> None:
         self._config = config or CacheConfig()
         self._lock = threading.Lock()
-        # Least recently written first: a write moves its series to the end.
-        self._series: OrderedDict[SeriesKey, RingSeries] = OrderedDict()
+        self._series: dict[SeriesKey, RingSeries] = {}
+        self._pool = SeriesPool()
+        # Write stamps: every point written gets the next one, so the series with the smallest stamp is
+        # the least recently written; restored series get ever smaller negative ones (older than any write).
+        self._stamp = 0
+        self._restore_stamp = -1
         self._by_kind: dict[str, set[SeriesKey]] = {}
         self._evicted = 0
         # (kind, labels as given) → validated series key: collectors write the same label sets every
@@ -177,6 +184,9 @@ class MetricCache:
         self._key_memo: dict[tuple[str, tuple[tuple[str, str], ...]], SeriesKey] = {}
         # SeriesRef bindings are valid while they hold this token; renewed whenever series are removed.
         self._token = object()
+        # (round size, id of its first ref) → (the round's refs, the token they were bound under, their rows):
+        # collectors write the same refs in the same order every tick.
+        self._layouts: dict[tuple[int, int], tuple[list[SeriesRef], object, IntArray]] = {}
         # (kind, label names) of queries already validated → whether they name every label of the kind.
         self._query_memo: dict[tuple[str, tuple[str, ...]], bool] = {}
 
@@ -196,7 +206,10 @@ class MetricCache:
     def series_keys(self) -> list[SeriesKey]:
         """Keys of stored series, least recently written first."""
         with self._lock:
-            return list(self._series)
+            return [key for key, _ in self._by_recency()]
+
+    def _by_recency(self) -> list[tuple[SeriesKey, RingSeries]]:
+        return sorted(self._series.items(), key=lambda item: item[1].last_write_stamp)
 
     def append(self, samples: Iterable[Sample]) -> None:
         """Store a batch; if any sample is invalid nothing is stored (MetricCacheError)."""
@@ -220,36 +233,71 @@ class MetricCache:
                 series = self._series.get(key)
                 if series is None:
                     series = self._create(key)
-                else:
-                    self._series.move_to_end(key)
-                series.append(ts, value)
+                series.append(ts, value, self._stamp)
+                self._stamp += 1
 
     def _append_batch(self, batch: SampleBatch) -> bool:
         """The keyed path; False (nothing stored) when a point needs the generic path (conversion, error)."""
         refs, stamps, values = batch.refs, batch.timestamps, batch.values
         if not refs:
             return True
-        if not (
-            set(map(type, values)) <= _FLOAT
-            and set(map(type, stamps)) <= _INT
-            and min(stamps) >= INT64_MIN
-            and max(stamps) <= INT64_MAX
-        ):
+        if not (set(map(type, values)) <= _FLOAT and set(map(type, stamps)) <= _INT):
             return False
+        try:
+            ts_array = np.array(stamps, dtype=np.int64)
+        except OverflowError:
+            return False  # the generic path names the point out of int64 range
+        layout_key = (len(refs), id(refs[0]))
+        with self._lock:
+            layout = self._layouts.get(layout_key)
+            if layout is not None and layout[1] is self._token and layout[0] == refs:
+                # The same refs as this collector's last round (identity, element by element), all still
+                # bound and distinct: their rows are known.
+                self._write(layout[2], ts_array, values)
+                return True
         for ref in [r for r in refs if r.key is None]:  # each ref's labels are validated once
             validate_sample_labels(ref.kind, ref.labels)
             ref.key = _series_key(ref.kind, ref.labels)
         with self._lock:
             token = self._token
-            move = self._series.move_to_end
-            for ref, ts, value in zip(refs, stamps, values, strict=True):
-                series = ref.series
-                if ref.token is not token or series is None:
-                    series = self._bind(ref)
-                    token = self._token  # creating a series may have evicted others
-                move(ref.key)  # type: ignore[arg-type]  # bound refs have a key
-                series.append(ts, value)
+            stale = [ref for ref in refs if ref.token is not token]
+            if len(self._series) + len(stale) > self._config.max_series:
+                # Creating series may evict others, maybe some written earlier in this very batch: point by
+                # point, exactly in order.
+                self._append_in_order(refs, stamps, values)
+                return True
+            for ref in stale:  # creates at most len(stale) series: no eviction
+                if ref.token is not token:
+                    self._bind(ref)
+            gids = [ref.gid for ref in refs]
+            if len(set(gids)) != len(gids):  # a series twice in one round: its points in order
+                self._append_in_order(refs, stamps, values)
+                return True
+            gid_array = np.array(gids, dtype=np.int64)
+            if len(self._layouts) >= _MAX_LAYOUTS:
+                self._layouts.clear()
+            self._layouts[layout_key] = (list(refs), self._token, gid_array)
+            self._write(gid_array, ts_array, values)
         return True
+
+    def _write(self, gids: IntArray, ts: IntArray, values: list[float]) -> None:
+        """Under the lock: one point into each of the (distinct, bound) rows ``gids``."""
+        n, first = gids.shape[0], self._stamp
+        self._stamp += n
+        self._pool.append(
+            gids, ts, np.array(values, dtype=np.float64), np.arange(first, first + n, dtype=np.int64)
+        )
+
+    def _append_in_order(self, refs: list[SeriesRef], stamps: list[int], values: list[float]) -> None:
+        """Under the lock: the batch point by point (binding refs as they come)."""
+        token = self._token
+        for ref, ts, value in zip(refs, stamps, values, strict=True):
+            series = ref.series
+            if ref.token is not token or series is None:
+                series = self._bind(ref)
+                token = self._token  # creating a series may have evicted others
+            series.append(ts, value, self._stamp)
+            self._stamp += 1
 
     def _bind(self, ref: SeriesRef) -> RingSeries:
         """Under the lock: the series of ``ref`` (created when absent), remembered in the ref."""
@@ -258,16 +306,19 @@ class MetricCache:
         series = self._series.get(key)
         if series is None:
             series = self._create(key)
-        ref.series, ref.token = series, self._token
+        ref.series, ref.token, ref.gid = series, self._token, series.gid
         return series
 
     def _create(self, key: SeriesKey) -> RingSeries:
         """Under the lock: a new series for ``key``; evicts the least recently written beyond the bound."""
-        series = RingSeries(self._config.capacity_for(name for name, _ in key[1]))
+        series = RingSeries.in_pool(self._pool, self._config.capacity_for(name for name, _ in key[1]))
+        series.touch(self._stamp)  # the newest: never its own creation's victim
+        self._stamp += 1
         self._series[key] = series
         self._by_kind.setdefault(key[0], set()).add(key)
         while len(self._series) > self._config.max_series:
-            old_key, _ = self._series.popitem(last=False)
+            old_key = min(self._series, key=lambda k: self._series[k].last_write_stamp)
+            self._series.pop(old_key).release()
             self._forget_kind(old_key)
             self._evicted += 1
             self._token = object()
@@ -347,7 +398,7 @@ class MetricCache:
             candidates = list(self._by_kind.get(kind, ())) if kind is not None else list(self._series)
             doomed = [k for k in candidates if wanted.issubset(k[1])]
             for key in doomed:
-                del self._series[key]
+                self._series.pop(key).release()
                 self._forget_kind(key)
             if doomed:
                 self._token = object()
@@ -368,7 +419,8 @@ class MetricCache:
             for key, series in self._series.items():
                 capacity = config.capacity_for(name for name, _ in key[1])
                 if series.capacity != capacity:
-                    series.resize(capacity)
+                    series.resize(capacity)  # a new row: bound refs must rebind
+                    self._token = object()
 
     def set_entity_retention(self, seconds: float) -> None:
         self.set_retention(entity_seconds=seconds)
@@ -376,7 +428,7 @@ class MetricCache:
     def export(self) -> list[tuple[SeriesKey, IntArray, FloatArray]]:
         """Every series with copies of its points (oldest written first), least recently written first."""
         with self._lock:
-            return [(key, *series.points()) for key, series in self._series.items()]
+            return [(key, *series.points()) for key, series in self._by_recency()]
 
     def restore(self, items: Iterable[tuple[SeriesKey, IntArray, FloatArray]]) -> int:
         """Add previously exported series (labels validated like samples); returns the points stored.
@@ -394,10 +446,11 @@ class MetricCache:
                 if key in self._series or self._config.max_series <= len(self._series):
                     continue
                 series = RingSeries.from_points(
-                    self._config.capacity_for(name for name, _ in key[1]), ts, vals
+                    self._config.capacity_for(name for name, _ in key[1]), ts, vals, self._pool
                 )
+                series.touch(self._restore_stamp)  # restored history is older than live writes
+                self._restore_stamp -= 1
                 self._series[key] = series
-                self._series.move_to_end(key, last=False)  # restored history is older than live writes
                 self._by_kind.setdefault(kind, set()).add(key)
                 stored += len(series)
         return stored

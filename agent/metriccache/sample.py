@@ -36,13 +36,14 @@ class Sample(NamedTuple):
 class SeriesRef:
     """A handle on the series (``kind``, ``labels``); ``labels`` must not change after creation.
 
-    ``key``, ``token`` and ``series`` belong to the metric cache: the validated series key (None until
-    validated), and the ring buffer it is bound to, valid while ``token`` is the cache's current token
-    (the cache renews its token whenever it removes series). A ref still bound to a removed series keeps
-    that ring buffer alive until it is rebound (its next append) or dropped with its collector's state.
+    ``key``, ``token``, ``series`` and ``gid`` belong to the metric cache: the validated series key (None
+    until validated), and the ring buffer it is bound to (and that buffer's row id), valid while ``token``
+    is the cache's current token (the cache renews its token whenever it removes or moves series). A ref
+    still bound to a removed series keeps that (released) series object until it is rebound (its next
+    append) or dropped with its collector's state.
     """
 
-    __slots__ = ("key", "kind", "labels", "series", "token")
+    __slots__ = ("gid", "key", "kind", "labels", "series", "token")
 
     def __init__(self, kind: str, labels: Mapping[str, str]) -> None:
         self.kind = kind
@@ -50,6 +51,7 @@ class SeriesRef:
         self.key: SeriesKey | None = None
         self.token: object | None = None
         self.series: RingSeries | None = None
+        self.gid = -1  # the bound series' row in the cache's pool
 
     def __repr__(self) -> str:
         return f"SeriesRef({self.kind!r}, {dict(self.labels)!r})"

@@ -54,7 +54,7 @@ def test_the_base_moves_forward_and_offsets_stay_int32() -> None:
     series = RingSeries(2)
     for day in (0, 10, 20, 30):
         series.append(NOW_MS + day * DAY_MS, float(day))
-    assert series._ts.typecode == "i"
+    assert series.timestamp_dtype == np.int32
     ts, vals = series.points()
     assert ts.tolist() == [NOW_MS + 20 * DAY_MS, NOW_MS + 30 * DAY_MS]
     assert vals.tolist() == [20.0, 30.0]
@@ -64,6 +64,6 @@ def test_points_too_far_apart_switch_to_int64() -> None:
     series = RingSeries(10)
     series.append(NOW_MS, 1.0)
     series.append(NOW_MS + 30 * DAY_MS, 2.0)  # both kept, 30 days apart: cannot share an int32 base
-    assert series._ts.typecode == "q"
+    assert series.timestamp_dtype == np.int64
     assert series.points()[0].tolist() == [NOW_MS, NOW_MS + 30 * DAY_MS]
     assert series.window(NOW_MS + 1, NOW_MS + 31 * DAY_MS)[0].tolist() == [NOW_MS + 30 * DAY_MS]
