@@ -286,19 +286,22 @@ class _DiscardPusher:
 
 
 def _prefill(collectors: Sequence[Any], ctx: Any, cache: Any) -> int:
-    """Steady state before measuring: two real rounds (into a scratch cache) name every series and prime
-    the collectors, then each series of the measured cache is filled to its capacity with history, one
-    point a second in timestamp order up to now (as an agent that has run for its retention wrote it), so
-    peak RSS is the long-run figure rather than the first minute's and queries see the long-run layout."""
-    from agent.metriccache.cache import MetricCache, SampleBatch, SeriesRef
+    """Steady state before measuring: two real rounds name every series and prime the collectors; those
+    series are then dropped (their rows go back to the cache's pool, as a deleted pod's do) and each is
+    filled anew to its capacity with history, one point a second in timestamp order up to now (as an agent
+    that has run for its retention wrote it), so peak RSS is the long-run figure rather than the first
+    minute's and queries see the long-run layout. (A separate scratch cache would stay mapped while the
+    collectors' refs still point into it, and inflate the peak with memory the daemon never holds.)"""
+    from agent.metriccache.cache import SampleBatch, SeriesRef
     from agent.metricsadvisor.runner import CollectorRunner
 
-    scratch = MetricCache(cache.config)
-    runner = CollectorRunner(collectors, ctx, scratch)
+    runner = CollectorRunner(collectors, ctx, cache)
     for tick in (1, 2):
         runner.tick(now=float(tick))
-    keys = scratch.series_keys()
-    del runner, scratch
+    keys = cache.series_keys()
+    for kind in sorted({kind for kind, _ in keys}):
+        cache.drop({}, kind)
+    del runner
     now_ms = int(time.time() * 1000)
     refs = [SeriesRef(kind, dict(labels)) for kind, labels in keys]
     capacities = [cache.config.capacity_for(name for name, _ in labels) for _, labels in keys]

@@ -7,15 +7,20 @@ the block's base; the base moves forward when a point would not fit, about once 
 whose retained points lie too far apart for any int32 base switches to int64 for good), values (float64),
 and per row the number of points held, the ring head (index of the oldest point once full), the length of
 the trailing run of points written in timestamp order (``run``; the row is ordered while it covers every
-point), the last timestamp and the writer's recency stamp. Arrays come from ``np.zeros`` (calloc): pages
-of rows never written are never resident. A ``SeriesPool`` hands out rows (global id = block index ×
-``ROW_STRIDE`` + row), takes them back, and writes a batch of points addressed by global id.
+point), the last timestamp and the writer's recency stamp. The 2-D arrays live in anonymous ``mmap``s:
+pages of rows never written are never resident (``np.zeros`` would not promise that: once glibc has freed
+a big block its mmap threshold rises, and calloc then zeroes heap memory, touching every page).
+A ``SeriesPool`` hands out rows (global id = block index × ``ROW_STRIDE`` + row), takes them back, and
+writes a batch of points addressed by global id.
 Not thread-safe: the metric cache serialises access.
 
 Imports: standard library, numpy.
 """
 
 from __future__ import annotations
+
+import mmap
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +37,12 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 
+def lazy_zeros(shape: tuple[int, int], dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """A zeroed array on its own anonymous mapping (unmapped when the array goes)."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    return np.ndarray(shape, dtype=dtype, buffer=mmap.mmap(-1, max(size, 1)))
+
+
 def rows_per_block(capacity: int) -> int:
     return max(1, min(ROW_STRIDE, _BLOCK_BYTES // (12 * capacity)))
 
@@ -46,8 +57,8 @@ class SeriesBlock:
             raise ValueError(f"series capacity must be ≥ 1, got {capacity}")
         self.capacity = capacity
         self.index = index
-        self.ts: npt.NDArray[np.int32] | IntArray = np.zeros((rows, capacity), dtype=np.int32)
-        self.vals: FloatArray = np.zeros((rows, capacity), dtype=np.float64)
+        self.ts: npt.NDArray[np.int32] | IntArray = lazy_zeros((rows, capacity), np.int32)
+        self.vals: FloatArray = lazy_zeros((rows, capacity), np.float64)
         self.count: IntArray = np.zeros(rows, dtype=np.int64)
         self.head: IntArray = np.zeros(rows, dtype=np.int64)
         self.run: IntArray = np.zeros(rows, dtype=np.int64)
