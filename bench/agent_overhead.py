@@ -16,8 +16,14 @@ A read done in C would be cheaper for both, so the floor uses the agent's own re
 agent's periodic work that reads no cgroup file (the 5 s netlink dump of the network collector, the
 report) has no floor counterpart and is in the agent's figure.
 
-CPU seconds per wall second come from /proc/<pid>/stat (utime + stime) between the child's "ready" and
-"done", peak RSS from VmHWM.
+The three run on one shared second: the simulator rewrites the tree at phase 0.0 (its renames take tens of
+ms), the floor reads at phase 0.35 and the agent's collectors tick at phase 0.65, so neither reader's path
+walks race the simulator's renames (on a real node counters change in place; an unaligned start put one
+reader or the other into the rename storm at random: an uncontrolled variable, worth several per cent of
+either figure in the runs that hit it).
+
+CPU seconds per wall second: each child measures its own process CPU time (every thread) over its window,
+``--seconds`` long from its aligned start; peak RSS is the child's VmHWM.
 
 Before measuring, the agent's metric cache is filled to its steady state (``KOORD_BENCH_STEADY=0`` to
 skip): every series holds its retention of points, one a second in timestamp order as a long-running
@@ -53,7 +59,6 @@ from agent.system.cgroup import CgroupVersion, HostPaths  # noqa: E402
 from agent.system.podcgroup import CgroupDriver, KubeQOS, qos_cgroup_dir  # noqa: E402
 
 N_CPUS = 8
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # ------------------------------------------------------------------ the fake host
@@ -314,7 +319,19 @@ def _prefill(collectors: Sequence[Any], ctx: Any, cache: Any) -> int:
     return sum(capacities)
 
 
-def child_agent(host: FakeHost, seconds: float) -> dict[str, Any]:
+PHASES = {"simulate": 0.0, "floor": 0.35, "agent": 0.65}
+"""Each child's offset within the shared second (see the module docstring)."""
+
+
+def _aligned(epoch: float, phase: float) -> float:
+    """The next monotonic time at ``phase`` of a second counted from ``epoch`` (CLOCK_MONOTONIC is one clock
+    for every process of the host)."""
+    now = time.monotonic()
+    whole = int(now - epoch - phase) + 1
+    return epoch + phase + whole
+
+
+def child_agent(host: FakeHost, seconds: float, epoch: float) -> dict[str, Any]:
     # Everything the koordlet process imports, so RSS is the daemon's, not just the collectors'.
     import threading
 
@@ -358,16 +375,21 @@ def child_agent(host: FakeHost, seconds: float) -> dict[str, Any]:
     stop = threading.Event()
     prefilled = _prefill(collectors, ctx, cache) if os.environ.get("KOORD_BENCH_STEADY", "1") == "1" else 0
     _ready()
+    time.sleep(max(0.0, _aligned(epoch, PHASES["agent"]) - time.monotonic()))
+    cpu0, wall0 = time.process_time(), time.monotonic()
     runner.start()
     loop = threading.Thread(target=reporter.run, args=(stop,), daemon=True)
     loop.start()
     time.sleep(seconds)
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     stop.set()
     runner.stop()
     loop.join(5)
     from agent.system.fastread import ACCELERATED
 
     return {
+        "cpu_seconds": cpu,
+        "wall_seconds": wall,
         "parser": "c" if ACCELERATED else "python",
         "failures": dict(runner.failures),
         "rounds": dict(runner.rounds),
@@ -380,11 +402,13 @@ def child_agent(host: FakeHost, seconds: float) -> dict[str, Any]:
     }
 
 
-def child_floor(host: FakeHost, seconds: float) -> dict[str, Any]:
+def child_floor(host: FakeHost, seconds: float, epoch: float) -> dict[str, Any]:
     files = host.read_set()
     _ready()
-    stop = time.monotonic() + seconds
-    nxt = time.monotonic()
+    nxt = _aligned(epoch, PHASES["floor"])
+    time.sleep(max(0.0, nxt - time.monotonic()))
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    stop = wall0 + seconds
     rounds = 0
     while nxt < stop:
         for path in files:
@@ -399,14 +423,16 @@ def child_floor(host: FakeHost, seconds: float) -> dict[str, Any]:
         rounds += 1
         nxt += 1.0
         time.sleep(max(0.0, nxt - time.monotonic()))
-    return {"rounds": rounds, "files": len(files)}
+    cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    return {"rounds": rounds, "files": len(files), "cpu_seconds": cpu, "wall_seconds": wall}
 
 
-def child_simulator(host: FakeHost, seconds: float) -> dict[str, Any]:
+def child_simulator(host: FakeHost, seconds: float, epoch: float) -> dict[str, Any]:
     _ready()
     tick = 1
     stop = time.monotonic() + seconds
-    nxt = time.monotonic()
+    nxt = _aligned(epoch, PHASES["simulate"])
+    time.sleep(max(0.0, nxt - time.monotonic()))
     while time.monotonic() < stop:
         host.advance(tick)
         tick += 1
@@ -422,11 +448,6 @@ def _ready() -> None:
 # ------------------------------------------------------------------ parent
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
-
-
 def _vm_hwm_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -435,25 +456,23 @@ def _vm_hwm_mib(pid: int) -> float:
 
 
 class Child:
-    def __init__(self, role: str, base: Path, version: str, pods: int, seconds: float) -> None:
+    def __init__(self, role: str, base: Path, version: str, pods: int, seconds: float, epoch: float) -> None:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", role, "--tree", str(base)]
-        cmd += ["--cgroup", version, "--pods", str(pods), "--seconds", str(seconds)]
+        cmd += ["--cgroup", version, "--pods", str(pods), "--seconds", str(seconds), "--epoch", repr(epoch)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
-        self.cpu0 = 0.0
-        self.t0 = 0.0
 
     def wait_ready(self) -> None:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if line.strip() != "ready":
             raise RuntimeError(f"child failed to start: {line!r}")
-        self.cpu0, self.t0 = _cpu_seconds(self.proc.pid), time.monotonic()
 
     def finish(self) -> dict[str, Any]:
-        """Wait for the child's report line; measure CPU and RSS while it is parked on stdin."""
+        """Wait for the child's report line (its own CPU seconds over its measured window, from its aligned
+        start for ``--seconds``); read its peak RSS while it is parked on stdin."""
         assert self.proc.stdout is not None and self.proc.stdin is not None
         report = json.loads(self.proc.stdout.readline())
-        cpu = (_cpu_seconds(self.proc.pid) - self.cpu0) / (time.monotonic() - self.t0)
+        cpu = report["cpu_seconds"] / report["wall_seconds"]
         rss = _vm_hwm_mib(self.proc.pid)
         self.proc.stdin.close()
         self.proc.wait(30)
@@ -466,10 +485,11 @@ def run_one(pods: int, seconds: float, version: str) -> dict[str, Any]:
     try:
         host = FakeHost(base, CgroupVersion(version), pods)
         host.build()
-        sim = Child("simulate", base, version, pods, seconds + 5)
+        epoch = time.monotonic()
+        sim = Child("simulate", base, version, pods, seconds + 120, epoch)  # killed when the others end
         sim.wait_ready()
-        agent = Child("agent", base, version, pods, seconds)
-        floor = Child("floor", base, version, pods, seconds)
+        agent = Child("agent", base, version, pods, seconds, epoch)
+        floor = Child("floor", base, version, pods, seconds, epoch)
         agent.wait_ready()
         floor.wait_ready()
         a, f = agent.finish(), floor.finish()
@@ -502,11 +522,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--pure-python", action="store_true", help="the agent without its C parsers")
     ap.add_argument("--child", choices=("agent", "floor", "simulate"), help=argparse.SUPPRESS)
     ap.add_argument("--tree", help=argparse.SUPPRESS)
+    ap.add_argument("--epoch", type=float, default=0.0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         host = FakeHost(Path(args.tree), CgroupVersion(args.cgroup), int(args.pods))
         role = {"agent": child_agent, "floor": child_floor, "simulate": child_simulator}[args.child]
-        report = role(host, args.seconds)
+        report = role(host, args.seconds, args.epoch)
         print(json.dumps(report), flush=True)
         sys.stdin.read()  # parked until the parent has measured us
         return
