@@ -20,7 +20,9 @@ The three run on one shared second: the simulator rewrites the tree at phase 0.0
 ms), the floor reads at phase 0.35 and the agent's collectors tick at phase 0.65, so neither reader's path
 walks race the simulator's renames (on a real node counters change in place; an unaligned start put one
 reader or the other into the rename storm at random: an uncontrolled variable, worth several per cent of
-either figure in the runs that hit it).
+either figure in the runs that hit it). The simulator also reads each file back once after writing it: on
+tmpfs the first read after a write pays an access-time update, which would otherwise fall on whichever
+reader came first (the floor, at these phases).
 
 CPU seconds per wall second: each child measures its own process CPU time (every thread) over its window,
 ``--seconds`` long from its aligned start; peak RSS is the child's VmHWM.
@@ -90,10 +92,17 @@ def make_pods(n: int) -> list[dict[str, Any]]:
 
 
 def _write(path: Path, text: str) -> None:
-    """Atomic replace, like a pseudo-file that is never seen half-written."""
+    """Atomic replace, like a pseudo-file that is never seen half-written; then read back once, so the
+    tmpfs access-time update that the first read after a write costs (relatime: about a third more than
+    a plain read) is the simulator's, not whichever reader comes first (cgroupfs has no such cost)."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.read(fd, 65536)
+    finally:
+        os.close(fd)
 
 
 class FakeHost:

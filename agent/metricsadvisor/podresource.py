@@ -3,11 +3,12 @@
 memory (``memory.numa_stat``) once the NUMA topology is known. First observation of a pod/container is
 skipped (state kept 20 × interval); a skipped or unreadable pod contributes nothing to the published totals.
 State of pods that disappeared is forgotten. Paths and the series refs (``SeriesRef``) are made once per
-cgroup, not per tick; files go through the bytes fast readers of ``agent.system.fastread`` and the round is
+cgroup, not per tick, and the read order only when the pod set changes; a round's files are read in one loop
+and decoded in one call (``agent.system.cgbatch``: the values of the single fast readers) and the round is
 one ``SampleBatch``.
 
-Imports: standard library, agent.system.{cgroup,fastread}, agent.metriccache.{cache,kv},
-agent.metricsadvisor.framework.
+Imports: standard library, agent.podmeta, agent.system.{cgbatch,cgroup,fastread},
+agent.metriccache.{cache,kv}, agent.metricsadvisor.framework.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from collections.abc import Callable, Mapping
 from agent.metriccache.cache import SampleBatch, SeriesRef
 from agent.metriccache.kv import NODE_CPU_INFO
 from agent.metricsadvisor.framework import PODS, BaseCollector, CollectContext, Totals, udelta
+from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
+from agent.system.cgbatch import BatchDecoder, read_pairs
 from agent.system.cgroup import CgroupVersion
 from agent.system.fastread import anon_reader, reader
 
@@ -93,52 +96,94 @@ class CgroupUsage:
         return usage_cores(udelta(cur, last_ns), wall - last_wall), anon
 
 
+class _Round:
+    """The cgroups of one pod set in read order (each pod, then its containers): their states and paths."""
+
+    __slots__ = ("cpu_paths", "key", "mem_paths", "pod_flags", "states")
+
+    def __init__(self, key: tuple[PodMeta, ...]) -> None:
+        self.key = key
+        self.states: list[CgroupUsage] = []
+        self.pod_flags: list[bool] = []
+        self.cpu_paths: list[str] = []
+        self.mem_paths: list[str] = []
+
+    def add(self, state: CgroupUsage, is_pod: bool) -> None:
+        self.states.append(state)
+        self.pod_flags.append(is_pod)
+        self.cpu_paths.append(state.cpu_path)
+        self.mem_paths.append(state.mem_path)
+
+
 class PodResourceCollector(BaseCollector):
     def __init__(self, interval_seconds: float = 1.0) -> None:
         super().__init__("pod_resource", interval_seconds)
         self._pods: dict[str, CgroupUsage] = {}
         self._containers: dict[str, CgroupUsage] = {}
+        self._round: _Round | None = None
+        self._decoders: tuple[CgroupVersion, BatchDecoder, BatchDecoder] | None = None
+
+    def _order(self, ctx: CollectContext) -> _Round:
+        """This round's cgroups; rebuilt (keeping the state of every cgroup still there with the same
+        dir, forgetting the rest) only when the pod set changed."""
+        key = tuple(ctx.pods.pods())
+        if self._round is not None and self._round.key == key:
+            return self._round
+        old_pods, old_containers = self._pods, self._containers
+        self._pods, self._containers = {}, {}
+        order = _Round(key)
+        for pod in key:
+            state = old_pods.get(pod.uid)
+            if state is None or state.cgroup_dir != pod.cgroup_dir:
+                state = CgroupUsage(ctx, pod.cgroup_dir, {"pod_uid": pod.uid})
+            self._pods[pod.uid] = state
+            order.add(state, True)
+            for container in pod.containers:
+                cid = container.container_id
+                cs = old_containers.get(cid)
+                if cs is None or cs.cgroup_dir != container.cgroup_dir:
+                    cs = CgroupUsage(ctx, container.cgroup_dir, {"container_id": cid}, _CONTAINER_KINDS)
+                self._containers[cid] = cs
+                order.add(cs, False)
+        self._round = order
+        return order
 
     def collect(self, ctx: CollectContext) -> SampleBatch:
         version = ctx.cgroup_version
         max_age = int(20 * self.interval_seconds * 1e9)
         read_numa = _readers(version)[2] if ctx.kv.get(NODE_CPU_INFO) is not None else None
+        if self._decoders is None or self._decoders[0] is not version:
+            self._decoders = (version, BatchDecoder("usage", version), BatchDecoder("anon", version))
+        order = self._order(ctx)
+        # Every file of the round in one loop, then decoded in one call each (agent.system.cgbatch).
+        walls, cpu_raw, mem_raw = read_pairs(order.cpu_paths, order.mem_paths, ctx.clock_ns)
+        curs = self._decoders[1](cpu_raw, order.cpu_paths)
+        anons = self._decoders[2](mem_raw, order.mem_paths)
         batch = SampleBatch()
         add_ref, add_ts, add_value = batch.refs.append, batch.timestamps.append, batch.values.append
         total_cpu = 0.0
         total_mem = 0
         numa_pages: dict[int, int] = {}
-        pods, containers = self._pods, self._containers
-        seen_pods: set[str] = set()
-        seen_containers: set[str] = set()
-        clock = ctx.clock_ns
-        read_usage, read_mem, _ = _readers(version)
-        for pod in ctx.pods.pods():
-            uid = pod.uid
-            seen_pods.add(uid)
-            state = pods.get(uid)
-            if state is None or state.cgroup_dir != pod.cgroup_dir:
-                state = pods[uid] = CgroupUsage(ctx, pod.cgroup_dir, {"pod_uid": uid})
-            wall = clock()
-            try:  # CgroupUsage.read, inlined (as for containers below)
-                cur = read_usage(state.cpu_path)
-                last_ns, last_wall = state.last_ns, state.last_wall
-                state.last_ns, state.last_wall = cur, wall
-                mem = read_mem(state.mem_path)
-                fresh = last_ns >= 0 and last_wall < wall and wall - last_wall <= max_age
-            except (OSError, ValueError):
-                fresh = False
-            if fresh:
-                cpu = float((cur - last_ns) % _U64) / float(wall - last_wall)  # usage_cores(udelta(…))
-                ts = wall // 1_000_000
-                add_ref(state.cpu_ref)
-                add_ref(state.mem_ref)
-                add_ts(ts)
-                add_ts(ts)
-                add_value(cpu)
-                add_value(float(mem))
+        for state, is_pod, wall, cur, anon in zip(
+            order.states, order.pod_flags, walls, curs, anons, strict=True
+        ):
+            if cur is None:
+                continue  # CPU unreadable: the state stays as it was
+            last_ns, last_wall = state.last_ns, state.last_wall
+            state.last_ns, state.last_wall = cur, wall
+            if anon is None or last_ns < 0 or last_wall >= wall or wall - last_wall > max_age:
+                continue  # memory unreadable, or a first (or stale) observation
+            cpu = float((cur - last_ns) % _U64) / float(wall - last_wall)  # usage_cores(udelta(…))
+            ts = wall // 1_000_000
+            add_ref(state.cpu_ref)
+            add_ref(state.mem_ref)
+            add_ts(ts)
+            add_ts(ts)
+            add_value(cpu)
+            add_value(float(anon))
+            if is_pod:
                 total_cpu += cpu
-                total_mem += mem
+                total_mem += anon
                 if read_numa is not None:
                     try:
                         pages = read_numa(state.numa_path)
@@ -146,36 +191,6 @@ class PodResourceCollector(BaseCollector):
                         pages = {}
                     for node, n in pages.items():
                         numa_pages[node] = numa_pages.get(node, 0) + n
-            for container in pod.containers:
-                cid = container.container_id
-                seen_containers.add(cid)
-                cs = containers.get(cid)
-                if cs is None or cs.cgroup_dir != container.cgroup_dir:
-                    cs = containers[cid] = CgroupUsage(
-                        ctx, container.cgroup_dir, {"container_id": cid}, _CONTAINER_KINDS
-                    )
-                # CgroupUsage.read, inlined: this loop runs for every container every second.
-                wall = clock()
-                try:
-                    cur = read_usage(cs.cpu_path)
-                    last_ns, last_wall = cs.last_ns, cs.last_wall
-                    cs.last_ns, cs.last_wall = cur, wall
-                    anon = read_mem(cs.mem_path)
-                except (OSError, ValueError):
-                    continue
-                if last_ns < 0 or last_wall >= wall or wall - last_wall > max_age:
-                    continue
-                ts = wall // 1_000_000
-                add_ref(cs.cpu_ref)
-                add_ref(cs.mem_ref)
-                add_ts(ts)
-                add_ts(ts)
-                add_value(float((cur - last_ns) % _U64) / float(wall - last_wall))  # usage_cores(udelta(…))
-                add_value(float(anon))
-        if len(pods) != len(seen_pods):
-            self._pods = {k: v for k, v in pods.items() if k in seen_pods}
-        if len(containers) != len(seen_containers):
-            self._containers = {k: v for k, v in containers.items() if k in seen_containers}
         numa_bytes = {node: float(n * ctx.page_size) for node, n in numa_pages.items()}
         ctx.shared.publish(PODS, Totals(total_cpu, float(total_mem), ctx.clock_ns(), {}, numa_bytes))
         self.mark_started()

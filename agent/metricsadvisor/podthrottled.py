@@ -1,9 +1,10 @@
 """PodThrottledCollector (SPEC §6.3, 1 s): pod and container CFS throttle ratio from ``cpu.stat`` deltas,
 Δnr_throttled / Δnr_periods (0 when no period elapsed). The first observation only primes; state of pods
 and containers that disappeared is forgotten; an unreadable cgroup is skipped. Reads (nr_periods,
-nr_throttled) with the bytes fast reader; the round is one ``SampleBatch`` of per-cgroup ``SeriesRef``s.
+nr_throttled) of every cgroup in one loop and decodes them in one call (``agent.system.cgbatch``); the read
+order is rebuilt only when the pod set changes; the round is one ``SampleBatch`` of per-cgroup ``SeriesRef``s.
 
-Imports: standard library, agent.system.{cgroup,fastread}, agent.metriccache.cache,
+Imports: standard library, agent.podmeta, agent.system.{cgbatch,cgroup}, agent.metriccache.cache,
 agent.metricsadvisor.framework.
 """
 
@@ -13,8 +14,9 @@ from collections.abc import Callable, Mapping
 
 from agent.metriccache.cache import SampleBatch, SeriesRef
 from agent.metricsadvisor.framework import BaseCollector, CollectContext
+from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
-from agent.system.fastread import throttle_reader
+from agent.system.cgbatch import BatchDecoder, read_files
 
 __all__ = ["PodThrottledCollector", "throttle_ratio"]
 
@@ -53,52 +55,51 @@ class PodThrottledCollector(BaseCollector):
         super().__init__("pod_throttled", interval_seconds)
         self._pods: dict[str, _Throttle] = {}
         self._containers: dict[str, _Throttle] = {}
-        self._reader: tuple[cg.CgroupVersion, Callable[[str], tuple[int, int]]] | None = None
+        # The round's cgroups in read order, rebuilt only when the pod set changes: (pod set, states, paths).
+        self._order: tuple[tuple[PodMeta, ...], list[_Throttle], list[str]] | None = None
+        self._decode: tuple[cg.CgroupVersion, BatchDecoder] | None = None
 
-    def collect(self, ctx: CollectContext) -> SampleBatch:
-        if self._reader is None or self._reader[0] is not ctx.cgroup_version:
-            self._reader = (ctx.cgroup_version, throttle_reader(ctx.cgroup_version))
-        read_stat = self._reader[1]
-        batch = SampleBatch()
-        add_ref, add_value = batch.refs.append, batch.values.append
-        pods, containers = self._pods, self._containers
-        seen_pods: set[str] = set()
-        seen_containers: set[str] = set()
-        ts = ctx.clock_ns() // 1_000_000
-        for pod in ctx.pods.pods():
-            uid = pod.uid
-            seen_pods.add(uid)
-            state = pods.get(uid)
+    def _round(self, ctx: CollectContext) -> tuple[list[_Throttle], list[str]]:
+        key = tuple(ctx.pods.pods())
+        if self._order is not None and self._order[0] == key:
+            return self._order[1], self._order[2]
+        old_pods, old_containers = self._pods, self._containers
+        self._pods, self._containers = {}, {}
+        states: list[_Throttle] = []
+        for pod in key:
+            state = old_pods.get(pod.uid)
             if state is None or state.cgroup_dir != pod.cgroup_dir:
-                state = pods[uid] = _Throttle(ctx, pod.cgroup_dir, "pod_cpu_throttled", {"pod_uid": uid})
-            try:
-                ratio = state.read(read_stat)
-            except (OSError, ValueError):
-                ratio = None
-            if ratio is not None:
-                add_ref(state.ref)
-                add_value(ratio)
+                state = _Throttle(ctx, pod.cgroup_dir, "pod_cpu_throttled", {"pod_uid": pod.uid})
+            self._pods[pod.uid] = state
+            states.append(state)
             for container in pod.containers:
                 cid = container.container_id
-                seen_containers.add(cid)
-                cs = containers.get(cid)
+                cs = old_containers.get(cid)
                 if cs is None or cs.cgroup_dir != container.cgroup_dir:
-                    cs = containers[cid] = _Throttle(
+                    cs = _Throttle(
                         ctx, container.cgroup_dir, "container_cpu_throttled", {"container_id": cid}
                     )
-                try:  # _Throttle.read, inlined: this loop runs for every container every second
-                    cur = read_stat(cs.path)
-                except (OSError, ValueError):
-                    continue
-                last, cs.last = cs.last, cur
-                if last is not None:
-                    periods = cur[0] - last[0]
-                    add_ref(cs.ref)
-                    add_value((cur[1] - last[1]) / periods if periods > 0 else 0.0)
-        if len(pods) != len(seen_pods):
-            self._pods = {k: v for k, v in pods.items() if k in seen_pods}
-        if len(containers) != len(seen_containers):
-            self._containers = {k: v for k, v in containers.items() if k in seen_containers}
+                self._containers[cid] = cs
+                states.append(cs)
+        self._order = (key, states, [s.path for s in states])
+        return states, self._order[2]
+
+    def collect(self, ctx: CollectContext) -> SampleBatch:
+        if self._decode is None or self._decode[0] is not ctx.cgroup_version:
+            self._decode = (ctx.cgroup_version, BatchDecoder("throttle", ctx.cgroup_version))
+        states, paths = self._round(ctx)
+        ts = ctx.clock_ns() // 1_000_000
+        stats = self._decode[1](read_files(paths), paths)  # one loop of reads, one decode (cgbatch)
+        batch = SampleBatch()
+        add_ref, add_value = batch.refs.append, batch.values.append
+        for state, cur in zip(states, stats, strict=True):
+            if cur is None:
+                continue  # unreadable: skipped, its state kept
+            last, state.last = state.last, cur
+            if last is not None:
+                periods = cur[0] - last[0]  # as throttle_ratio
+                add_ref(state.ref)
+                add_value((cur[1] - last[1]) / periods if periods > 0 else 0.0)
         batch.timestamps.extend([ts] * len(batch.refs))  # one timestamp for the whole round
         self.mark_started()
         return batch

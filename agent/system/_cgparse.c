@@ -12,9 +12,17 @@
  *                         bytes), last occurrence winning, as a tuple of ints
  *   numa_v1(data)         cgroup v1 memory.numa_stat first line "total=.. N0=.. N1=..": {node: pages}
  *   numa_v2(data, div)    cgroup v2 memory.numa_stat "anon"/"file" lines: {node: sum of bytes // div}
+ *   uint_batch(datas)     for each bytes (or None) of a list: a non-negative decimal with optional blanks
+ *                         around it (cpuacct.usage), else None
+ *   kv_batch(datas, keys, lo, hi, total, scale)
+ *                         for each bytes (or None) of a list: kv(data, keys) narrowed to values[lo:hi], as a
+ *                         tuple, or with `total` their sum times `scale`; None where kv has no answer, a
+ *                         picked value is negative or the product overflows int64
+ *   Both batch functions return (answers, misses): misses counts the bytes items left unanswered.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <string.h>
 
 #define MAX_KEYS 32
@@ -89,33 +97,46 @@ static int simple_pair(const char **pp, const char *end, const char **starts, Py
     return 1;
 }
 
-static PyObject *kv(PyObject *self, PyObject *args) {
-    const char *data;
-    Py_ssize_t size;
-    PyObject *keys;
-    if (!PyArg_ParseTuple(args, "y#O!", &data, &size, &PyTuple_Type, &keys)) return NULL;
-    Py_ssize_t nkeys = PyTuple_GET_SIZE(keys);
-    if (nkeys < 1 || nkeys > MAX_KEYS || size == 0) Py_RETURN_NONE;
-    const char *kp[MAX_KEYS];
-    Py_ssize_t kl[MAX_KEYS];
-    const char *vp[MAX_KEYS];
-    Py_ssize_t vl[MAX_KEYS];
-    for (Py_ssize_t k = 0; k < nkeys; k++) {
+typedef struct {
+    Py_ssize_t n;
+    const char *p[MAX_KEYS];
+    Py_ssize_t len[MAX_KEYS];
+} Keys;
+
+/* The keys tuple as C strings; 0 with TypeError when it is not a tuple of bytes, -1 when it has no keys or
+ * too many (no answer). */
+static int load_keys(PyObject *keys, Keys *out) {
+    if (!PyTuple_Check(keys)) {
+        PyErr_SetString(PyExc_TypeError, "keys must be a tuple of bytes");
+        return 0;
+    }
+    out->n = PyTuple_GET_SIZE(keys);
+    for (Py_ssize_t k = 0; k < out->n && k < MAX_KEYS; k++) {
         PyObject *key = PyTuple_GET_ITEM(keys, k);
         if (!PyBytes_Check(key)) {
-            PyErr_SetString(PyExc_TypeError, "kv: keys must be bytes");
-            return NULL;
+            PyErr_SetString(PyExc_TypeError, "keys must be a tuple of bytes");
+            return 0;
         }
-        kp[k] = PyBytes_AS_STRING(key);
-        kl[k] = PyBytes_GET_SIZE(key);
-        vp[k] = NULL;
-        vl[k] = 0;
+        out->p[k] = PyBytes_AS_STRING(key);
+        out->len[k] = PyBytes_GET_SIZE(key);
     }
+    return (out->n < 1 || out->n > MAX_KEYS) ? -1 : 1;
+}
+
+/* The values of every key (last occurrence) of a flat "key value" file; 0 when there is no answer. */
+static int kv_values(const char *data, Py_ssize_t size, const Keys *keys, long long *values) {
+    Py_ssize_t nkeys = keys->n;
+    const char *const *kp = keys->p;
+    const Py_ssize_t *kl = keys->len;
+    const char *vp[MAX_KEYS];
+    Py_ssize_t vl[MAX_KEYS];
+    if (size == 0) return 0;
+    for (Py_ssize_t k = 0; k < nkeys; k++) vp[k] = NULL;
     const char *p = data, *end = data + size;
     while (p < end) {
         const char *ts[2];
         Py_ssize_t tl[2];
-        if (!simple_pair(&p, end, ts, tl) && line_tokens(&p, end, 2, ts, tl) != 2) Py_RETURN_NONE;
+        if (!simple_pair(&p, end, ts, tl) && line_tokens(&p, end, 2, ts, tl) != 2) return 0;
         for (Py_ssize_t k = 0; k < nkeys; k++) {
             if (tl[0] == kl[k] && ts[0][0] == kp[k][0] && memcmp(ts[0], kp[k], (size_t)kl[k]) == 0) {
                 vp[k] = ts[1];
@@ -124,12 +145,15 @@ static PyObject *kv(PyObject *self, PyObject *args) {
             }
         }
     }
-    long long values[MAX_KEYS];
     for (Py_ssize_t k = 0; k < nkeys; k++)
-        if (vp[k] == NULL || !parse_dec(vp[k], vl[k], &values[k])) Py_RETURN_NONE;
-    PyObject *out = PyTuple_New(nkeys);
+        if (vp[k] == NULL || !parse_dec(vp[k], vl[k], &values[k])) return 0;
+    return 1;
+}
+
+static PyObject *int_tuple(const long long *values, Py_ssize_t n) {
+    PyObject *out = PyTuple_New(n);
     if (out == NULL) return NULL;
-    for (Py_ssize_t k = 0; k < nkeys; k++) {
+    for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *v = PyLong_FromLongLong(values[k]);
         if (v == NULL) {
             Py_DECREF(out);
@@ -138,6 +162,96 @@ static PyObject *kv(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(out, k, v);
     }
     return out;
+}
+
+static PyObject *kv(PyObject *self, PyObject *args) {
+    const char *data;
+    Py_ssize_t size;
+    PyObject *keys;
+    if (!PyArg_ParseTuple(args, "y#O", &data, &size, &keys)) return NULL;
+    Keys k;
+    int ok = load_keys(keys, &k);
+    if (ok == 0) return NULL;
+    long long values[MAX_KEYS];
+    if (ok < 0 || !kv_values(data, size, &k, values)) Py_RETURN_NONE;
+    return int_tuple(values, k.n);
+}
+
+/* One item of kv_batch: a new reference, or Py_None (new reference) when there is no answer. */
+static PyObject *kv_item(PyObject *item, const Keys *keys, Py_ssize_t lo, Py_ssize_t hi, int total,
+                         long long scale) {
+    long long values[MAX_KEYS];
+    if (!PyBytes_Check(item) || !kv_values(PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item), keys, values))
+        Py_RETURN_NONE;
+    long long sum = 0;
+    for (Py_ssize_t k = lo; k < hi; k++) {
+        if (values[k] < 0) Py_RETURN_NONE;
+        sum += values[k]; /* at most MAX_KEYS values below 10^18: no overflow */
+    }
+    if (!total) return int_tuple(values + lo, hi - lo);
+    if (scale != 1 && sum > LLONG_MAX / scale) Py_RETURN_NONE;
+    return PyLong_FromLongLong(sum * scale);
+}
+
+static PyObject *kv_batch(PyObject *self, PyObject *args) {
+    PyObject *datas, *keys;
+    Py_ssize_t lo, hi;
+    int total;
+    long long scale;
+    if (!PyArg_ParseTuple(args, "O!OnnpL", &PyList_Type, &datas, &keys, &lo, &hi, &total, &scale)) return NULL;
+    Keys k;
+    int ok = load_keys(keys, &k);
+    if (ok == 0) return NULL;
+    if (ok < 0 || lo < 0 || hi > k.n || lo >= hi || scale < 1 || (total && hi - lo > MAX_KEYS)) {
+        PyErr_SetString(PyExc_ValueError, "kv_batch: need 0 <= lo < hi <= len(keys) <= 32 and scale >= 1");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(datas), misses = 0;
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(datas, i);
+        PyObject *v = kv_item(item, &k, lo, hi, total, scale);
+        if (v == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        misses += (v == Py_None && item != Py_None);
+        PyList_SET_ITEM(out, i, v);
+    }
+    return Py_BuildValue("(Nn)", out, misses);
+}
+
+/* A non-negative plain decimal with optional blanks and newlines around it (cpuacct.usage). */
+static PyObject *uint_item(PyObject *item) {
+    if (!PyBytes_Check(item)) Py_RETURN_NONE;
+    const char *s = PyBytes_AS_STRING(item), *end = s + PyBytes_GET_SIZE(item);
+    while (s < end && (*s == ' ' || *s == '\t' || *s == '\n')) s++;
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n')) end--;
+    long long v;
+    if (s == end || *s == '-' || !parse_dec(s, end - s, &v)) Py_RETURN_NONE;
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *uint_batch(PyObject *self, PyObject *datas) {
+    if (!PyList_Check(datas)) {
+        PyErr_SetString(PyExc_TypeError, "uint_batch: a list of bytes or None");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(datas), misses = 0;
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(datas, i);
+        PyObject *v = uint_item(item);
+        if (v == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        misses += (v == Py_None && item != Py_None);
+        PyList_SET_ITEM(out, i, v);
+    }
+    return Py_BuildValue("(Nn)", out, misses);
 }
 
 /* Add the "N<node>=<value>" fields of tokens [first, n) to sums (value // div, div > 0, value ≥ 0).
@@ -228,6 +342,8 @@ static PyMethodDef methods[] = {
     {"kv", kv, METH_VARARGS, "kv(data, keys) -> tuple of ints | None"},
     {"numa_v1", numa_v1, METH_VARARGS, "numa_v1(data) -> {node: pages} | None"},
     {"numa_v2", numa_v2, METH_VARARGS, "numa_v2(data, div) -> {node: bytes // div summed} | None"},
+    {"uint_batch", uint_batch, METH_O, "uint_batch(datas) -> ([int | None], misses)"},
+    {"kv_batch", kv_batch, METH_VARARGS, "kv_batch(datas, keys, lo, hi, total, scale) -> ([...], misses)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -44,8 +44,11 @@ from agent.system.cgroup import (
 
 __all__ = [
     "ACCELERATED",
+    "CPUSTAT_KEYS",
+    "MEMSTAT_KEYS",
     "anon_reader",
     "convert_fast",
+    "decoder",
     "fast_parser",
     "plain_ascii",
     "read_bytes",
@@ -289,6 +292,8 @@ _CPUSTAT_KEYS = {
     CgroupVersion.V1: ("nr_periods", "nr_throttled", "throttled_time"),
     CgroupVersion.V2: ("nr_periods", "nr_throttled", "throttled_usec"),
 }
+MEMSTAT_KEYS, CPUSTAT_KEYS = _MEMSTAT_KEYS, _CPUSTAT_KEYS
+"""Public names of the keys tables (the batch decoders of ``agent.system.cgbatch`` use them)."""
 
 
 def fast_parser(
@@ -345,6 +350,35 @@ def _reader(
         return project(convert_cgroup(spec, version, data.decode(), path))
 
     return read
+
+
+def decoder(kind: str, version: CgroupVersion, accel: bool = True) -> Callable[[bytes, str], Any]:
+    """``decode(data, path)``: what the reader of ``kind`` (``"usage"``: ``reader(CPU_USAGE)``, ``"anon"``:
+    ``anon_reader``, ``"throttle"``: ``throttle_reader``) returns for a file whose bytes were already read;
+    ``ValueError`` (the strict converter's, naming ``path``) on bad content."""
+    spec: CgroupFile[Any]
+    parse: Callable[[bytes], Any] | None
+    project: Callable[[Any], Any]
+    if kind == "usage":
+        spec, parse, project = CPU_USAGE, fast_parser(CPU_USAGE, version, accel), _same
+    elif kind == "anon":
+        parse = _kv_parser(_MEMSTAT_KEYS[version], sum, use=slice(4, 7), accel=accel)
+        spec, project = MEMORY_STAT, _usage_anon
+    elif kind == "throttle":
+        parse = _kv_parser(_CPUSTAT_KEYS[version], tuple, use=slice(0, 2), accel=accel)
+        spec, project = CPU_STAT, _stat_periods
+    else:
+        raise ValueError(f"decoder: unknown kind {kind!r}")
+
+    def decode(data: bytes, path: str) -> Any:
+        if parse is not None:
+            value = parse(data)
+            if value is not None:
+                return value
+        strict: Any = convert_cgroup(cast("CgroupFile[Any]", spec), version, data.decode(), path)
+        return project(strict)
+
+    return decode
 
 
 def anon_reader(version: CgroupVersion, accel: bool = True) -> Callable[[str], int]:

@@ -106,3 +106,49 @@ def test_bad_arguments_raise() -> None:
     with pytest.raises(ValueError, match="div"):
         _cgparse.numa_v2(b"anon N0=1\nfile N0=1\n", 0)
     assert _cgparse.kv(b"", (b"a",)) is None and _cgparse.kv(b"a 1\n", ()) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    datas=st.lists(st.one_of(st.none(), kv_bytes()), max_size=6),
+    keys=st.lists(st.sampled_from(KEYS), min_size=2, max_size=4, unique=True),
+    total=st.booleans(),
+    scale=st.sampled_from([1, 1000]),
+)
+def test_kv_batch_is_kv_per_item(datas: list[bytes | None], keys: list[str], total: bool, scale: int) -> None:
+    wanted = tuple(k.encode() for k in keys)
+    got, misses = _cgparse.kv_batch(datas, wanted, 0, 2, total, scale)
+    want: list[object] = []
+    for data in datas:
+        one = None if data is None else _cgparse.kv(data, wanted)
+        if one is None or min(one[:2]) < 0:
+            want.append(None)
+        else:
+            want.append(sum(one[:2]) * scale if total else one[:2])
+    assert got == want
+    assert misses == sum(1 for d, g in zip(datas, got, strict=True) if d is not None and g is None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    datas=st.lists(
+        st.one_of(
+            st.none(),
+            st.builds(
+                lambda n, pre, post: f"{pre}{n}{post}".encode(),
+                st.sampled_from(NUMBERS),
+                *[st.sampled_from(["", " ", "\n", "\t", "\r"])] * 2,
+            ),
+        ),
+        max_size=6,
+    )
+)
+def test_uint_batch_is_none_or_the_python_answer(datas: list[bytes | None]) -> None:
+    got, misses = _cgparse.uint_batch(datas)
+    for data, value in zip(datas, got, strict=True):
+        if data is None:
+            assert value is None
+        elif value is not None:
+            assert value == fastread._usage_v1(data) and value >= 0
+    assert _cgparse.uint_batch([b"12\n", b" 7 ", None, b"-1\n"]) == ([12, 7, None, None], 1)
+    assert misses == sum(1 for d, v in zip(datas, got, strict=True) if d is not None and v is None)
