@@ -11,6 +11,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -85,6 +86,7 @@ class AgentMetrics:
             registry=r,
         )
         self._qos_gauges: dict[str, Gauge] = {}
+        self._collect_children: dict[tuple[str, bool], tuple[Any, Any]] = {}
         self._pod_keys: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self.start_time.labels(node).set(time.time())
@@ -93,8 +95,15 @@ class AgentMetrics:
                 self.reports.labels(node, target, status)
 
     def on_collect(self, collector: str, seconds: float, ok: bool) -> None:
-        self.collect_duration.labels(self.node, collector).observe(seconds)
-        self.collect_rounds.labels(self.node, collector, "succeeded" if ok else "failed").inc()
+        # Called for every collector every second: the labelled children are looked up once.
+        children = self._collect_children.get((collector, ok))
+        if children is None:
+            children = self._collect_children[(collector, ok)] = (
+                self.collect_duration.labels(self.node, collector),
+                self.collect_rounds.labels(self.node, collector, "succeeded" if ok else "failed"),
+            )
+        children[0].observe(seconds)
+        children[1].inc()
 
     def on_report(self, target: str, status: str) -> None:
         self.reports.labels(self.node, target, status).inc()

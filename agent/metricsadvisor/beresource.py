@@ -6,7 +6,9 @@ negatives → 0). Real limit = min(smallest cpuset among the besteffort QoS cgro
 
 Container dirs come from PodSource (pods of Kubernetes class BestEffort), not from a tree walk, so sandbox
 (pause) dirs that kubelet does not report are not part of the cpuset minimum.
-Imports: standard library, apis.{constants,pod,qos}, agent.system.{cgroup,fastread,podcgroup},
+The request and the cpuset files follow the pod set (recomputed when it changes); the cpusets are read in
+one loop (agent.system.cgbatch).
+Imports: standard library, apis.{constants,pod,qos}, agent.system.{cgbatch,cgroup,fastread,podcgroup},
 agent.metriccache.cache, agent.metricsadvisor.framework.
 """
 
@@ -15,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from agent.metriccache.cache import Sample
+from agent.metriccache.cache import SampleBatch, SeriesRef
 from agent.metricsadvisor.framework import BaseCollector, CollectContext, ms, udelta
 from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
-from agent.system.fastread import reader
+from agent.system.cgbatch import read_files
+from agent.system.fastread import fast_parser, reader
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
 from apis.constants import BATCH_CPU
 from apis.pod import container_requests, containers, init_containers, is_restartable_init_container
@@ -66,6 +69,15 @@ def be_usage_milli(cur_ns: int, last_ns: int, delta_wall_ns: int) -> int:
     return int(float(udelta(cur_ns, last_ns) // 1_000_000) / float(wall_ms) * 1000)
 
 
+class _Round:
+    """What a pod set fixes: the BE request and the cpuset files to read (the besteffort dir first)."""
+
+    __slots__ = ("cpuset_paths", "key", "request")
+
+    def __init__(self, key: tuple[PodMeta, ...], request: int, cpuset_paths: list[str]) -> None:
+        self.key, self.request, self.cpuset_paths = key, request, cpuset_paths
+
+
 class BEResourceCollector(BaseCollector):
     def __init__(self, interval_seconds: float = 1.0) -> None:
         super().__init__("be_resource", interval_seconds)
@@ -74,6 +86,9 @@ class BEResourceCollector(BaseCollector):
         self._request_cache: dict[str, tuple[Mapping[str, Any], int]] = {}
         self._cpuset_paths: dict[str, str] = {}
         self._readers: dict[tuple[str, str], Callable[[str], Any]] = {}
+        self._round: _Round | None = None
+        self._parsers: dict[cg.CgroupVersion, Callable[[bytes], list[int] | None] | None] = {}
+        self._refs = {alloc: SeriesRef("node_be", labels) for alloc, labels in _LABELS.items()}
 
     def _read(self, ctx: CollectContext, spec: cg.CgroupFile[T], cgroup_dir: str) -> T:
         key = spec.name + "\0" + cgroup_dir
@@ -91,17 +106,22 @@ class BEResourceCollector(BaseCollector):
             read = self._readers[rkey] = reader(spec, ctx.cgroup_version)
         return read
 
-    def _cpuset_sizes(self, ctx: CollectContext, dirs: Sequence[str]) -> list[int]:
-        """``len`` of each dir's cpuset (paths computed once per dir; ``OSError``/``ValueError``)."""
-        paths = self._cpuset_paths
-        read = self._reader(ctx, cg.CPUSET_CPUS)
+    def _cpuset_sizes(self, ctx: CollectContext, paths: list[str]) -> list[int]:
+        """``len`` of each cpuset (read in one loop; ``OSError``/``ValueError`` as a single reader's)."""
+        version = ctx.cgroup_version
+        if version not in self._parsers:
+            made: Callable[[bytes], list[int] | None] | None = fast_parser(cg.CPUSET_CPUS, version)
+            self._parsers[version] = made
+        parse = self._parsers[version]
         sizes: list[int] = []
-        for d in dirs:
-            path = paths.get(d)
-            if path is None:
-                root, version = ctx.paths.cgroup_root, ctx.cgroup_version
-                path = paths[d] = str(cg.cgroup_file_path(root, version, cg.CPUSET_CPUS, d))
-            sizes.append(len(read(path)))
+        for path, data in zip(paths, read_files(paths), strict=True):
+            if data is None:
+                self._reader(ctx, cg.CPUSET_CPUS)(path)  # raises the reader's own OSError
+                raise OSError(f"{path}: unreadable")  # (it became readable in between: still a failed round)
+            cpus = parse(data) if parse is not None else None
+            if cpus is None:
+                cpus = cg.convert_cgroup(cg.CPUSET_CPUS, version, data.decode(), path)
+            sizes.append(len(cpus))
         return sizes
 
     def _request(self, pods: Sequence[PodMeta]) -> int:
@@ -116,28 +136,37 @@ class BEResourceCollector(BaseCollector):
         self._request_cache = cache
         return total
 
-    def collect(self, ctx: CollectContext) -> list[Sample]:
-        be_dir = qos_cgroup_dir(ctx.cgroup_driver, KubeQOS.BESTEFFORT)
-        pods = ctx.pods.pods()
-        request = self._request(pods)
+    def _order(self, ctx: CollectContext, be_dir: str) -> _Round:
+        """The request and cpuset paths of the current pod set (recomputed only when it changes)."""
+        key = tuple(ctx.pods.pods())
+        if self._round is not None and self._round.key == key and self._round.cpuset_paths:
+            return self._round
         dirs = [be_dir]
-        for meta in pods:
+        for meta in key:
             if meta.kube_qos is KubeQOS.BESTEFFORT:
                 dirs.extend(c.cgroup_dir for c in meta.containers)
-        sizes = self._cpuset_sizes(ctx, dirs)
+        root, version = ctx.paths.cgroup_root, ctx.cgroup_version
+        paths = [str(cg.cgroup_file_path(root, version, cg.CPUSET_CPUS, d)) for d in dirs]
+        self._round = _Round(key, self._request(key), paths)
+        return self._round
+
+    def collect(self, ctx: CollectContext) -> SampleBatch:
+        be_dir = qos_cgroup_dir(ctx.cgroup_driver, KubeQOS.BESTEFFORT)
+        order = self._order(ctx, be_dir)
+        sizes = self._cpuset_sizes(ctx, order.cpuset_paths)
         quota = self._read(ctx, cg.CPU_QUOTA, be_dir)
         period = self._read(ctx, cg.CPU_PERIOD, be_dir)
         limit = be_real_limit_milli(sizes, quota, period)
-        if len(self._cpuset_paths) > 4 * len(dirs) + 16:
-            self._cpuset_paths.clear()  # forget dirs of pods that are gone
+        if len(self._cpuset_paths) > 16:
+            self._cpuset_paths.clear()  # only the besteffort dir's files are kept here
         wall = ctx.clock_ns()
         cur = self._read(ctx, cg.CPU_USAGE, be_dir)
         last, self._last = self._last, (cur, wall)
         usage = 0 if last is None else be_usage_milli(cur, last[0], wall - last[1])
         ts = ms(wall)
         self.mark_started()
-        return [
-            Sample("node_be", _LABELS["request"], ts, float(request)),
-            Sample("node_be", _LABELS["real-limit"], ts, float(limit)),
-            Sample("node_be", _LABELS["usage"], ts, float(usage)),
-        ]
+        batch = SampleBatch()
+        batch.add(self._refs["request"], ts, float(order.request))
+        batch.add(self._refs["real-limit"], ts, float(limit))
+        batch.add(self._refs["usage"], ts, float(usage))
+        return batch

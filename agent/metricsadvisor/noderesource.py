@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from agent.metriccache.cache import Sample
+from agent.metriccache.cache import SampleBatch, SeriesRef
 from agent.metriccache.kv import NODE_CPU_INFO
 from agent.metricsadvisor.framework import (
     NODE,
@@ -60,38 +60,51 @@ class NodeResourceCollector(BaseCollector):
         self._last_busy: int | None = None
         self._last_wall = 0
         self._last_per_cpu: dict[int, int] = {}
+        # Made once (per host paths / topology object), not every second.
+        self._paths: tuple[object, str, str] | None = None
+        self._numa: tuple[object, object, dict[int, int], dict[int, str]] | None = None
+        self._refs: dict[tuple[str, int], SeriesRef] = {}
 
-    def collect(self, ctx: CollectContext) -> list[Sample]:
-        stat_path = str(ctx.paths.proc / "stat")
-        mem_path = str(ctx.paths.proc / "meminfo")
+    def _ref(self, kind: str, node: int = -1) -> SeriesRef:
+        ref = self._refs.get((kind, node))
+        if ref is None:
+            ref = self._refs[(kind, node)] = SeriesRef(kind, _NO_LABELS if node < 0 else numa_labels(node))
+        return ref
+
+    def collect(self, ctx: CollectContext) -> SampleBatch:
+        if self._paths is None or self._paths[0] is not ctx.paths:
+            self._paths = (ctx.paths, str(ctx.paths.proc / "stat"), str(ctx.paths.proc / "meminfo"))
+        stat_path, mem_path = self._paths[1], self._paths[2]
         wall = ctx.clock_ns()
         busy, per_cpu = read_proc_stat_busy(stat_path)
         memory = proc_meminfo_usage(mem_path)
         last_busy, last_wall, last_per_cpu = self._last_busy, self._last_wall, self._last_per_cpu
         self._last_busy, self._last_wall, self._last_per_cpu = busy, wall, per_cpu
+        out = SampleBatch()
         if last_busy is None or wall <= last_wall:
             self.mark_started()
-            return []  # the first sample only primes the state (nothing stored, not even memory)
+            return out  # the first sample only primes the state (nothing stored, not even memory)
         delta_wall = wall - last_wall
         cpu = cpu_usage_cores(udelta(busy, last_busy), delta_wall, ctx.jiffy_ns)
         ts = ms(wall)
-        out = [
-            Sample("node_cpu_usage", _NO_LABELS, ts, cpu),
-            Sample("node_memory_usage", _NO_LABELS, ts, float(memory)),
-        ]
+        out.add(self._ref("node_cpu_usage"), ts, cpu)
+        out.add(self._ref("node_memory_usage"), ts, float(memory))
         numa_cpu: dict[int, float] = {}
         numa_mem: dict[int, float] = {}
         topo = ctx.kv.get(NODE_CPU_INFO)
         if isinstance(topo, NodeTopology) and topo.numa_nodes:
+            if self._numa is None or self._numa[0] is not topo or self._numa[1] is not ctx.paths:
+                paths = {node: str(node_meminfo_path(ctx.paths, node)) for node in topo.numa_nodes}
+                self._numa = (topo, ctx.paths, topo.cpu_to_numa(), paths)
             numa_cpu = numa_cpu_usage(
-                last_per_cpu, per_cpu, topo.cpu_to_numa(), topo.numa_nodes, delta_wall, ctx.jiffy_ns
+                last_per_cpu, per_cpu, self._numa[2], topo.numa_nodes, delta_wall, ctx.jiffy_ns
             )
             for node in topo.numa_nodes:
-                numa_mem[node] = float(node_meminfo_usage(str(node_meminfo_path(ctx.paths, node)), node))
+                numa_mem[node] = float(node_meminfo_usage(self._numa[3][node], node))
             for node, value in numa_cpu.items():
-                out.append(Sample("node_numa_cpu_usage", numa_labels(node), ts, value))
+                out.add(self._ref("node_numa_cpu_usage", node), ts, value)
             for node, value in numa_mem.items():
-                out.append(Sample("node_numa_memory_usage", numa_labels(node), ts, value))
+                out.add(self._ref("node_numa_memory_usage", node), ts, value)
         ctx.shared.publish(NODE, Totals(cpu, float(memory), wall, numa_cpu, numa_mem))
         self.mark_started()
         return out

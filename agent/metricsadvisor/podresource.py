@@ -21,9 +21,9 @@ from agent.metriccache.kv import NODE_CPU_INFO
 from agent.metricsadvisor.framework import PODS, BaseCollector, CollectContext, Totals, udelta
 from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
-from agent.system.cgbatch import BatchDecoder, read_pairs
+from agent.system.cgbatch import BatchDecoder, read_files, read_pairs
 from agent.system.cgroup import CgroupVersion
-from agent.system.fastread import anon_reader, reader
+from agent.system.fastread import anon_reader, fast_parser, reader
 
 __all__ = ["CgroupUsage", "PodResourceCollector", "usage_cores"]
 
@@ -43,6 +43,24 @@ def _readers(
 ) -> tuple[Callable[[str], int], Callable[[str], int], Callable[[str], dict[int, int]]]:
     """The fast readers of CPU usage (ns), anon memory (``memory.stat``) and ``memory.numa_stat``."""
     return reader(cg.CPU_USAGE, version), anon_reader(version), reader(cg.MEMORY_NUMA_STAT, version)
+
+
+@functools.cache
+def _numa_parser(version: CgroupVersion) -> Callable[[bytes], dict[int, int] | None] | None:
+    parse: Callable[[bytes], dict[int, int] | None] | None = fast_parser(cg.MEMORY_NUMA_STAT, version)
+    return parse
+
+
+def _numa_pages(version: CgroupVersion, data: bytes, path: str) -> dict[int, int]:
+    """Pages per NUMA node of one ``memory.numa_stat`` (as its reader; {} when the file is bad)."""
+    parse = _numa_parser(version)
+    pages = parse(data) if parse is not None else None
+    if pages is None:
+        try:
+            pages = cg.convert_cgroup(cg.MEMORY_NUMA_STAT, version, data.decode(), path)
+        except ValueError:
+            return {}
+    return pages
 
 
 class CgroupUsage:
@@ -151,7 +169,7 @@ class PodResourceCollector(BaseCollector):
     def collect(self, ctx: CollectContext) -> SampleBatch:
         version = ctx.cgroup_version
         max_age = int(20 * self.interval_seconds * 1e9)
-        read_numa = _readers(version)[2] if ctx.kv.get(NODE_CPU_INFO) is not None else None
+        numa_on = ctx.kv.get(NODE_CPU_INFO) is not None
         if self._decoders is None or self._decoders[0] is not version:
             self._decoders = (version, BatchDecoder("usage", version), BatchDecoder("anon", version))
         order = self._order(ctx)
@@ -163,7 +181,7 @@ class PodResourceCollector(BaseCollector):
         add_ref, add_ts, add_value = batch.refs.append, batch.timestamps.append, batch.values.append
         total_cpu = 0.0
         total_mem = 0
-        numa_pages: dict[int, int] = {}
+        numa_paths: list[str] = []
         for state, is_pod, wall, cur, anon in zip(
             order.states, order.pod_flags, walls, curs, anons, strict=True
         ):
@@ -184,13 +202,13 @@ class PodResourceCollector(BaseCollector):
             if is_pod:
                 total_cpu += cpu
                 total_mem += anon
-                if read_numa is not None:
-                    try:
-                        pages = read_numa(state.numa_path)
-                    except (OSError, ValueError):
-                        pages = {}
-                    for node, n in pages.items():
-                        numa_pages[node] = numa_pages.get(node, 0) + n
+                numa_paths.append(state.numa_path)
+        numa_pages: dict[int, int] = {}
+        if numa_on:  # the counted pods' NUMA memory, read in one loop too
+            for path, data in zip(numa_paths, read_files(numa_paths), strict=True):
+                pages = {} if data is None else _numa_pages(version, data, path)
+                for node, n in pages.items():
+                    numa_pages[node] = numa_pages.get(node, 0) + n
         numa_bytes = {node: float(n * ctx.page_size) for node, n in numa_pages.items()}
         ctx.shared.publish(PODS, Totals(total_cpu, float(total_mem), ctx.clock_ns(), {}, numa_bytes))
         self.mark_started()
