@@ -113,3 +113,49 @@ def test_window_avgs_equal_query_avg() -> None:
     assert cache.window_avgs("pod_cpu_usage", labels, 1000, 2000) == [None, None, None]
     with pytest.raises(MetricCacheError):
         cache.window_avgs("container_psi", [{"pod_uid": "a"}], 0, 1)
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    capacity=st.integers(1, 40),
+    series=st.lists(
+        st.lists(
+            st.tuples(
+                st.integers(0, 3),  # step to the next timestamp (0: equal times)
+                st.sampled_from([0.0, -0.0, 1.5, -2.25, 1e16, 1e-3, 3.0, 0.1, float("nan")]),
+            ),
+            max_size=60,
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    shuffled=st.booleans(),
+    window=st.tuples(st.integers(-5, 60), st.integers(0, 60)),
+)
+def test_batched_window_avgs_equal_query_avg(
+    capacity: int, series: list[list[tuple[int, float]]], shuffled: bool, window: tuple[int, int]
+) -> None:
+    """Many series in one block, wrapped rings, equal timestamps, −0.0 and NaN: the block-at-a-time
+    averages are bit for bit what query().avg() gives (unordered series take the one-by-one path)."""
+    cache = MetricCache(CacheConfig(capacity_override=capacity))
+    for n, points in enumerate(series):
+        t = 0
+        stamps = []
+        for step, _ in points:
+            t += step
+            stamps.append(t)
+        if shuffled and n % 2:
+            stamps.reverse()
+        for ts, (_, value) in zip(stamps, points, strict=True):
+            cache.append([Sample("pod_cpu_usage", {"pod_uid": f"u{n}"}, ts, value)])
+    labels = [{"pod_uid": f"u{n}"} for n in range(len(series))]
+    lo, width = window
+    got = cache.window_avgs("pod_cpu_usage", labels, lo, lo + width)
+    for one, mean in zip(labels, got, strict=True):
+        result = cache.query("pod_cpu_usage", one, lo, lo + width)
+        if not result.count():
+            assert mean is None
+        else:
+            want = result.avg()
+            assert mean is not None
+            assert np.float64(mean).tobytes() == np.float64(want).tobytes()  # same bits: NaN and −0.0 too
