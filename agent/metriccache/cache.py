@@ -57,6 +57,7 @@ _ENTITY_LABELS = frozenset({"pod_uid", "container_id", "interface"})
 _FLOAT: frozenset[type] = frozenset({float})
 _INT: frozenset[type] = frozenset({int})
 _MAX_LAYOUTS = 64
+_SMALL_BATCH = 24  # below this many points a batch is written point by point (same result, less overhead)
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,15 @@ class MetricCache:
             return True
         if not (set(map(type, values)) <= _FLOAT and set(map(type, stamps)) <= _INT):
             return False
+        if len(refs) < _SMALL_BATCH:
+            if min(stamps) < INT64_MIN or max(stamps) > INT64_MAX:
+                return False  # the generic path names the point out of int64 range
+            for ref in [r for r in refs if r.key is None]:
+                validate_sample_labels(ref.kind, ref.labels)
+                ref.key = _series_key(ref.kind, ref.labels)
+            with self._lock:  # a few points (node, BE, system rounds): cheaper one by one than in numpy
+                self._append_in_order(refs, stamps, values)
+            return True
         try:
             ts_array = np.array(stamps, dtype=np.int64)
         except OverflowError:
