@@ -239,11 +239,27 @@ class MetricCache:
 
     def _append_batch(self, batch: SampleBatch) -> bool:
         """The keyed path; False (nothing stored) when a point needs the generic path (conversion, error)."""
-        refs, stamps, values = batch.refs, batch.timestamps, batch.values
+        refs = batch.refs
         if not refs:
             return True
-        if not (set(map(type, values)) <= _FLOAT and set(map(type, stamps)) <= _INT):
-            return False
+        arrays = batch.arrays
+        stamps: Sequence[int]
+        values: Sequence[float]
+        if arrays is not None:  # already int64 ms and float64 values (checked, not converted)
+            ts_array, values_array = arrays
+            n = len(refs)
+            if not (ts_array.dtype == np.int64 and values_array.dtype == np.float64):
+                return False
+            if ts_array.shape != (n,) or values_array.shape != (n,):
+                return False
+            if n < _SMALL_BATCH:
+                stamps, values = ts_array.tolist(), values_array.tolist()
+            else:
+                return self._append_arrays(refs, ts_array, values_array)
+        else:
+            stamps, values = batch.timestamps, batch.values
+            if not (set(map(type, values)) <= _FLOAT and set(map(type, stamps)) <= _INT):
+                return False
         if len(refs) < _SMALL_BATCH:
             if min(stamps) < INT64_MIN or max(stamps) > INT64_MAX:
                 return False  # the generic path names the point out of int64 range
@@ -257,6 +273,10 @@ class MetricCache:
             ts_array = np.array(stamps, dtype=np.int64)
         except OverflowError:
             return False  # the generic path names the point out of int64 range
+        return self._append_arrays(refs, ts_array, np.array(values, dtype=np.float64))
+
+    def _append_arrays(self, refs: list[SeriesRef], ts_array: IntArray, values: FloatArray) -> bool:
+        """The vectorised write of a checked round (int64 ms, float64 values)."""
         layout_key = (len(refs), id(refs[0]))
         with self._lock:
             layout = self._layouts.get(layout_key)
@@ -274,14 +294,14 @@ class MetricCache:
             if len(self._series) + len(stale) > self._config.max_series:
                 # Creating series may evict others, maybe some written earlier in this very batch: point by
                 # point, exactly in order.
-                self._append_in_order(refs, stamps, values)
+                self._append_in_order(refs, ts_array.tolist(), values.tolist())
                 return True
             for ref in stale:  # creates at most len(stale) series: no eviction
                 if ref.token is not token:
                     self._bind(ref)
             gids = [ref.gid for ref in refs]
             if len(set(gids)) != len(gids):  # a series twice in one round: its points in order
-                self._append_in_order(refs, stamps, values)
+                self._append_in_order(refs, ts_array.tolist(), values.tolist())
                 return True
             gid_array = np.array(gids, dtype=np.int64)
             if len(self._layouts) >= _MAX_LAYOUTS:
@@ -290,15 +310,13 @@ class MetricCache:
             self._write(gid_array, ts_array, values)
         return True
 
-    def _write(self, gids: IntArray, ts: IntArray, values: list[float]) -> None:
+    def _write(self, gids: IntArray, ts: IntArray, values: FloatArray) -> None:
         """Under the lock: one point into each of the (distinct, bound) rows ``gids``."""
         n, first = gids.shape[0], self._stamp
         self._stamp += n
-        self._pool.append(
-            gids, ts, np.array(values, dtype=np.float64), np.arange(first, first + n, dtype=np.int64)
-        )
+        self._pool.append(gids, ts, values, np.arange(first, first + n, dtype=np.int64))
 
-    def _append_in_order(self, refs: list[SeriesRef], stamps: list[int], values: list[float]) -> None:
+    def _append_in_order(self, refs: list[SeriesRef], stamps: Sequence[int], values: Sequence[float]) -> None:
         """Under the lock: the batch point by point (binding refs as they come)."""
         token = self._token
         for ref, ts, value in zip(refs, stamps, values, strict=True):

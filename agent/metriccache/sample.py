@@ -7,13 +7,16 @@ tuple, dict or ``Sample`` built per point. A ``SampleBatch`` holds one collector
 (ref, timestamp, value) and behaves as a read-only sequence of ``Sample`` (built on demand, for tests and
 the generic path). ``MetricCache.append`` accepts either form with the same checks and errors.
 
-Imports: standard library only (the cache's ring-buffer type for annotations).
+Imports: standard library, numpy (the cache's ring-buffer type for annotations).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, overload
+
+import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:
     from agent.metriccache.series import RingSeries
@@ -60,12 +63,29 @@ class SeriesRef:
 class SampleBatch(Sequence[Sample]):
     """One collector round: parallel lists of series refs, ms timestamps and values."""
 
-    __slots__ = ("refs", "timestamps", "values")
+    __slots__ = ("arrays", "refs", "timestamps", "values")
 
     def __init__(self) -> None:
         self.refs: list[SeriesRef] = []
         self.timestamps: list[int] = []
         self.values: list[float] = []
+        self.arrays: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
+        """A round computed in numpy: (int64 ms, float64 values), in place of the two lists."""
+
+    @classmethod
+    def from_arrays(
+        cls, refs: list[SeriesRef], timestamps: npt.NDArray[np.int64], values: npt.NDArray[np.float64]
+    ) -> SampleBatch:
+        """A round already in numpy, handed to the cache without converting it back to Python numbers."""
+        batch = cls()
+        batch.refs = refs
+        batch.arrays = (timestamps, values)
+        return batch
+
+    def _columns(self) -> tuple[Sequence[int], Sequence[float]]:
+        if self.arrays is not None:
+            return self.arrays[0].tolist(), self.arrays[1].tolist()
+        return self.timestamps, self.values
 
     def add(self, ref: SeriesRef, timestamp_ms: int, value: float) -> None:
         self.refs.append(ref)
@@ -76,7 +96,8 @@ class SampleBatch(Sequence[Sample]):
         return len(self.refs)
 
     def __iter__(self) -> Iterator[Sample]:
-        for ref, ts, value in zip(self.refs, self.timestamps, self.values, strict=True):
+        stamps, values = self._columns()
+        for ref, ts, value in zip(self.refs, stamps, values, strict=True):
             yield Sample(ref.kind, ref.labels, ts, value)
 
     @overload
@@ -89,7 +110,8 @@ class SampleBatch(Sequence[Sample]):
         if isinstance(index, slice):
             return list(self)[index]
         ref = self.refs[index]
-        return Sample(ref.kind, ref.labels, self.timestamps[index], self.values[index])
+        stamps, values = self._columns()
+        return Sample(ref.kind, ref.labels, stamps[index], values[index])
 
     def __eq__(self, other: object) -> bool:
         """Equal to any sequence of the same samples (``batch == []`` on an empty round)."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from agent.metriccache.cache import SampleBatch, SeriesRef
 from agent.metriccache.kv import NODE_CPU_INFO
 from agent.metricsadvisor.framework import PODS, BaseCollector, CollectContext, Totals, udelta
@@ -26,6 +28,9 @@ from agent.system.cgroup import CgroupVersion
 from agent.system.fastread import anon_reader, fast_parser, reader
 
 __all__ = ["CgroupUsage", "PodResourceCollector", "usage_cores"]
+
+VECTORISE = True
+"""Rounds where every file was read and parsed are computed in numpy (tests turn it off to compare)."""
 
 _POD_KINDS = ("pod_cpu_usage", "pod_memory_usage")
 _CONTAINER_KINDS = ("container_cpu_usage", "container_memory_usage")
@@ -115,9 +120,23 @@ class CgroupUsage:
 
 
 class _Round:
-    """The cgroups of one pod set in read order (each pod, then its containers): their states and paths."""
+    """The cgroups of one pod set in read order (each pod, then its containers): their states and paths,
+    and the CPU state as arrays for the vectorised round (``arrays``: the arrays, not the ``CgroupUsage``
+    objects, hold the latest state; ``to_objects``/``from_objects`` move it across)."""
 
-    __slots__ = ("cpu_paths", "key", "mem_paths", "pod_flags", "states")
+    __slots__ = (
+        "arrays",
+        "cpu_paths",
+        "has_last",
+        "is_pod",
+        "key",
+        "last_ns",
+        "last_wall",
+        "mem_paths",
+        "pod_flags",
+        "refs",
+        "states",
+    )
 
     def __init__(self, key: tuple[PodMeta, ...]) -> None:
         self.key = key
@@ -125,12 +144,33 @@ class _Round:
         self.pod_flags: list[bool] = []
         self.cpu_paths: list[str] = []
         self.mem_paths: list[str] = []
+        self.refs: list[SeriesRef] = []  # cpu, memory of each cgroup in order: a round where all are fresh
+        self.arrays = False
+        self.is_pod = np.zeros(0, dtype=bool)
+        self.has_last = np.zeros(0, dtype=bool)
+        self.last_ns = np.zeros(0, dtype=np.uint64)
+        self.last_wall = np.zeros(0, dtype=np.int64)
 
     def add(self, state: CgroupUsage, is_pod: bool) -> None:
         self.states.append(state)
         self.pod_flags.append(is_pod)
         self.cpu_paths.append(state.cpu_path)
         self.mem_paths.append(state.mem_path)
+        self.refs += (state.cpu_ref, state.mem_ref)
+
+    def from_objects(self) -> None:
+        self.is_pod = np.array(self.pod_flags, dtype=bool)
+        self.has_last = np.array([s.last_ns >= 0 for s in self.states], dtype=bool)
+        self.last_ns = np.array([max(s.last_ns, 0) for s in self.states], dtype=np.uint64)
+        self.last_wall = np.array([s.last_wall for s in self.states], dtype=np.int64)
+        self.arrays = True
+
+    def to_objects(self) -> None:
+        if self.arrays:
+            walls, has = self.last_wall.tolist(), self.has_last.tolist()
+            for state, ns, wall, known in zip(self.states, self.last_ns.tolist(), walls, has, strict=True):
+                state.last_ns, state.last_wall = (ns if known else -1), wall
+            self.arrays = False
 
 
 class PodResourceCollector(BaseCollector):
@@ -147,6 +187,8 @@ class PodResourceCollector(BaseCollector):
         key = tuple(ctx.pods.pods())
         if self._round is not None and self._round.key == key:
             return self._round
+        if self._round is not None:
+            self._round.to_objects()
         old_pods, old_containers = self._pods, self._containers
         self._pods, self._containers = {}, {}
         order = _Round(key)
@@ -169,7 +211,6 @@ class PodResourceCollector(BaseCollector):
     def collect(self, ctx: CollectContext) -> SampleBatch:
         version = ctx.cgroup_version
         max_age = int(20 * self.interval_seconds * 1e9)
-        numa_on = ctx.kv.get(NODE_CPU_INFO) is not None
         if self._decoders is None or self._decoders[0] is not version:
             self._decoders = (version, BatchDecoder("usage", version), BatchDecoder("anon", version))
         order = self._order(ctx)
@@ -177,34 +218,13 @@ class PodResourceCollector(BaseCollector):
         walls, cpu_raw, mem_raw = read_pairs(order.cpu_paths, order.mem_paths, ctx.clock_ns)
         curs = self._decoders[1](cpu_raw, order.cpu_paths)
         anons = self._decoders[2](mem_raw, order.mem_paths)
-        batch = SampleBatch()
-        add_ref, add_ts, add_value = batch.refs.append, batch.timestamps.append, batch.values.append
-        total_cpu = 0.0
-        total_mem = 0
-        numa_paths: list[str] = []
-        for state, is_pod, wall, cur, anon in zip(
-            order.states, order.pod_flags, walls, curs, anons, strict=True
-        ):
-            if cur is None:
-                continue  # CPU unreadable: the state stays as it was
-            last_ns, last_wall = state.last_ns, state.last_wall
-            state.last_ns, state.last_wall = cur, wall
-            if anon is None or last_ns < 0 or last_wall >= wall or wall - last_wall > max_age:
-                continue  # memory unreadable, or a first (or stale) observation
-            cpu = float((cur - last_ns) % _U64) / float(wall - last_wall)  # usage_cores(udelta(…))
-            ts = wall // 1_000_000
-            add_ref(state.cpu_ref)
-            add_ref(state.mem_ref)
-            add_ts(ts)
-            add_ts(ts)
-            add_value(cpu)
-            add_value(float(anon))
-            if is_pod:
-                total_cpu += cpu
-                total_mem += anon
-                numa_paths.append(state.numa_path)
+        done = _vectorised(order, walls, curs, anons, max_age) if VECTORISE else None
+        if done is None:  # a file missing or bad, or a value beyond 64 bits: cgroup by cgroup
+            order.to_objects()
+            done = _one_by_one(order, walls, curs, anons, max_age)
+        batch, total_cpu, total_mem, numa_paths = done
         numa_pages: dict[int, int] = {}
-        if numa_on:  # the counted pods' NUMA memory, read in one loop too
+        if ctx.kv.get(NODE_CPU_INFO) is not None:  # the counted pods' NUMA memory, read in one loop too
             for path, data in zip(numa_paths, read_files(numa_paths), strict=True):
                 pages = {} if data is None else _numa_pages(version, data, path)
                 for node, n in pages.items():
@@ -213,3 +233,79 @@ class PodResourceCollector(BaseCollector):
         ctx.shared.publish(PODS, Totals(total_cpu, float(total_mem), ctx.clock_ns(), {}, numa_bytes))
         self.mark_started()
         return batch
+
+
+_Done = tuple[SampleBatch, float, int, list[str]]
+"""The round's batch, the counted pods' CPU and memory totals, and those pods' numa_stat paths."""
+
+
+def _vectorised(
+    order: _Round, walls: list[int], curs: list[int | None], anons: list[int | None], max_age: int
+) -> _Done | None:
+    """The round in numpy when every file was read and parsed; None (nothing changed) otherwise. The same
+    values as ``_one_by_one``: u64 wrap-around by uint64 arithmetic, float64 conversions and division
+    correctly rounded as Python's, the totals summed in pod order (``cumsum``)."""
+    if None in curs or None in anons:
+        return None
+    try:
+        cur = np.array(curs, dtype=np.uint64)
+        anon = np.array(anons, dtype=np.int64)
+    except OverflowError:
+        return None
+    if not order.arrays:
+        order.from_objects()
+    wall = np.array(walls, dtype=np.int64)
+    last_wall = order.last_wall
+    span = wall - last_wall
+    fresh = order.has_last & (last_wall < wall) & (span <= max_age)
+    cpu = np.zeros(cur.shape[0], dtype=np.float64)
+    np.divide((cur - order.last_ns).astype(np.float64), span.astype(np.float64), out=cpu, where=fresh)
+    order.last_ns, order.last_wall = cur, wall
+    order.has_last = np.ones(cur.shape[0], dtype=bool)
+    ms = wall // 1_000_000
+    if fresh.all():
+        refs = list(order.refs)
+        idx = None
+    else:
+        idx = np.flatnonzero(fresh)
+        refs = [ref for i in idx.tolist() for ref in (order.refs[2 * i], order.refs[2 * i + 1])]
+        cpu, anon, ms = cpu[idx], anon[idx], ms[idx]
+    values = np.empty(2 * cpu.shape[0], dtype=np.float64)
+    values[0::2], values[1::2] = cpu, anon.astype(np.float64)
+    batch = SampleBatch.from_arrays(refs, np.repeat(ms, 2), values)
+    pods = order.is_pod if idx is None else order.is_pod[idx]
+    total_cpu = float(np.cumsum(cpu[pods])[-1]) if pods.any() else 0.0
+    total_mem = int(anon[pods].sum())
+    counted = np.flatnonzero(fresh & order.is_pod).tolist()
+    return batch, total_cpu, total_mem, [order.states[i].numa_path for i in counted]
+
+
+def _one_by_one(
+    order: _Round, walls: list[int], curs: list[int | None], anons: list[int | None], max_age: int
+) -> _Done:
+    """The round cgroup by cgroup on the ``CgroupUsage`` objects (any round ``_vectorised`` declines)."""
+    batch = SampleBatch()
+    add_ref, add_ts, add_value = batch.refs.append, batch.timestamps.append, batch.values.append
+    total_cpu = 0.0
+    total_mem = 0
+    numa_paths: list[str] = []
+    for state, is_pod, wall, cur, anon in zip(order.states, order.pod_flags, walls, curs, anons, strict=True):
+        if cur is None:
+            continue  # CPU unreadable: the state stays as it was
+        last_ns, last_wall = state.last_ns, state.last_wall
+        state.last_ns, state.last_wall = cur, wall
+        if anon is None or last_ns < 0 or last_wall >= wall or wall - last_wall > max_age:
+            continue  # memory unreadable, or a first (or stale) observation
+        cpu = float((cur - last_ns) % _U64) / float(wall - last_wall)  # usage_cores(udelta(…))
+        ts = wall // 1_000_000
+        add_ref(state.cpu_ref)
+        add_ref(state.mem_ref)
+        add_ts(ts)
+        add_ts(ts)
+        add_value(cpu)
+        add_value(float(anon))
+        if is_pod:
+            total_cpu += cpu
+            total_mem += anon
+            numa_paths.append(state.numa_path)
+    return batch, total_cpu, total_mem, numa_paths

@@ -77,6 +77,12 @@ def _drive(ops: list[tuple[str, object]], max_series: int, capacity: int) -> Non
                 last[uid] = ts
                 batch.add(refs[uid], ts, value)
                 samples.append(Sample("pod_cpu_usage", {"pod_uid": uid}, ts, value))
+            if len(batch) % 2:  # odd-sized rounds go in as numpy arrays (SampleBatch.from_arrays)
+                batch = SampleBatch.from_arrays(
+                    batch.refs,
+                    np.array(batch.timestamps, dtype=np.int64),
+                    np.array(batch.values, dtype=np.float64),
+                )
             keyed.append(batch)
             plain.append(samples)
         elif op == "drop":
