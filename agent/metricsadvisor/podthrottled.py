@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from agent.metriccache.cache import SampleBatch, SeriesRef
 from agent.metricsadvisor.framework import BaseCollector, CollectContext
 from agent.podmeta import PodMeta
@@ -50,19 +52,53 @@ class _Throttle:
         return (cur[1] - last[1]) / periods if periods > 0 else 0.0
 
 
+VECTORISE = True
+"""Rounds where every file was read and parsed are computed in numpy (tests turn it off to compare)."""
+_EXACT = 2**52  # counters up to this: differences and their float64 quotient are exactly Python's
+
+
+class _Round:
+    """The cgroups of one pod set in read order, with the last (nr_periods, nr_throttled) as arrays for the
+    numpy round (``arrays``: the arrays, not the ``_Throttle`` objects, hold the latest state)."""
+
+    __slots__ = ("arrays", "has_last", "key", "last", "paths", "refs", "states")
+
+    def __init__(self, key: tuple[PodMeta, ...], states: list[_Throttle]) -> None:
+        self.key, self.states = key, states
+        self.paths = [s.path for s in states]
+        self.refs = [s.ref for s in states]
+        self.arrays = False
+        self.has_last = np.zeros(0, dtype=bool)
+        self.last = np.zeros((0, 2), dtype=np.int64)
+
+    def from_objects(self) -> None:
+        self.has_last = np.array([s.last is not None for s in self.states], dtype=bool)
+        self.last = np.array([s.last or (0, 0) for s in self.states], dtype=np.int64).reshape(-1, 2)
+        self.arrays = True
+
+    def to_objects(self) -> None:
+        if self.arrays:
+            for state, last, known in zip(
+                self.states, self.last.tolist(), self.has_last.tolist(), strict=True
+            ):
+                state.last = (last[0], last[1]) if known else None
+            self.arrays = False
+
+
 class PodThrottledCollector(BaseCollector):
     def __init__(self, interval_seconds: float = 1.0) -> None:
         super().__init__("pod_throttled", interval_seconds)
         self._pods: dict[str, _Throttle] = {}
         self._containers: dict[str, _Throttle] = {}
-        # The round's cgroups in read order, rebuilt only when the pod set changes: (pod set, states, paths).
-        self._order: tuple[tuple[PodMeta, ...], list[_Throttle], list[str]] | None = None
+        self._order: _Round | None = None  # the round's cgroups, rebuilt only when the pod set changes
         self._decode: tuple[cg.CgroupVersion, BatchDecoder] | None = None
 
-    def _round(self, ctx: CollectContext) -> tuple[list[_Throttle], list[str]]:
+    def _round(self, ctx: CollectContext) -> _Round:
         key = tuple(ctx.pods.pods())
-        if self._order is not None and self._order[0] == key:
-            return self._order[1], self._order[2]
+        if self._order is not None and self._order.key == key:
+            return self._order
+        if self._order is not None:
+            self._order.to_objects()
         old_pods, old_containers = self._pods, self._containers
         self._pods, self._containers = {}, {}
         states: list[_Throttle] = []
@@ -81,25 +117,59 @@ class PodThrottledCollector(BaseCollector):
                     )
                 self._containers[cid] = cs
                 states.append(cs)
-        self._order = (key, states, [s.path for s in states])
-        return states, self._order[2]
+        self._order = _Round(key, states)
+        return self._order
 
     def collect(self, ctx: CollectContext) -> SampleBatch:
         if self._decode is None or self._decode[0] is not ctx.cgroup_version:
             self._decode = (ctx.cgroup_version, BatchDecoder("throttle", ctx.cgroup_version))
-        states, paths = self._round(ctx)
+        order = self._round(ctx)
         ts = ctx.clock_ns() // 1_000_000
-        stats = self._decode[1](read_files(paths), paths)  # one loop of reads, one decode (cgbatch)
-        batch = SampleBatch()
-        add_ref, add_value = batch.refs.append, batch.values.append
-        for state, cur in zip(states, stats, strict=True):
-            if cur is None:
-                continue  # unreadable: skipped, its state kept
-            last, state.last = state.last, cur
-            if last is not None:
-                periods = cur[0] - last[0]  # as throttle_ratio
-                add_ref(state.ref)
-                add_value((cur[1] - last[1]) / periods if periods > 0 else 0.0)
-        batch.timestamps.extend([ts] * len(batch.refs))  # one timestamp for the whole round
+        stats = self._decode[1](read_files(order.paths), order.paths)  # one loop of reads, one decode
+        batch = _vectorised(order, stats, ts) if VECTORISE else None
+        if batch is None:  # a file missing or bad, or counters beyond 2**52: cgroup by cgroup
+            order.to_objects()
+            batch = _one_by_one(order, stats, ts)
         self.mark_started()
         return batch
+
+
+def _vectorised(order: _Round, stats: list[tuple[int, int] | None], ts: int) -> SampleBatch | None:
+    """The round in numpy when every file was read and parsed; None (nothing changed) otherwise."""
+    if None in stats:
+        return None
+    try:
+        cur = np.array(stats, dtype=np.int64).reshape(-1, 2)
+    except OverflowError:
+        return None
+    if cur.shape[0] and int(np.abs(cur).max()) > _EXACT:
+        return None
+    if not order.arrays:
+        order.from_objects()
+    has, last = order.has_last, order.last
+    periods = cur[:, 0] - last[:, 0]
+    ratio = np.zeros(cur.shape[0], dtype=np.float64)
+    np.divide(cur[:, 1] - last[:, 1], periods, out=ratio, where=periods > 0)  # as throttle_ratio
+    order.last, order.has_last = cur, np.ones(cur.shape[0], dtype=bool)
+    if has.all():
+        refs = list(order.refs)
+    else:
+        refs = [order.refs[i] for i in np.flatnonzero(has).tolist()]
+        ratio = ratio[has]
+    return SampleBatch.from_arrays(refs, np.full(ratio.shape[0], ts, dtype=np.int64), ratio)
+
+
+def _one_by_one(order: _Round, stats: list[tuple[int, int] | None], ts: int) -> SampleBatch:
+    """The round cgroup by cgroup on the ``_Throttle`` objects (any round ``_vectorised`` declines)."""
+    batch = SampleBatch()
+    add_ref, add_value = batch.refs.append, batch.values.append
+    for state, cur in zip(order.states, stats, strict=True):
+        if cur is None:
+            continue  # unreadable: skipped, its state kept
+        last, state.last = state.last, cur
+        if last is not None:
+            periods = cur[0] - last[0]  # as throttle_ratio
+            add_ref(state.ref)
+            add_value((cur[1] - last[1]) / periods if periods > 0 else 0.0)
+    batch.timestamps.extend([ts] * len(batch.refs))  # one timestamp for the whole round
+    return batch
