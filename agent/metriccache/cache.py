@@ -24,9 +24,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from agent.metriccache.aggregate import (
+    PERCENTILES,
     AggregationType,
     FloatArray,
     IntArray,
+    percentile_index,
 )
 from agent.metriccache.aggregate import aggregate as _aggregate
 from agent.metriccache.aggregate import avg as _avg
@@ -116,9 +118,13 @@ class Result:
     time_range_duration_ms: int = 0
     """max − min timestamp of the last series added (0 when no series matched)."""
 
+    _sorted: FloatArray | None = field(default=None, init=False, repr=False, compare=False)
+    """The values sorted once for every percentile asked of this result (a report asks four)."""
+
     def add_series(self, timestamps: IntArray, values: FloatArray) -> None:
         self.timestamps = np.concatenate([self.timestamps, timestamps.astype(np.int64, copy=False)])
         self.values = np.concatenate([self.values, values.astype(np.float64, copy=False)])
+        self._sorted = None
         self.series_count += 1
         self.time_range_duration_ms = _time_range_duration_ms(timestamps)
 
@@ -139,7 +145,12 @@ class Result:
         return _percentile(self.values, np.float32(p))
 
     def aggregate(self, kind: AggregationType) -> float:
-        return _aggregate(kind, self.timestamps, self.values)
+        p = PERCENTILES.get(kind)
+        if p is None or not self.values.shape[0]:
+            return _aggregate(kind, self.timestamps, self.values)
+        if self._sorted is None or self._sorted.shape != self.values.shape:
+            self._sorted = np.sort(self.values, kind="stable")
+        return float(self._sorted[percentile_index(int(self.values.shape[0]), p)])  # as aggregate.percentile
 
     def is_cold_start(self, window_seconds: float) -> bool:
         """SPEC §6.5: True when this result must be reported as empty for a window of that length."""

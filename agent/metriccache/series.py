@@ -8,7 +8,7 @@ from a shared ``SeriesPool`` (``RingSeries.in_pool``) and hands the row back whe
 order (the collectors' case) answers window queries with two binary searches and copies only the
 window; otherwise with a mask and a stable sort. Not thread-safe on its own: the cache serialises access.
 
-Imports: standard library, numpy, agent.metriccache.block.
+Imports: standard library, numpy, agent.metriccache.block, agent.accel (the optional C window sum).
 """
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ from bisect import bisect_left, bisect_right
 import numpy as np
 import numpy.typing as npt
 
+from agent.accel import cgparse
 from agent.metriccache.block import ROW_STRIDE, SeriesBlock, SeriesPool
 
 __all__ = ["RingSeries"]
+
+_window_sum = cgparse.window_sum if cgparse is not None else None
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 INITIAL_ALLOCATION = 64  # kept for callers that size things by it
 
@@ -179,6 +183,18 @@ class RingSeries:
         """``avg`` of ``window(start_ms, end_ms)``'s values (the same float64 running sum in timestamp order),
         without building the window arrays when the series is ordered; None when no point is in it."""
         n, head, run = self._state()
+        if run >= n and _window_sum is not None:  # one C call: two binary searches and the running sum
+            block, row = self._block, self._row
+            base = block.base or 0
+            total, count = _window_sum(
+                block.ts[row],
+                block.vals[row],
+                n,
+                head,
+                max(start_ms - base, _I64_MIN),
+                min(end_ms - base, _I64_MAX),
+            )
+            return total / count if count else None
         if run < n:
             vals = self.window(start_ms, end_ms)[1]
         else:

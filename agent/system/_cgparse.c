@@ -19,6 +19,11 @@
  *                         tuple, or with `total` their sum times `scale`; None where kv has no answer, a
  *                         picked value is negative or the product overflows int64
  *   Both batch functions return (answers, misses): misses counts the bytes items left unanswered.
+ *   window_sum(ts, vals, n, head, lo, hi)
+ *                         for one ring buffer of the metric cache whose points are in timestamp order
+ *                         (int32 or int64 timestamps, float64 values; the older run [head, n) then the
+ *                         newer [0, head)): (sum, count) of the values with lo <= t <= hi, summed one by
+ *                         one in timestamp order from the first (as numpy's cumsum), no copy made
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -338,12 +343,65 @@ static PyObject *numa_v2(PyObject *self, PyObject *args) {
     return numa_dict(sums, seen_nodes);
 }
 
+/* Index of the first element of ts[a, b) that is >= key (upper = 0) or > key (upper = 1); ts sorted. */
+static Py_ssize_t bound(const void *ts, int wide, Py_ssize_t a, Py_ssize_t b, long long key, int upper) {
+    while (a < b) {
+        Py_ssize_t mid = a + (b - a) / 2;
+        long long v = wide ? ((const long long *)ts)[mid] : (long long)((const int *)ts)[mid];
+        if (upper ? v <= key : v < key)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+static PyObject *window_sum(PyObject *self, PyObject *args) {
+    PyObject *ts_obj, *vals_obj;
+    Py_ssize_t n, head;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(args, "OOnnLL", &ts_obj, &vals_obj, &n, &head, &lo, &hi)) return NULL;
+    Py_buffer ts, vals;
+    if (PyObject_GetBuffer(ts_obj, &ts, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(vals_obj, &vals, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&ts);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    int wide = ts.itemsize == 8;
+    char tf = ts.format ? ts.format[0] : 'B', vf = vals.format ? vals.format[0] : 'B';
+    Py_ssize_t cap = ts.len / (ts.itemsize ? ts.itemsize : 1);
+    if (!((ts.itemsize == 4 && tf == 'i') || (wide && (tf == 'l' || tf == 'q'))) || vals.itemsize != 8 ||
+        vf != 'd' || vals.len / 8 != cap || n < 0 || n > cap || head < 0 || (head > 0 && head >= n)) {
+        PyErr_SetString(PyExc_ValueError, "window_sum: int32/int64 and float64 rows of one length, 0 <= head < n");
+        goto done;
+    }
+    const double *v = (const double *)vals.buf;
+    Py_ssize_t runs[2][2] = {{head, n}, {0, head}};
+    double sum = 0.0;
+    Py_ssize_t count = 0;
+    for (int r = 0; r < 2; r++) {
+        Py_ssize_t a = bound(ts.buf, wide, runs[r][0], runs[r][1], lo, 0);
+        Py_ssize_t b = bound(ts.buf, wide, a, runs[r][1], hi, 1);
+        for (Py_ssize_t i = a; i < b; i++) {
+            sum = count ? sum + v[i] : v[i]; /* the first value as is: 0.0 + -0.0 would lose its sign */
+            count++;
+        }
+    }
+    out = Py_BuildValue("(dn)", sum, count);
+done:
+    PyBuffer_Release(&ts);
+    PyBuffer_Release(&vals);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"kv", kv, METH_VARARGS, "kv(data, keys) -> tuple of ints | None"},
     {"numa_v1", numa_v1, METH_VARARGS, "numa_v1(data) -> {node: pages} | None"},
     {"numa_v2", numa_v2, METH_VARARGS, "numa_v2(data, div) -> {node: bytes // div summed} | None"},
     {"uint_batch", uint_batch, METH_O, "uint_batch(datas) -> ([int | None], misses)"},
     {"kv_batch", kv_batch, METH_VARARGS, "kv_batch(datas, keys, lo, hi, total, scale) -> ([...], misses)"},
+    {"window_sum", window_sum, METH_VARARGS, "window_sum(ts, vals, n, head, lo, hi) -> (sum, count)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,7 +9,7 @@ nr_throttled)), None for a file that was unreadable or is bad: the C batch parse
 layouts, and each file they leave goes through ``fastread.decoder`` (the Python fast parser, then the
 strict converter), so the values are exactly the single readers'.
 
-Imports: standard library, agent.system.{cgroup,fastread} and the optional ``agent.system._cgparse``.
+Imports: standard library, agent.system.{cgroup,fastread}, agent.accel (the optional C parsers).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent.accel import cgparse
 from agent.system.cgroup import CgroupVersion
-from agent.system.fastread import ACCELERATED, CPUSTAT_KEYS, MEMSTAT_KEYS, decoder
+from agent.system.fastread import CPUSTAT_KEYS, MEMSTAT_KEYS, decoder
 
 __all__ = ["BatchDecoder", "read_files", "read_pairs"]
 
@@ -92,8 +93,8 @@ class BatchDecoder:
     def __init__(self, kind: str, version: CgroupVersion, accel: bool = True) -> None:
         self._one = decoder(kind, version, accel)
         self._batch: Callable[[list[bytes | None]], tuple[list[Any], int]] | None = None
-        if accel and ACCELERATED:
-            from agent.system import _cgparse
+        _cgparse = cgparse
+        if accel and _cgparse is not None:
 
             def keys(names: Sequence[str]) -> tuple[bytes, ...]:
                 return tuple(name.encode() for name in names)

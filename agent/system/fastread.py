@@ -18,7 +18,7 @@ kernel's are) and which holds no ASCII separator bytes ``\\x1c``–``\\x1f`` (wh
 blanks and ``bytes.split`` does not), the fast result equals the strict one; lines the collectors do not
 need are not validated (the strict converter would reject, say, a non-integer ``pgfault``).
 
-Imports: standard library, ``agent.system.cgroup`` and its optional C parsers ``agent.system._cgparse``.
+Imports: standard library, ``agent.system.cgroup``, ``agent.accel`` (the optional C parsers).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, TypeVar, cast
 
+from agent.accel import cgparse
 from agent.system.cgroup import (
     CPU_STAT,
     CPU_USAGE,
@@ -59,15 +60,11 @@ __all__ = [
 
 T = TypeVar("T")
 
-try:
-    if os.environ.get("KOORD_PURE_PYTHON", "") not in ("", "0"):
-        raise ImportError("KOORD_PURE_PYTHON is set")
-    from agent.system import _cgparse
-
-    _c_kv: Callable[[bytes, tuple[bytes, ...]], tuple[int, ...] | None] | None = _cgparse.kv
-    _c_numa_v1: Callable[[bytes], dict[int, int] | None] | None = _cgparse.numa_v1
-    _c_numa_v2: Callable[[bytes, int], dict[int, int] | None] | None = _cgparse.numa_v2
-except ImportError:  # not built (no compiler at install time) or turned off: the Python parsers alone
+if cgparse is not None:
+    _c_kv: Callable[[bytes, tuple[bytes, ...]], tuple[int, ...] | None] | None = cgparse.kv
+    _c_numa_v1: Callable[[bytes], dict[int, int] | None] | None = cgparse.numa_v1
+    _c_numa_v2: Callable[[bytes, int], dict[int, int] | None] | None = cgparse.numa_v2
+else:  # not built (no compiler at install time) or turned off: the Python parsers alone
     _c_kv = _c_numa_v1 = _c_numa_v2 = None
 
 ACCELERATED = _c_kv is not None

@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.metriccache import series as series_module
 from agent.metriccache.series import RingSeries
 
 NOW_MS = 1_790_000_000_000  # 2026
@@ -25,10 +26,22 @@ def _reference(
     capacity=st.integers(1, 40),
     steps=st.lists(st.tuples(st.integers(-40 * DAY_MS, 40 * DAY_MS), st.floats(-1e9, 1e9)), max_size=80),
     window=st.tuples(st.integers(-50 * DAY_MS, 50 * DAY_MS), st.integers(0, 100 * DAY_MS)),
+    c_sum=st.booleans(),
 )
 def test_queries_match_a_plain_list(
-    capacity: int, steps: list[tuple[int, float]], window: tuple[int, int]
+    capacity: int, steps: list[tuple[int, float]], window: tuple[int, int], c_sum: bool
 ) -> None:
+    """With the C window sum (agent.accel) and without it."""
+    saved = series_module._window_sum
+    if not c_sum:
+        series_module._window_sum = None
+    try:
+        _check_queries(capacity, steps, window)
+    finally:
+        series_module._window_sum = saved
+
+
+def _check_queries(capacity: int, steps: list[tuple[int, float]], window: tuple[int, int]) -> None:
     series = RingSeries(capacity)
     points = [(NOW_MS + dt, v) for dt, v in steps]
     for t, v in points:

@@ -152,3 +152,21 @@ def test_uint_batch_is_none_or_the_python_answer(datas: list[bytes | None]) -> N
             assert value == fastread._usage_v1(data) and value >= 0
     assert _cgparse.uint_batch([b"12\n", b" 7 ", None, b"-1\n"]) == ([12, 7, None, None], 1)
     assert misses == sum(1 for d, v in zip(datas, got, strict=True) if d is not None and v is None)
+
+
+def test_window_sum_checks_its_rows() -> None:
+    import numpy as np
+
+    ts = np.array([1, 2, 3, 10], dtype=np.int32)
+    vals = np.array([0.5, -0.0, 2.0, 4.0])
+    assert _cgparse.window_sum(ts, vals, 4, 0, 2, 3) == (2.0, 2)  # -0.0 then 2.0
+    assert _cgparse.window_sum(ts.astype(np.int64), vals, 4, 0, 0, 100) == (6.5, 4)
+    assert _cgparse.window_sum(ts, vals, 3, 0, 4, 9) == (0.0, 0)
+    for bad in (
+        (ts, vals[:3], 3, 0, 0, 1),  # rows of different lengths
+        (ts.astype(np.float64), vals, 4, 0, 0, 1),  # float timestamps
+        (ts, vals, 5, 0, 0, 1),  # more points than room
+        (ts, vals, 4, 4, 0, 1),  # head past the points
+    ):
+        with pytest.raises(ValueError, match="window_sum"):
+            _cgparse.window_sum(*bad)
