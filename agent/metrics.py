@@ -7,14 +7,17 @@ Imports: standard library, prometheus_client, agent.{metriccache,podmeta}.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector as RegistryCollector
 
 from agent.metriccache import MetricCache, MetricCacheError
 from agent.podmeta import PodMeta
@@ -22,6 +25,54 @@ from agent.podmeta import PodMeta
 __all__ = ["AgentMetrics"]
 
 _DURATION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+class _CollectorRounds(RegistryCollector):
+    """``koordlet_collector_duration_seconds`` (histogram) and ``koordlet_collector_rounds_total`` per
+    collector: observing is a bisect and three additions under a lock (prometheus_client's Histogram takes
+    a lock per bucket and value), the families are built only when scraped."""
+
+    def __init__(self, node: str) -> None:
+        self._node = node
+        self._lock = threading.Lock()
+        # collector → [bucket counts (last: above every bound), sum of seconds, succeeded, failed]
+        self._stats: dict[str, list[Any]] = {}
+
+    def observe(self, collector: str, seconds: float, ok: bool) -> None:
+        with self._lock:
+            st = self._stats.get(collector)
+            if st is None:
+                st = self._stats[collector] = [[0] * (len(_DURATION_BUCKETS) + 1), 0.0, 0, 0]
+            st[0][bisect.bisect_left(_DURATION_BUCKETS, seconds)] += 1  # le: a value on a bound counts in it
+            st[1] += seconds
+            st[2 if ok else 3] += 1
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(self._families({}))
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            stats = {name: [list(st[0]), st[1], st[2], st[3]] for name, st in self._stats.items()}
+        return iter(self._families(stats))
+
+    def _families(self, stats: Mapping[str, list[Any]]) -> list[Metric]:
+        duration = HistogramMetricFamily(
+            "koordlet_collector_duration_seconds",
+            "Duration of one collection round per collector",
+            labels=["node", "collector"],
+        )
+        rounds = CounterMetricFamily(
+            "koordlet_collector_rounds",
+            "Collection rounds per collector and outcome",
+            labels=["node", "collector", "status"],
+        )
+        for name, (buckets, total, succeeded, failed) in sorted(stats.items()):
+            cumulative = list(itertools.accumulate(buckets))
+            bounds = [*(repr(float(b)) for b in _DURATION_BUCKETS), "+Inf"]
+            duration.add_metric([self._node, name], list(zip(bounds, cumulative, strict=True)), total)
+            rounds.add_metric([self._node, name, "succeeded"], succeeded)
+            rounds.add_metric([self._node, name, "failed"], failed)
+        return [duration, rounds]
 
 
 class AgentMetrics:
@@ -32,19 +83,9 @@ class AgentMetrics:
         self.start_time = Gauge(
             "koordlet_start_time", "koordlet start time (unix seconds)", ["node"], registry=r
         )
-        self.collect_duration = Histogram(
-            "koordlet_collector_duration_seconds",
-            "Duration of one collection round per collector",
-            ["node", "collector"],
-            buckets=_DURATION_BUCKETS,
-            registry=r,
-        )
-        self.collect_rounds = Counter(
-            "koordlet_collector_rounds",
-            "Collection rounds per collector and outcome",
-            ["node", "collector", "status"],
-            registry=r,
-        )
+        # Every collector reports every second: counted in plain Python, exported when scraped.
+        self._rounds = _CollectorRounds(node)
+        r.register(self._rounds)
         self.node_cpu = Gauge("koordlet_node_used_cpu_cores", "Node CPU usage (cores)", ["node"], registry=r)
         self.node_memory = Gauge(
             "koordlet_node_used_memory_bytes", "Node memory usage (bytes)", ["node"], registry=r
@@ -86,7 +127,6 @@ class AgentMetrics:
             registry=r,
         )
         self._qos_gauges: dict[str, Gauge] = {}
-        self._collect_children: dict[tuple[str, bool], tuple[Any, Any]] = {}
         self._pod_keys: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self.start_time.labels(node).set(time.time())
@@ -95,15 +135,7 @@ class AgentMetrics:
                 self.reports.labels(node, target, status)
 
     def on_collect(self, collector: str, seconds: float, ok: bool) -> None:
-        # Called for every collector every second: the labelled children are looked up once.
-        children = self._collect_children.get((collector, ok))
-        if children is None:
-            children = self._collect_children[(collector, ok)] = (
-                self.collect_duration.labels(self.node, collector),
-                self.collect_rounds.labels(self.node, collector, "succeeded" if ok else "failed"),
-            )
-        children[0].observe(seconds)
-        children[1].inc()
+        self._rounds.observe(collector, seconds, ok)
 
     def on_report(self, target: str, status: str) -> None:
         self.reports.labels(self.node, target, status).inc()
