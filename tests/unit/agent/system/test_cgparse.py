@@ -124,7 +124,8 @@ def test_kv_batch_is_kv_per_item(datas: list[bytes | None], keys: list[str], tot
         if one is None or min(one[:2]) < 0:
             want.append(None)
         else:
-            want.append(sum(one[:2]) * scale if total else one[:2])
+            value = sum(one[:2]) * scale if total else one[:2]
+            want.append(None if total and value > 2**63 - 1 else value)  # (an int64 overflow: no answer)
     assert got == want
     assert misses == sum(1 for d, g in zip(datas, got, strict=True) if d is not None and g is None)
 
