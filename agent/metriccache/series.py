@@ -26,8 +26,6 @@ __all__ = ["RingSeries"]
 _window_sum = cgparse.window_sum if cgparse is not None else None
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
-INITIAL_ALLOCATION = 64  # kept for callers that size things by it
-
 
 class RingSeries:
     """Bounded ring buffer of points in write order (one row of a block)."""

@@ -22,7 +22,7 @@ from agent.metricsadvisor.framework import BaseCollector, CollectContext, ms, ud
 from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
 from agent.system.cgbatch import read_files
-from agent.system.fastread import fast_parser, reader
+from agent.system.fastread import decoder, read_bytes, reader
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
 from apis.constants import BATCH_CPU
 from apis.pod import container_requests, containers, init_containers, is_restartable_init_container
@@ -84,18 +84,18 @@ class BEResourceCollector(BaseCollector):
         self._last: tuple[int, int] | None = None  # (cpu ns, wall ns)
         # uid → (the pod object the request was computed from, request); compared by identity
         self._request_cache: dict[str, tuple[Mapping[str, Any], int]] = {}
-        self._cpuset_paths: dict[str, str] = {}
+        self._be_paths: dict[str, str] = {}  # the besteffort dir's quota/period/usage files
         self._readers: dict[tuple[str, str], Callable[[str], Any]] = {}
         self._round: _Round | None = None
-        self._parsers: dict[cg.CgroupVersion, Callable[[bytes], list[int] | None] | None] = {}
+        self._cpuset_decoders: dict[cg.CgroupVersion, Callable[[bytes, str], list[int]]] = {}
         self._refs = {alloc: SeriesRef("node_be", labels) for alloc, labels in _LABELS.items()}
 
     def _read(self, ctx: CollectContext, spec: cg.CgroupFile[T], cgroup_dir: str) -> T:
         key = spec.name + "\0" + cgroup_dir
-        path = self._cpuset_paths.get(key)
+        path = self._be_paths.get(key)
         if path is None:
             root, version = ctx.paths.cgroup_root, ctx.cgroup_version
-            path = self._cpuset_paths[key] = str(cg.cgroup_file_path(root, version, spec, cgroup_dir))
+            path = self._be_paths[key] = str(cg.cgroup_file_path(root, version, spec, cgroup_dir))
         value: T = self._reader(ctx, spec)(path)
         return value
 
@@ -109,19 +109,15 @@ class BEResourceCollector(BaseCollector):
     def _cpuset_sizes(self, ctx: CollectContext, paths: list[str]) -> list[int]:
         """``len`` of each cpuset (read in one loop; ``OSError``/``ValueError`` as a single reader's)."""
         version = ctx.cgroup_version
-        if version not in self._parsers:
-            made: Callable[[bytes], list[int] | None] | None = fast_parser(cg.CPUSET_CPUS, version)
-            self._parsers[version] = made
-        parse = self._parsers[version]
+        decode = self._cpuset_decoders.get(version)
+        if decode is None:
+            decode = self._cpuset_decoders[version] = decoder("cpuset", version)
         sizes: list[int] = []
         for path, data in zip(paths, read_files(paths), strict=True):
             if data is None:
-                self._reader(ctx, cg.CPUSET_CPUS)(path)  # raises the reader's own OSError
+                read_bytes(path)  # raises the single reader's own OSError
                 raise OSError(f"{path}: unreadable")  # (it became readable in between: still a failed round)
-            cpus = parse(data) if parse is not None else None
-            if cpus is None:
-                cpus = cg.convert_cgroup(cg.CPUSET_CPUS, version, data.decode(), path)
-            sizes.append(len(cpus))
+            sizes.append(len(decode(data, path)))
         return sizes
 
     def _request(self, pods: Sequence[PodMeta]) -> int:
@@ -157,8 +153,6 @@ class BEResourceCollector(BaseCollector):
         quota = self._read(ctx, cg.CPU_QUOTA, be_dir)
         period = self._read(ctx, cg.CPU_PERIOD, be_dir)
         limit = be_real_limit_milli(sizes, quota, period)
-        if len(self._cpuset_paths) > 16:
-            self._cpuset_paths.clear()  # only the besteffort dir's files are kept here
         wall = ctx.clock_ns()
         cur = self._read(ctx, cg.CPU_USAGE, be_dir)
         last, self._last = self._last, (cur, wall)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
 from agent.system.cgbatch import BatchDecoder, read_files, read_pairs
 from agent.system.cgroup import CgroupVersion
-from agent.system.fastread import anon_reader, fast_parser, reader
+from agent.system.fastread import anon_reader, decoder, reader
 
 __all__ = ["CgroupUsage", "PodResourceCollector", "usage_cores"]
 
@@ -43,29 +44,23 @@ def usage_cores(delta_ns: int, delta_wall_ns: int) -> float:
 
 
 @functools.cache
-def _readers(
-    version: CgroupVersion,
-) -> tuple[Callable[[str], int], Callable[[str], int], Callable[[str], dict[int, int]]]:
-    """The fast readers of CPU usage (ns), anon memory (``memory.stat``) and ``memory.numa_stat``."""
-    return reader(cg.CPU_USAGE, version), anon_reader(version), reader(cg.MEMORY_NUMA_STAT, version)
-
-
-@functools.cache
-def _numa_parser(version: CgroupVersion) -> Callable[[bytes], dict[int, int] | None] | None:
-    parse: Callable[[bytes], dict[int, int] | None] | None = fast_parser(cg.MEMORY_NUMA_STAT, version)
-    return parse
+def _readers(version: CgroupVersion) -> tuple[Callable[[str], int], Callable[[str], int]]:
+    """The single readers of CPU usage (ns) and anon memory (``memory.stat``), for ``CgroupUsage.read``."""
+    return reader(cg.CPU_USAGE, version), anon_reader(version)
 
 
 def _numa_pages(version: CgroupVersion, data: bytes, path: str) -> dict[int, int]:
     """Pages per NUMA node of one ``memory.numa_stat`` (as its reader; {} when the file is bad)."""
-    parse = _numa_parser(version)
-    pages = parse(data) if parse is not None else None
-    if pages is None:
-        try:
-            pages = cg.convert_cgroup(cg.MEMORY_NUMA_STAT, version, data.decode(), path)
-        except ValueError:
-            return {}
+    try:
+        pages: dict[int, int] = _numa_decoder(version)(data, path)
+    except ValueError:
+        return {}
     return pages
+
+
+@functools.cache
+def _numa_decoder(version: CgroupVersion) -> Callable[[bytes, str], Any]:
+    return decoder("numa", version)
 
 
 class CgroupUsage:
@@ -98,7 +93,7 @@ class CgroupUsage:
         self.cpu_path = str(cg.cgroup_file_path(root, version, cg.CPU_USAGE, cgroup_dir))
         self.mem_path = str(cg.cgroup_file_path(root, version, cg.MEMORY_STAT, cgroup_dir))
         self.numa_path = str(cg.cgroup_file_path(root, version, cg.MEMORY_NUMA_STAT, cgroup_dir))
-        self.read_usage, self.read_mem, _ = _readers(version)
+        self.read_usage, self.read_mem = _readers(version)
         self.cpu_ref = SeriesRef(kinds[0], labels)
         self.mem_ref = SeriesRef(kinds[1], labels)
         self.last_ns = -1

@@ -10,7 +10,7 @@ agent.metricsadvisor.framework.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -41,15 +41,6 @@ class _Throttle:
             cg.cgroup_file_path(ctx.paths.cgroup_root, ctx.cgroup_version, cg.CPU_STAT, cgroup_dir)
         )
         self.last: tuple[int, int] | None = None  # (nr_periods, nr_throttled)
-
-    def read(self, read_stat: Callable[[str], tuple[int, int]]) -> float | None:
-        """The ratio since the last read (None on the first); ``OSError``/``ValueError`` on a bad file."""
-        cur = read_stat(self.path)
-        last, self.last = self.last, cur
-        if last is None:
-            return None
-        periods = cur[0] - last[0]  # as throttle_ratio
-        return (cur[1] - last[1]) / periods if periods > 0 else 0.0
 
 
 VECTORISE = True

@@ -53,6 +53,7 @@ __all__ = [
     "fast_parser",
     "plain_ascii",
     "read_bytes",
+    "read_rest",
     "read_text_fast",
     "reader",
     "throttle_reader",
@@ -81,13 +82,18 @@ def read_bytes(path: str) -> bytes:
     try:
         data = _read(fd, _CHUNK)
         if len(data) == _CHUNK:
-            chunks = [data]
-            while chunk := _read(fd, _CHUNK):
-                chunks.append(chunk)
-            data = b"".join(chunks)
+            data = read_rest(fd, data)
     finally:
         _close(fd)
     return data
+
+
+def read_rest(fd: int, first: bytes) -> bytes:
+    """``first`` (a full first read of ``fd``) and the rest of the file."""
+    chunks = [first]
+    while chunk := _read(fd, _CHUNK):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def read_text_fast(path: str) -> str:
@@ -319,7 +325,57 @@ def reader(spec: CgroupFile[T], version: CgroupVersion, accel: bool = True) -> C
 
     ``OSError`` when the file cannot be read, ``ValueError`` (the strict converter's) on bad content.
     """
-    read: Callable[[str], T] = _reader(spec, version, fast_parser(spec, version, accel), _same)
+    read: Callable[[str], T] = _reader(_decoder(spec, version, fast_parser(spec, version, accel), _same))
+    return read
+
+
+def anon_reader(version: CgroupVersion, accel: bool = True) -> Callable[[str], int]:
+    """``read(path)`` → ``MemoryStat.usage_anon`` of a ``memory.stat`` (every ``MemoryStat`` key must be
+    present, as for the strict converter; only the three anon values are converted)."""
+    return cast("Callable[[str], int]", _reader(decoder("anon", version, accel)))
+
+
+def throttle_reader(version: CgroupVersion, accel: bool = True) -> Callable[[str], tuple[int, int]]:
+    """``read(path)`` → (nr_periods, nr_throttled) of a ``cpu.stat`` (the throttled time must be present)."""
+    return cast("Callable[[str], tuple[int, int]]", _reader(decoder("throttle", version, accel)))
+
+
+def decoder(kind: str, version: CgroupVersion, accel: bool = True) -> Callable[[bytes, str], Any]:
+    """``decode(data, path)``: what the reader of ``kind`` returns for a file whose bytes were already read
+    (``"usage"``, ``"numa"``, ``"cpuset"``: ``reader`` of CPU_USAGE, MEMORY_NUMA_STAT, CPUSET_CPUS;
+    ``"anon"``: ``anon_reader``; ``"throttle"``: ``throttle_reader``); ``ValueError`` (the strict
+    converter's, naming ``path``) on bad content."""
+    specs: dict[str, CgroupFile[Any]] = {"usage": CPU_USAGE, "numa": MEMORY_NUMA_STAT, "cpuset": CPUSET_CPUS}
+    if kind in specs:
+        return _decoder(specs[kind], version, fast_parser(specs[kind], version, accel), _same)
+    if kind == "anon":  # inactive + active anon + unevictable
+        parse = _kv_parser(_MEMSTAT_KEYS[version], sum, use=slice(4, 7), accel=accel)
+        return _decoder(MEMORY_STAT, version, parse, _usage_anon)
+    if kind == "throttle":
+        parse = _kv_parser(_CPUSTAT_KEYS[version], tuple, use=slice(0, 2), accel=accel)
+        return _decoder(CPU_STAT, version, parse, _stat_periods)
+    raise ValueError(f"decoder: unknown kind {kind!r}")
+
+
+def _decoder(
+    spec: CgroupFile[Any], version: CgroupVersion, parse: Parser | None, project: Callable[[Any], Any]
+) -> Callable[[bytes, str], Any]:
+    """``decode(data, path)``: the fast ``parse`` of the bytes, else ``project`` of the strict conversion."""
+
+    def decode(data: bytes, path: str) -> Any:
+        if parse is not None:
+            value = parse(data)
+            if value is not None:
+                return value
+        return project(convert_cgroup(spec, version, data.decode(), path))
+
+    return decode
+
+
+def _reader(decode: Callable[[bytes, str], Any]) -> Callable[[str], Any]:
+    def read(path: str) -> Any:
+        return decode(read_bytes(path), path)
+
     return read
 
 
@@ -327,84 +383,12 @@ def _same(value: Any) -> Any:
     return value
 
 
-def _reader(
-    spec: CgroupFile[Any], version: CgroupVersion, parse: Parser | None, project: Callable[[Any], Any]
-) -> Any:
-    """``read(path)``: the fast ``parse`` of the file's bytes, else ``project`` of the strict conversion."""
-
-    def read(path: str) -> Any:
-        fd = _open(path, _FLAGS)
-        try:
-            data = _read(fd, _CHUNK)
-            if len(data) == _CHUNK:
-                data = _read_rest(fd, data)
-        finally:
-            _close(fd)
-        if parse is not None:
-            value = parse(data)
-            if value is not None:
-                return value
-        return project(convert_cgroup(spec, version, data.decode(), path))
-
-    return read
-
-
-def decoder(kind: str, version: CgroupVersion, accel: bool = True) -> Callable[[bytes, str], Any]:
-    """``decode(data, path)``: what the reader of ``kind`` (``"usage"``: ``reader(CPU_USAGE)``, ``"anon"``:
-    ``anon_reader``, ``"throttle"``: ``throttle_reader``) returns for a file whose bytes were already read;
-    ``ValueError`` (the strict converter's, naming ``path``) on bad content."""
-    spec: CgroupFile[Any]
-    parse: Callable[[bytes], Any] | None
-    project: Callable[[Any], Any]
-    if kind == "usage":
-        spec, parse, project = CPU_USAGE, fast_parser(CPU_USAGE, version, accel), _same
-    elif kind == "anon":
-        parse = _kv_parser(_MEMSTAT_KEYS[version], sum, use=slice(4, 7), accel=accel)
-        spec, project = MEMORY_STAT, _usage_anon
-    elif kind == "throttle":
-        parse = _kv_parser(_CPUSTAT_KEYS[version], tuple, use=slice(0, 2), accel=accel)
-        spec, project = CPU_STAT, _stat_periods
-    else:
-        raise ValueError(f"decoder: unknown kind {kind!r}")
-
-    def decode(data: bytes, path: str) -> Any:
-        if parse is not None:
-            value = parse(data)
-            if value is not None:
-                return value
-        strict: Any = convert_cgroup(cast("CgroupFile[Any]", spec), version, data.decode(), path)
-        return project(strict)
-
-    return decode
-
-
-def anon_reader(version: CgroupVersion, accel: bool = True) -> Callable[[str], int]:
-    """``read(path)`` → ``MemoryStat.usage_anon`` of a ``memory.stat`` (every ``MemoryStat`` key must be
-    present, as for the strict converter; only the three anon values are converted)."""
-    # inactive + active anon + unevictable
-    parser = _kv_parser(_MEMSTAT_KEYS[version], sum, use=slice(4, 7), accel=accel)
-    return cast("Callable[[str], int]", _reader(MEMORY_STAT, version, parser, _usage_anon))
-
-
 def _usage_anon(stat: MemoryStat) -> int:
     return stat.usage_anon
 
 
-def throttle_reader(version: CgroupVersion, accel: bool = True) -> Callable[[str], tuple[int, int]]:
-    """``read(path)`` → (nr_periods, nr_throttled) of a ``cpu.stat`` (the throttled time must be present)."""
-    parser = _kv_parser(_CPUSTAT_KEYS[version], tuple, use=slice(0, 2), accel=accel)
-    return cast("Callable[[str], tuple[int, int]]", _reader(CPU_STAT, version, parser, _stat_periods))
-
-
 def _stat_periods(stat: CpuStat) -> tuple[int, int]:
     return stat.nr_periods, stat.nr_throttled
-
-
-def _read_rest(fd: int, first: bytes) -> bytes:
-    chunks = [first]
-    while chunk := _read(fd, _CHUNK):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 _PARSERS: dict[tuple[str, CgroupVersion], Callable[[bytes], Any] | None] = {}
