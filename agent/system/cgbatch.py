@@ -21,7 +21,7 @@ from typing import Any
 
 from agent.accel import cgparse
 from agent.system.cgroup import CgroupVersion
-from agent.system.fastread import CPUSTAT_KEYS, MEMSTAT_KEYS, decoder
+from agent.system.fastread import CPUSTAT_KEYS, MEMSTAT_KEYS, decoder, read_rest
 
 __all__ = ["BatchDecoder", "read_files", "read_pairs"]
 
@@ -30,18 +30,21 @@ _FLAGS = os.O_RDONLY | os.O_CLOEXEC
 _open, _read, _close = os.open, os.read, os.close
 
 
-def _read_rest(fd: int, first: bytes) -> bytes:
-    chunks = [first]
-    while chunk := _read(fd, _CHUNK):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def read_files(paths: Sequence[str]) -> list[bytes | None]:
     """The bytes of each file (None where it cannot be opened or read)."""
+    return _read_all(paths, None, 1)[0]
+
+
+def _read_all(
+    paths: Sequence[str], clock: Callable[[], int] | None, every: int
+) -> tuple[list[bytes | None], list[int]]:
+    """``read_files``, and with ``clock`` also ``clock()`` just before every ``every``-th file."""
     out: list[bytes | None] = []
-    append = out.append
-    for path in paths:
+    walls: list[int] = []
+    append, stamp = out.append, walls.append
+    for i, path in enumerate(paths):
+        if clock is not None and i % every == 0:
+            stamp(clock())
         try:
             fd = _open(path, _FLAGS)
         except OSError:
@@ -50,41 +53,22 @@ def read_files(paths: Sequence[str]) -> list[bytes | None]:
         try:
             data: bytes | None = _read(fd, _CHUNK)
             if len(data) == _CHUNK:  # type: ignore[arg-type]
-                data = _read_rest(fd, data)  # type: ignore[arg-type]
+                data = read_rest(fd, data)  # type: ignore[arg-type]
         except OSError:
             data = None
         finally:
             _close(fd)
         append(data)
-    return out
+    return out, walls
 
 
 def read_pairs(
     first: Sequence[str], second: Sequence[str], clock: Callable[[], int]
 ) -> tuple[list[int], list[bytes | None], list[bytes | None]]:
     """For each cgroup: ``clock()``, then its ``first`` file, then its ``second`` (as ``read_files``)."""
-    walls: list[int] = []
-    got_a: list[bytes | None] = []
-    got_b: list[bytes | None] = []
-    wall, add_a, add_b = walls.append, got_a.append, got_b.append
-    for path_a, path_b in zip(first, second, strict=True):
-        wall(clock())
-        for path, add in ((path_a, add_a), (path_b, add_b)):
-            try:
-                fd = _open(path, _FLAGS)
-            except OSError:
-                add(None)
-                continue
-            try:
-                data: bytes | None = _read(fd, _CHUNK)
-                if len(data) == _CHUNK:  # type: ignore[arg-type]
-                    data = _read_rest(fd, data)  # type: ignore[arg-type]
-            except OSError:
-                data = None
-            finally:
-                _close(fd)
-            add(data)
-    return walls, got_a, got_b
+    both: list[str] = [path for pair in zip(first, second, strict=True) for path in pair]
+    datas, walls = _read_all(both, clock, 2)
+    return walls, datas[0::2], datas[1::2]
 
 
 class BatchDecoder:
