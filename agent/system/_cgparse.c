@@ -182,9 +182,39 @@ static PyObject *kv(PyObject *self, PyObject *args) {
     return int_tuple(values, k.n);
 }
 
+typedef struct {
+    Keys keys;
+    Py_ssize_t lo, hi;
+    int total;
+    long long scale;
+} KvPick;
+
+/* A new reference for every item of a list (Py_None where there is no answer): (answers, misses), misses
+ * counting the bytes items left unanswered; NULL with an exception set. */
+static PyObject *map_items(PyObject *datas, PyObject *(*one)(PyObject *, const void *), const void *ctx) {
+    Py_ssize_t n = PyList_GET_SIZE(datas), misses = 0;
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(datas, i);
+        PyObject *v = one(item, ctx);
+        if (v == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        misses += (v == Py_None && item != Py_None);
+        PyList_SET_ITEM(out, i, v);
+    }
+    return Py_BuildValue("(Nn)", out, misses);
+}
+
 /* One item of kv_batch: a new reference, or Py_None (new reference) when there is no answer. */
-static PyObject *kv_item(PyObject *item, const Keys *keys, Py_ssize_t lo, Py_ssize_t hi, int total,
-                         long long scale) {
+static PyObject *kv_item(PyObject *item, const void *ctx) {
+    const KvPick *pick = (const KvPick *)ctx;
+    const Keys *keys = &pick->keys;
+    Py_ssize_t lo = pick->lo, hi = pick->hi;
+    int total = pick->total;
+    long long scale = pick->scale;
     long long values[MAX_KEYS];
     if (!PyBytes_Check(item) || !kv_values(PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item), keys, values))
         Py_RETURN_NONE;
@@ -204,31 +234,18 @@ static PyObject *kv_batch(PyObject *self, PyObject *args) {
     int total;
     long long scale;
     if (!PyArg_ParseTuple(args, "O!OnnpL", &PyList_Type, &datas, &keys, &lo, &hi, &total, &scale)) return NULL;
-    Keys k;
-    int ok = load_keys(keys, &k);
+    KvPick pick = {.lo = lo, .hi = hi, .total = total, .scale = scale};
+    int ok = load_keys(keys, &pick.keys);
     if (ok == 0) return NULL;
-    if (ok < 0 || lo < 0 || hi > k.n || lo >= hi || scale < 1 || (total && hi - lo > MAX_KEYS)) {
+    if (ok < 0 || lo < 0 || hi > pick.keys.n || lo >= hi || scale < 1) {
         PyErr_SetString(PyExc_ValueError, "kv_batch: need 0 <= lo < hi <= len(keys) <= 32 and scale >= 1");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(datas), misses = 0;
-    PyObject *out = PyList_New(n);
-    if (out == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GET_ITEM(datas, i);
-        PyObject *v = kv_item(item, &k, lo, hi, total, scale);
-        if (v == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        misses += (v == Py_None && item != Py_None);
-        PyList_SET_ITEM(out, i, v);
-    }
-    return Py_BuildValue("(Nn)", out, misses);
+    return map_items(datas, kv_item, &pick);
 }
 
 /* A non-negative plain decimal with optional blanks and newlines around it (cpuacct.usage). */
-static PyObject *uint_item(PyObject *item) {
+static PyObject *uint_item(PyObject *item, const void *ctx) {
     if (!PyBytes_Check(item)) Py_RETURN_NONE;
     const char *s = PyBytes_AS_STRING(item), *end = s + PyBytes_GET_SIZE(item);
     while (s < end && (*s == ' ' || *s == '\t' || *s == '\n')) s++;
@@ -243,20 +260,7 @@ static PyObject *uint_batch(PyObject *self, PyObject *datas) {
         PyErr_SetString(PyExc_TypeError, "uint_batch: a list of bytes or None");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(datas), misses = 0;
-    PyObject *out = PyList_New(n);
-    if (out == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GET_ITEM(datas, i);
-        PyObject *v = uint_item(item);
-        if (v == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        misses += (v == Py_None && item != Py_None);
-        PyList_SET_ITEM(out, i, v);
-    }
-    return Py_BuildValue("(Nn)", out, misses);
+    return map_items(datas, uint_item, NULL);
 }
 
 /* Add the "N<node>=<value>" fields of tokens [first, n) to sums (value // div, div > 0, value ≥ 0).
