@@ -17,6 +17,7 @@ from agent.metricsadvisor import podresource, podthrottled
 from agent.metricsadvisor.framework import PODS
 from agent.metricsadvisor.podresource import PodResourceCollector
 from agent.metricsadvisor.podthrottled import PodThrottledCollector
+from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
 from agent.system.cgroup import CgroupVersion
 from tests.fixtures.hosttree import HostTree
@@ -34,16 +35,27 @@ step_st = st.one_of(
 )
 
 
+def _three_pods(env: Env) -> tuple[list[PodMeta], list[str]]:
+    """Three pods of one or two containers; their cgroup dirs, pods first."""
+    metas = [
+        env.add_pod(make_pod(f"uid-{i}", "Burstable", [f"c{i}a", f"c{i}b"][: 1 + i % 2])) for i in range(3)
+    ]
+    return metas, [d for m in metas for d in (m.cgroup_dir, *(c.cgroup_dir for c in m.containers))]
+
+
+def _leave_or_return(env: Env, meta: PodMeta) -> None:
+    if meta in env.pods.metas:
+        env.pods.metas.remove(meta)
+    else:
+        env.pods.metas.append(meta)
+
+
 def _run(version: CgroupVersion, steps: list[tuple[str, Any]], vectorise: bool) -> list[object]:
     saved, podresource.VECTORISE = podresource.VECTORISE, vectorise
     try:
         with tempfile.TemporaryDirectory() as tmp:
             env = Env(HostTree(Path(tmp), version))
-            metas = [
-                env.add_pod(make_pod(f"uid-{i}", "Burstable", [f"c{i}a", f"c{i}b"][: 1 + i % 2]))
-                for i in range(3)
-            ]
-            dirs = [d for m in metas for d in (m.cgroup_dir, *(c.cgroup_dir for c in m.containers))]
+            metas, dirs = _three_pods(env)
             usage = dict.fromkeys(dirs, 0)
             for d in dirs:
                 env.host.set_cpu_usage(d, 0)
@@ -72,11 +84,7 @@ def _run(version: CgroupVersion, steps: list[tuple[str, Any]], vectorise: bool) 
                     else:
                         env.host.path_of(spec, d).unlink(missing_ok=True)
                 else:  # a pod leaves, or comes back
-                    meta = metas[arg]
-                    if meta in env.pods.metas:
-                        env.pods.metas.remove(meta)
-                    else:
-                        env.pods.metas.append(meta)
+                    _leave_or_return(env, metas[arg])
             return seen
     finally:
         podresource.VECTORISE = saved
@@ -108,11 +116,7 @@ def _run_throttled(version: CgroupVersion, steps: list[tuple[str, Any]], vectori
     try:
         with tempfile.TemporaryDirectory() as tmp:
             env = Env(HostTree(Path(tmp), version))
-            metas = [
-                env.add_pod(make_pod(f"uid-{i}", "Burstable", [f"c{i}a", f"c{i}b"][: 1 + i % 2]))
-                for i in range(3)
-            ]
-            dirs = [d for m in metas for d in (m.cgroup_dir, *(c.cgroup_dir for c in m.containers))]
+            metas, dirs = _three_pods(env)
             counters = {d: [100, 10] for d in dirs}
             for d in dirs:
                 env.host.set_cpu_stat(d, 100, 10, 0)
@@ -130,15 +134,11 @@ def _run_throttled(version: CgroupVersion, steps: list[tuple[str, Any]], vectori
                 elif op == "break":
                     path = env.host.path_of(cg.CPU_STAT, dirs[arg[0] % len(dirs)])
                     if arg[1] == "bad":
-                        path.write_text("nr_periods x\\n")
+                        path.write_text("nr_periods x\n")
                     else:
                         path.unlink(missing_ok=True)
                 else:
-                    meta = metas[arg]
-                    if meta in env.pods.metas:
-                        env.pods.metas.remove(meta)
-                    else:
-                        env.pods.metas.append(meta)
+                    _leave_or_return(env, metas[arg])
             return seen
     finally:
         podthrottled.VECTORISE = saved
