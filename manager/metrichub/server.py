@@ -46,6 +46,14 @@ SERVICE = "koord.v1.MetricHub"
 _REPORT, _LIST, _WATCH, _WATCH_BATCH = (f"/{SERVICE}/{m}" for m in ("Report", "List", "Watch", "WatchBatch"))
 
 
+def _stream_of(request: pb.WatchRequest, context: grpc.ServicerContext) -> tuple[threading.Event, str | None]:
+    """A watch stream's liveness (cleared when the client goes) and the node it asks for (None: all)."""
+    alive = threading.Event()
+    alive.set()
+    context.add_callback(alive.clear)
+    return alive, (request.node_name if request.HasField("node_name") else None)
+
+
 def _abort(context: Any, code: grpc.StatusCode, details: str) -> NoReturn:
     context.abort(code, details)
     raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
@@ -81,10 +89,7 @@ class MetricHubServicer(pb_grpc.MetricHubServicer):
         self, request: pb.WatchRequest, context: grpc.ServicerContext
     ) -> Iterator[bytes]:
         """Yields serialised NodeMetricEvents (see the module docstring)."""
-        alive = threading.Event()
-        alive.set()
-        context.add_callback(alive.clear)
-        node = request.node_name if request.HasField("node_name") else None
+        alive, node = _stream_of(request, context)
         try:
             with self.store.watching():
                 yield from self.store.watch_encoded(request.since_revision, node, alive)
@@ -95,10 +100,7 @@ class MetricHubServicer(pb_grpc.MetricHubServicer):
         self, request: pb.WatchRequest, context: grpc.ServicerContext
     ) -> Iterator[bytes]:
         """Yields serialised NodeMetricEventBatches: what is new each time the stream catches up."""
-        alive = threading.Event()
-        alive.set()
-        context.add_callback(alive.clear)
-        node = request.node_name if request.HasField("node_name") else None
+        alive, node = _stream_of(request, context)
         store = self.store
         try:
             with store.watching():
