@@ -136,7 +136,8 @@ def bulk_rows(
         return list(range(n))
     e_pr = pu + pd
     heads_np = np.where(np_active & np_present, np_bound - e_np, _NEVER)
-    heads_pp = np.where(prod_set, np.where(pp_active & pp_present, pp_bound - e_pr, _NEVER), heads_np)
+    # a set prod vector has a non-zero value: always checked
+    heads_pp = np.where(prod_set, np.where(pp_present, pp_bound - e_pr, _NEVER), heads_np)
     ok = (e_sc >= 0) & (e_sc <= SCORE_EXACT_LIMIT) & (e_pr >= 0) & (e_pr <= SCORE_EXACT_LIMIT)
     in_range: Bools = np.all(ok, axis=1)
     regular = in_range[:, None]

@@ -39,7 +39,8 @@ class NodeStatic:
 
     ``np_*``: the profile used for pods that are not judged by prod thresholds (aggregated thresholds
     when an aggregated profile applies, else usage thresholds); ``pp_*``: for Prod pods (the prod
-    thresholds when ``prod_set``, else the same as ``np_*``). ``*_bounds``: smallest failing sums;
+    thresholds when ``prod_set``; then ``pp_active`` is true, as a set vector has a non-zero value;
+    else the same as ``np_*``). ``*_bounds``: smallest failing sums;
     ``*_codes``: the FilterResult status index of each resource's rejection. ``regular``: every
     capacity is in ``[0, SCORE_EXACT_LIMIT]`` (the vectorised forms handle the node exactly)."""
 
@@ -67,7 +68,7 @@ def derive(args: LoadAwareSchedulingArgs, resources: Sequence[str], node: Mappin
     np_active = any(t != 0 for t in np_thresholds)
     if profile.prod_set:
         pp_bounds, pp_codes = _sum_bounds(profile.prod, capacity), tuple(1 + j for j in range(r))
-        pp_active = any(t != 0 for t in profile.prod)
+        pp_active = True
     else:
         pp_bounds, pp_codes, pp_active = np_bounds, np_codes, np_active
     regular = all(0 <= v <= SCORE_EXACT_LIMIT for v in capacity)

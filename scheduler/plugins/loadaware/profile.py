@@ -109,7 +109,9 @@ def to_vector(resources: Sequence[str], values: Mapping[str, int]) -> Vector:
 @dataclass(frozen=True, slots=True)
 class ThresholdProfile:
     """Thresholds for one node (percent, 0 = disabled), in resource-vector order. ``prod_set``: the prod
-    thresholds map is non-empty; ``aggregated`` is None when no aggregated profile applies."""
+    vector has a value other than 0 (an all-zero vector such as ``{"cpu": 0}``, or one whose keys are all
+    outside the resource vector, is empty: Prod pods then take the aggregated / usage thresholds; a
+    negative value counts as set); ``aggregated`` is None when no aggregated profile applies."""
 
     usage: Vector
     prod: Vector
@@ -171,10 +173,11 @@ def node_profile(
             prod = c_prod or prod
             if c_agg[0] and c_agg[1]:
                 aggregated = c_agg
+    prod_vector = to_vector(resources, prod)
     return ThresholdProfile(
         usage=to_vector(resources, usage),
-        prod=to_vector(resources, prod),
-        prod_set=bool(prod),
+        prod=prod_vector,
+        prod_set=any(v != 0 for v in prod_vector),
         aggregated=None if aggregated is None else to_vector(resources, aggregated[0]),
         agg_type="" if aggregated is None else aggregated[1],
         agg_duration=0 if aggregated is None else aggregated[2],

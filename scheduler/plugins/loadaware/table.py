@@ -199,12 +199,10 @@ class RowTable:
         heads_np = (
             [_head(b, e) for b, e in zip(st.np_bounds, e_np, strict=True)] if st.np_active else [NEVER] * r
         )
-        if not profile.prod_set:
-            heads_pp = heads_np
-        elif st.pp_active:
+        if profile.prod_set:  # a set prod vector has a non-zero value: always checked
             heads_pp = [_head(b, e) for b, e in zip(st.pp_bounds, e_prod, strict=True)]
         else:
-            heads_pp = [NEVER] * r
+            heads_pp = heads_np
         regular = st.regular and _in_range(e_score) and _in_range(e_prod)
         if not regular:
             return heads_np + heads_pp, [0.0] * (2 * r) + list(st.capacity_f) + [*expiry, -math.inf], False

@@ -26,6 +26,31 @@ def ts(off: int) -> str:
 
 pct = st.integers(0, 100)
 CLASSES = [None, "koord-prod", "koord-batch", "koord-mid", "koord-free"]
+#: args prodUsageThresholds: set ones, all-zero ones (empty: Prod pods take the aggregated / usage
+#: thresholds) including one over a resource only this map adds to the vector, and partly-zero ones (set).
+PROD_ARGS = st.one_of(
+    st.fixed_dictionaries({"cpu": pct}),
+    st.sampled_from([{"cpu": 0}, {"cpu": 0, "memory": 0}, {"example.com/foo": 0}]),
+    st.fixed_dictionaries({"cpu": st.just(0), "memory": pct}),
+)
+#: node annotations: sections that replace the args profile, among them all-zero and partly-zero prod
+#: vectors, a prod vector naming only a resource outside the vector (empty) and a negative one (set).
+_AGG_ANNOTATION = '"aggregatedUsage": {"usageThresholds": {"cpu": 50}, "usageAggregationType": "p95"}'
+ANNOTATIONS = [
+    None,
+    '{"usageThresholds": {"cpu": 50}}',
+    '{"prodUsageThresholds": {"memory": 40}}',
+    "{bad",
+    "{}",
+    '{"prodUsageThresholds": {"cpu": 0}}',
+    '{"prodUsageThresholds": {"cpu": 0, "memory": 0}}',
+    '{"prodUsageThresholds": {"cpu": 0, "memory": 40}}',
+    '{"prodUsageThresholds": {"nvidia.com/gpu": 30}}',
+    '{"prodUsageThresholds": {"cpu": -1}}',
+    '{"prodUsageThresholds": {"memory": 0}, "usageThresholds": {"cpu": 30}}',
+    '{"prodUsageThresholds": {"cpu": 0}, ' + _AGG_ANNOTATION + "}",
+    '{"prodUsageThresholds": {"cpu": 0, "memory": 20}, ' + _AGG_ANNOTATION + "}",
+]
 
 
 @st.composite
@@ -40,7 +65,7 @@ def args_st(draw: st.DrawFn) -> dict[str, Any]:
         "resourceWeights": draw(st.sampled_from([{}, {"cpu": 1, "memory": 1}, {"cpu": 3, "memory": 1}])),
     }
     if draw(st.booleans()):
-        a["prodUsageThresholds"] = {"cpu": draw(pct)}
+        a["prodUsageThresholds"] = draw(PROD_ARGS)
     if draw(st.booleans()):
         a["aggregated"] = {
             "usageThresholds": {"cpu": draw(pct)},
@@ -60,17 +85,7 @@ def args_st(draw: st.DrawFn) -> dict[str, Any]:
 @st.composite
 def node_st(draw: st.DrawFn, name: str) -> dict[str, Any]:
     md: dict[str, Any] = {"name": name}
-    ann = draw(
-        st.sampled_from(
-            [
-                None,
-                '{"usageThresholds": {"cpu": 50}}',
-                '{"prodUsageThresholds": {"memory": 40}}',
-                "{bad",
-                "{}",
-            ]
-        )
-    )
+    ann = draw(st.sampled_from(ANNOTATIONS))
     if ann is not None:
         md["annotations"] = {"scheduling.koordinator.sh/usage-thresholds": ann}
     alloc = {"cpu": f"{draw(st.integers(0, 32))}", "memory": f"{draw(st.integers(0, 64))}Gi"}
@@ -145,7 +160,7 @@ def world_st(draw: st.DrawFn) -> dict[str, Any]:
     pod_names = [f"p{i}" for i in range(draw(st.integers(0, 6)))]
     pods = [draw(pod_st(p, draw(st.sampled_from(names)))) for p in pod_names]
     metrics = {nm: draw(metric_st(nm, pod_names)) for nm in names if draw(st.integers(0, 4)) > 0}
-    events = []
+    events: list[tuple[str, str, dict[str, Any] | None]] = []
     for k in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["reserve", "unreserve", "delete", "metric", "move", "metric-delete"]))
         node = draw(st.sampled_from(names))
