@@ -392,11 +392,13 @@ class Koordlet:
 
 
 def main(argv: list[str] | None = None) -> int:
-    opts, args = parse(argv, os.environ)
+    opts, _ = parse(argv, os.environ)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if opts.verbosity >= 4 else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for warning in opts.warnings:
+        log.warning("%s", warning)
     try:
         agent = Koordlet(opts)
     except (ValueError, OSError, KubeConfigError) as e:

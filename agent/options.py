@@ -1,14 +1,17 @@
 """koordlet command-line flags (SPEC §9.1 names and defaults where upstream has them) and feature gates.
 
 ``parse(argv, env)`` returns validated ``Options``; a bad value exits with a message naming the flag and
-the value. Pure apart from argparse's exit. Imports: standard library, apis.duration, kube.httpserver,
-agent.system.{cgroup,podcgroup}.
+the value. Upstream koordlet's Go-style argument lists are taken too (kube.goflags): its flags koord does
+not implement, and feature gates koord does not know, end up in ``Options.warnings`` for the daemon to
+log. Pure apart from argparse's exit. Imports: standard library, apis.duration, kube.{goflags,
+upstreamflags,httpserver}, agent.system.{cgroup,podcgroup}.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,8 @@ from agent.system.cgroup import HostPaths
 from agent.system.podcgroup import CgroupDriver
 from apis.duration import Duration
 from apis.version import koord_version
+from kube import upstreamflags
+from kube.goflags import FlagError, ignored_flags_message, normalise, parse_gates
 from kube.httpserver import parse_addr
 
 __all__ = ["FEATURE_GATES", "Options", "build_parser", "parse", "parse_feature_gates"]
@@ -43,31 +48,13 @@ FEATURE_GATES: dict[str, bool] = {
     # Upstream's runtime-hook plugin: BE pod/container cgroups from batch resources (on by default).
     "BatchResource": True,
 }
-_ALL = {"AllAlpha", "AllBeta"}
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
-    """``A=true,B=false`` overlaid on the defaults; ``AllAlpha``/``AllBeta`` switch every gate."""
-    gates = dict(FEATURE_GATES)
-    if not text.strip():
-        return gates
-    explicit: dict[str, bool] = {}
-    for item in text.split(","):
-        name, sep, value = item.strip().partition("=")
-        if not sep or value.lower() not in ("true", "false"):
-            raise ValueError(f"--feature-gates: {item.strip()!r}: expected Name=true|false")
-        on = value.lower() == "true"
-        if name in _ALL:
-            gates = dict.fromkeys(gates, on)
-        elif name in gates:
-            explicit[name] = on
-        else:
-            known = ", ".join(sorted(FEATURE_GATES))
-            raise ValueError(f"--feature-gates: unknown gate {name!r} (known: {known})")
-    # As in Kubernetes, a gate named explicitly wins over AllAlpha/AllBeta, whatever the order.
-    gates.update(explicit)
-    return gates
+    """``A=true,B=false`` overlaid on the defaults; ``AllAlpha``/``AllBeta`` switch every gate. A gate koord
+    does not know is dropped (``parse`` reports it); a malformed item raises ValueError naming it."""
+    return parse_gates(text, FEATURE_GATES, upstreamflags.KOORDLET_GATES).values
 
 
 @dataclass(frozen=True)
@@ -92,6 +79,10 @@ class Options:
     enable_qos: bool = True
     qos_dry_run: bool = False
     audit_log: Path | None = None
+    verbosity: int = 0
+    """klog-style ``--v``: 4 and above log at debug level."""
+    warnings: tuple[str, ...] = ()
+    """Accepted arguments without effect (upstream flags, unknown gates), one line each, to be logged."""
 
 
 def _seconds(flag: str, text: str, minimum: float = 0.0) -> float:
@@ -159,7 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--kube-api-qps", type=float, default=20.0)
     p.add_argument("--kube-api-burst", type=int, default=30)
-    p.add_argument("--feature-gates", default="", help="Gate=true|false,... (see FEATURE_GATES)")
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        help="Gate=true|false,... (see FEATURE_GATES; gates koord does not know are logged and ignored)",
+    )
     p.add_argument(
         "--enable-qos",
         action=argparse.BooleanOptionalAction,
@@ -176,13 +171,28 @@ def build_parser() -> argparse.ArgumentParser:
         default="/var/log/koordlet/audit.log",
         help="JSON-lines audit of every cgroup change and eviction (%(default)s; '' = none)",
     )
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument(
+        "-v",
+        "--v",
+        dest="v",
+        type=int,
+        nargs="?",
+        const=4,
+        default=0,
+        help="log verbosity as upstream's klog --v=N: 4 and above log at debug level (-v alone: 4)",
+    )
+    p.add_argument("--verbose", action="store_true", help="debug logging (same as --v=4)")
     return p
 
 
 def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, argparse.Namespace]:
     p = build_parser()
-    a = p.parse_args(argv)
+    try:
+        go = normalise(p, sys.argv[1:] if argv is None else argv, upstreamflags.KOORDLET)
+    except FlagError as e:
+        p.error(str(e))
+    a = p.parse_args(go.argv)
+    warnings = [ignored_flags_message("koordlet", go.ignored)] if go.ignored else []
     try:
         node = a.node_name or env.get("NODE_NAME", "")
         if not node:
@@ -202,6 +212,11 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             raise ValueError(
                 f"--kube-api-qps/--kube-api-burst: {a.kube_api_qps}/{a.kube_api_burst} must be > 0"
             )
+        gates = parse_gates(a.feature_gates, FEATURE_GATES, upstreamflags.KOORDLET_GATES)
+        if (gate_warning := gates.warning("koordlet")) is not None:
+            warnings.append(gate_warning)
+        if a.v < 0:
+            raise ValueError(f"--v: {a.v} must be 0 or more")
         token = Path(a.hub_token_file) if a.hub_token_file else None
         if token is None and SERVICE_ACCOUNT_TOKEN.exists():
             token = SERVICE_ACCOUNT_TOKEN
@@ -223,10 +238,12 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             pod_retention_seconds=_seconds("--pod-metric-retention", a.pod_metric_retention),
             kube_api_qps=a.kube_api_qps,
             kube_api_burst=a.kube_api_burst,
-            feature_gates=parse_feature_gates(a.feature_gates),
+            feature_gates=gates.values,
             enable_qos=a.enable_qos,
             qos_dry_run=a.qos_dry_run,
             audit_log=Path(a.audit_log) if a.audit_log else None,
+            verbosity=max(a.v, 4) if a.verbose else a.v,
+            warnings=tuple(warnings),
         )
     except ValueError as e:
         p.error(str(e))

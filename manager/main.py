@@ -6,6 +6,7 @@ only while this replica leads. Losing the lease exits the process (as upstream),
 starts clean.
 
 The one place that may import the scheduler (its public entry point, scheduler.main).
+Upstream koord-manager's argument lists are accepted (kube.goflags; docs/flags.md).
 Imports: argparse, signal, apis, kube, manager.*, scheduler.main.
 """
 
@@ -33,6 +34,8 @@ from prometheus_client import CollectorRegistry
 from apis.constants import DEFAULT_CONFIG_NAMESPACE
 from apis.convert import report_to_nodemetric_dict
 from apis.version import koord_version
+from kube import upstreamflags
+from kube.goflags import FlagError, ignored_flags_message, normalise, parse_gates
 from kube.httpserver import ProbeServer
 from manager.controllers.setup import SLOControllers, add_config_flags, build_slo_controllers
 from manager.hubendpoints import HubEndpoints, endpoints_body
@@ -98,8 +101,32 @@ def build_parser() -> argparse.ArgumentParser:
         "(POD_IP, POD_NAME, POD_NAMESPACE from the downward API), so every koordlet reports to the leader; "
         "empty (default) leaves routing to the Service",
     )
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        help="Gate=true|false,...: upstream koord-manager's gates are accepted; koord-manager implements "
+        "none of them, so any gate named is logged and ignored",
+    )
+    p.add_argument("--v", type=int, default=0, help="log verbosity as upstream's klog: 4 and above = debug")
     add_config_flags(p)
     return p
+
+
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The flags (upstream's Go-style argument lists too, kube.goflags) and the warning lines for the
+    accepted arguments that have no effect. A bad or unknown flag exits naming it."""
+    p = build_parser()
+    try:
+        go = normalise(p, sys.argv[1:] if argv is None else argv, upstreamflags.MANAGER)
+        args = p.parse_args(go.argv)
+        gates = parse_gates(args.feature_gates, {}, upstreamflags.MANAGER_GATES)
+    except FlagError as e:
+        p.error(str(e))
+    warnings = [ignored_flags_message("koord-manager", go.ignored)] if go.ignored else []
+    if (gate_warning := gates.warning("koord-manager")) is not None:
+        warnings.append(gate_warning)
+    args.feature_gates = gates.values
+    return args, warnings
 
 
 EMBEDDED_SCHEDULER_USER = "system:koord-manager:embedded-scheduler"
@@ -184,6 +211,7 @@ def _start_controllers(
     built = build_slo_controllers(
         api, args.config_namespace, args.slo_config_name, registry, EventRecorder(api, "koord-manager"),
         identity=identity, node_filter=(lambda n: n.startswith(prefix)) if prefix else None,
+        resync_seconds=args.sync_period,
         noderesource="noderesource" in wanted, hub_lookup=_hub_lookup(store),
     )  # fmt: skip
     for name, ctrl in (("nodeslo", built.nodeslo.controller), ("nodemetric", built.nodemetric.controller)):
@@ -244,8 +272,11 @@ def _start_probes(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args, warnings = parse_args(argv)
+    level = logging.DEBUG if args.v >= 4 else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for warning in warnings:
+        log.warning("%s", warning)
     stop = threading.Event()
 
     def _on_signal(signum: int, _frame: FrameType | None) -> None:

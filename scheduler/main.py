@@ -5,6 +5,7 @@ on every replica, so a standby has a warm cache; only while `active()` is true â
 the Lease â€” does it pop and schedule pods. Standalone, it takes its own Lease `koord-scheduler`;
 embedded, the manager passes its own leadership as `active`.
 
+Upstream koord-scheduler's argument lists are accepted (kube.goflags; docs/flags.md).
 Imports: argparse, prometheus_client, kube, scheduler.
 """
 
@@ -26,7 +27,9 @@ from prometheus_client import CollectorRegistry
 
 from apis.constants import DEFAULT_CONFIG_NAMESPACE
 from apis.version import koord_version
+from kube import upstreamflags
 from kube.client import KubeConfigError, api_client
+from kube.goflags import FlagError, ignored_flags_message, normalise, parse_gates
 from kube.httpserver import ProbeServer
 from kube.leaderelection import LeaderElector
 from scheduler.cache import SchedulerCache
@@ -118,9 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="bearer token for the MetricHub (default: the pod's ServiceAccount token when mounted)",
     )
-    p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--leader-elect-resource-namespace", default=DEFAULT_CONFIG_NAMESPACE)
-    p.add_argument("--leader-elect-resource-name", default="koord-scheduler")
+    # Unset leader-election flags take the --config file's leaderElection, else these defaults.
+    p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=None, help="(on)")
+    p.add_argument("--leader-elect-resource-namespace", default=None, help=f"({DEFAULT_CONFIG_NAMESPACE})")
+    p.add_argument("--leader-elect-resource-name", default=None, help="(koord-scheduler)")
     p.add_argument("--leader-elect-identity", help="this replica's name in the Lease (default: host_random)")
     p.add_argument(
         "--metrics-port", type=int, default=10251, help="/metrics, /healthz and /readyz port (0: off)"
@@ -129,12 +133,59 @@ def build_parser() -> argparse.ArgumentParser:
     # Every bind is one request: the client limit must exceed the target binding rate.
     p.add_argument("--kube-api-qps", type=float, default=500)
     p.add_argument("--kube-api-burst", type=int, default=1000)
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        help="Gate=true|false,...: upstream koord-scheduler's gates are accepted; koord-scheduler implements "
+        "none of them, so any gate named is logged and ignored",
+    )
+    p.add_argument("--v", type=int, default=0, help="log verbosity as upstream's klog: 4 and above = debug")
     return p
 
 
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The flags (upstream's Go-style argument lists too, kube.goflags; ``--port`` is --metrics-port) and
+    the warning lines for accepted arguments without effect. A bad or unknown flag exits naming it."""
+    p = build_parser()
+    try:
+        go = normalise(
+            p,
+            sys.argv[1:] if argv is None else argv,
+            upstreamflags.SCHEDULER,
+            upstreamflags.SCHEDULER_ALIASES,
+        )
+        args = p.parse_args(go.argv)
+        gates = parse_gates(args.feature_gates, {}, upstreamflags.SCHEDULER_GATES)
+    except FlagError as e:
+        p.error(str(e))
+    warnings = [ignored_flags_message("koord-scheduler", go.ignored)] if go.ignored else []
+    if (gate_warning := gates.warning("koord-scheduler")) is not None:
+        warnings.append(gate_warning)
+    args.feature_gates = gates.values
+    return args, warnings
+
+
+def leader_election(args: argparse.Namespace, profile: Profile) -> tuple[bool, str, str]:
+    """(elect, namespace, name): each flag given wins, then the configuration's leaderElection, then
+    the defaults (on, koordinator-system, koord-scheduler)."""
+    cfg = profile.leader_election
+
+    def pick(flag: Any, configured: Any, default: Any) -> Any:
+        return flag if flag is not None else configured if configured is not None else default
+
+    return (
+        bool(pick(args.leader_elect, cfg.leader_elect, True)),
+        str(pick(args.leader_elect_resource_namespace, cfg.resource_namespace, DEFAULT_CONFIG_NAMESPACE)),
+        str(pick(args.leader_elect_resource_name, cfg.resource_name, "koord-scheduler")),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args, warnings = parse_args(argv)
+    level = logging.DEBUG if args.v >= 4 else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for warning in warnings:
+        log.warning("%s", warning)
     try:
         profile = load_profile(args.config, KNOWN)
         # One pooled connection per bind worker, plus informers, reporters and events.
@@ -179,15 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     service.start(stop)
     synced.set()
     log.info("koord-scheduler %s: informers synced; profile %s", koord_version(), profile.scheduler_name)
-    if not args.leader_elect:
+    elect, lease_namespace, lease_name = leader_election(args, profile)
+    if not elect:
         service.run(stop)
     else:
         identity = args.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         leading = threading.Event()
         elector = LeaderElector(
             api,
-            namespace=args.leader_elect_resource_namespace,
-            name=args.leader_elect_resource_name,
+            namespace=lease_namespace,
+            name=lease_name,
             identity=identity,
             on_started_leading=leading.set,
             on_stopped_leading=stop.set,

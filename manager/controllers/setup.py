@@ -1,8 +1,8 @@
 """Assembling the SLO controllers for the composition root (manager/main.py): the ``--config-namespace``
-/ ``--slo-config-name`` flags and ``build_slo_controllers``, which makes the gateway, the config cache,
-the NodeSLO, NodeMetric and NodeResource controllers and a ``ControllerManager`` over them, with no
-global state.
-Imports: argparse, prometheus_client, apis.constants, kube.events, manager.{gateway,metrics,
+/ ``--slo-config-name`` / ``--sync-period`` flags and ``build_slo_controllers``, which makes the gateway,
+the config cache, the NodeSLO, NodeMetric and NodeResource controllers and a ``ControllerManager`` over
+them, with no global state.
+Imports: argparse, prometheus_client, apis.{constants,duration}, kube.events, manager.{gateway,metrics,
 controller.runtime,controllers.*}.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from apis import constants as c
+from apis.duration import Duration
 from kube.events import EventRecorder
 from manager.controller.runtime import ControllerManager
 from manager.controllers.config import ConfigController
@@ -25,11 +26,25 @@ from manager.controllers.nodeslo import NodeSLOController
 from manager.gateway import Gateway
 from manager.metrics import ManagerMetrics
 
-__all__ = ["SLOControllers", "add_config_flags", "build_slo_controllers"]
+__all__ = ["SLOControllers", "add_config_flags", "build_slo_controllers", "sync_period"]
+
+
+def sync_period(text: str) -> float:
+    """``--sync-period``: a Go duration in seconds; empty or 0 = no periodic resync."""
+    if not text.strip():
+        return 0.0
+    try:
+        seconds = Duration.parse(text.strip()).total_seconds()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 0, 30s, 10h)") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return seconds
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """``--config-namespace`` and ``--slo-config-name`` (SPEC §4.1, §9.2)."""
+    """``--config-namespace``, ``--slo-config-name`` (SPEC §4.1, §9.2) and ``--sync-period``: every key
+    of the config, NodeSLO and NodeMetric controllers is reconciled again each period."""
     parser.add_argument(
         "--config-namespace",
         default=c.DEFAULT_CONFIG_NAMESPACE,
@@ -39,6 +54,13 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         "--slo-config-name",
         default=c.SLO_CONTROLLER_CONFIG_NAME,
         help=f"name of the slo-controller-config ConfigMap ({c.SLO_CONTROLLER_CONFIG_NAME})",
+    )
+    parser.add_argument(
+        "--sync-period",
+        type=sync_period,
+        default=0.0,
+        help="reconcile every node's NodeSLO and NodeMetric (and the config) again this often, a Go "
+        "duration (default '' = only on change, as 0)",
     )
 
 

@@ -117,8 +117,13 @@ def test_service_account_token_used_when_mounted(monkeypatch: pytest.MonkeyPatch
         (["--kube-api-qps", "0"], "--kube-api-qps", "0"),
         (["--kube-api-burst", "0"], "--kube-api-burst", "0"),
         (["--cgroup-driver", "weird"], "--cgroup-driver", "weird"),
-        (["--feature-gates", "Nope=true"], "--feature-gates", "Nope"),
         (["--feature-gates", "CPUBurst=maybe"], "--feature-gates", "CPUBurst=maybe"),
+        (["-feature-gates=Accelerators"], "--feature-gates", "Accelerators"),
+        (["--v=loud"], "--v", "loud"),
+        (["--v=-1"], "--v", "-1"),
+        (["-enable-node-metric-report=maybe"], "-enable-node-metric-report", "maybe"),
+        (["-no-such-flag=1"], "-no-such-flag", "no-such-flag"),
+        (["--addr"], "--addr", "needs an argument"),
     ],
 )
 def test_errors_name_flag_and_value(
@@ -174,12 +179,28 @@ def test_all_alpha_all_beta(name: str) -> None:
     assert later["BEMemoryEvict"] is True
 
 
-def test_unknown_gate_error_lists_known() -> None:
-    with pytest.raises(ValueError, match=r"--feature-gates: unknown gate 'Nope'.*CPUBurst"):
-        parse_feature_gates("Nope=true")
+def test_unknown_gates_are_dropped_not_fatal() -> None:
+    gates = parse_feature_gates("Nope=true,Accelerators=true,CPUBurst=false")
+    assert "Nope" not in gates and "Accelerators" not in gates
+    assert gates["CPUBurst"] is False
+    assert set(gates) == set(FEATURE_GATES)
 
 
-@pytest.mark.parametrize("text", ["CPUBurst", "CPUBurst=", "CPUBurst=1", "=true"])
+def test_unknown_gates_are_one_warning_naming_them() -> None:
+    opts, _ = parse(["--feature-gates=Accelerators=true,Nope=false,BEMemoryEvict=true"], {"NODE_NAME": "n"})
+    assert opts.feature_gates["BEMemoryEvict"] is True
+    [warning] = opts.warnings
+    assert "Accelerators" in warning and "Nope" in warning and "BEMemoryEvict" not in warning
+    assert "upstream gates koord does not implement: Accelerators" in warning
+    assert "unknown gates: Nope" in warning
+
+
+def test_go_boolean_spellings_in_gates() -> None:
+    gates = parse_feature_gates("CPUBurst=0,BEMemoryEvict=t,MemoryEvict=1,,")
+    assert (gates["CPUBurst"], gates["BEMemoryEvict"], gates["MemoryEvict"]) == (False, True, True)
+
+
+@pytest.mark.parametrize("text", ["CPUBurst", "CPUBurst=", "CPUBurst=yes", "=true"])
 def test_malformed_gate(text: str) -> None:
     with pytest.raises(ValueError, match="--feature-gates"):
         parse_feature_gates(text)
@@ -189,3 +210,62 @@ def test_feature_gates_flag() -> None:
     opts, _ = parse(["--feature-gates", "NetworkCollector=false,MemoryEvict=true"], {"NODE_NAME": "n"})
     assert opts.feature_gates["NetworkCollector"] is False
     assert opts.feature_gates["MemoryEvict"] is True
+
+
+# --- upstream's Go-style argument lists --------------------------------------------------------------
+def test_upstream_chart_arguments() -> None:
+    """The chart's koordlet args: implemented flags take effect, the others are one warning naming them."""
+    argv = [
+        "-addr=:9316",
+        "-cgroup-root-dir=/host-cgroup/",
+        "-feature-gates=BECPUEvict=true,BEMemoryEvict=true,CgroupReconcile=true,Accelerators=true",
+        "-runtime-hooks-host-endpoint=/var/run/koordlet/koordlet.sock",
+        "--logtostderr=true",
+        "--v=4",
+    ]
+    opts, _ = parse(argv, {"NODE_NAME": "n"})
+    assert opts.addr == ":9316"
+    assert opts.paths.cgroup_root == Path("/host-cgroup")
+    assert opts.feature_gates["BECPUEvict"] and opts.feature_gates["CgroupReconcile"]
+    assert opts.verbosity == 4
+    flags, gates = opts.warnings
+    assert flags.endswith("(ignored): --runtime-hooks-host-endpoint, --logtostderr")
+    assert "Accelerators" in gates
+
+
+@pytest.mark.parametrize(
+    ("argv", "addr", "report", "qps"),
+    [
+        (
+            ["-addr", "127.0.0.1:1", "-enable-node-metric-report=false", "-kube-api-qps", "5"],
+            "127.0.0.1:1",
+            False,
+            5,
+        ),
+        (["--addr=:2", "-enable-node-metric-report", "--kube-api-qps=7"], ":2", True, 7),
+        (["-addr=:3", "--enable-node-metric-report=F", "-no-enable-qos=false"], ":3", False, 20),
+    ],
+)
+def test_go_flag_forms(argv: list[str], addr: str, report: bool, qps: float) -> None:
+    opts, _ = parse(argv, {"NODE_NAME": "n"})
+    assert (opts.addr, opts.enable_node_metric_report, opts.kube_api_qps) == (addr, report, qps)
+    assert opts.enable_qos is True
+    assert opts.warnings == ()
+
+
+def test_ignored_value_flag_swallows_its_value() -> None:
+    """``-tsdb-path /x`` takes /x with it (Go value flag); ``-enable-pprof`` (a boolean) takes nothing."""
+    opts, _ = parse(
+        ["-tsdb-path", "/x", "-enable-pprof", "-addr", ":5", "--log_dir", "/l"], {"NODE_NAME": "n"}
+    )
+    assert opts.addr == ":5"
+    [warning] = opts.warnings
+    assert warning.endswith("(ignored): --tsdb-path, --enable-pprof, --log-dir")
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"), [([], 0), (["-v"], 4), (["--v", "2"], 2), (["--verbose"], 4), (["-v=6"], 6)]
+)
+def test_verbosity(argv: list[str], level: int) -> None:
+    opts, _ = parse(argv, {"NODE_NAME": "n"})
+    assert opts.verbosity == level
