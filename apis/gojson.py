@@ -179,7 +179,10 @@ class FieldSpec:
     """JSON name and kind of a field, plus optional bounds checked by ``validate``.
 
     ``inline`` embeds a struct's fields at the parent's level (Go's embedded struct); ``required`` lists
-    the field under the CRD schema's ``required``.
+    the field under the CRD schema's ``required``. ``minimum``/``maximum``/``exclusive_minimum``/``enum``/
+    ``check`` are the webhook rules ``validate`` applies; ``crd_minimum``/``crd_maximum``/``crd_default``
+    are what the CRD schema declares (upstream's kubebuilder markers, which may be looser than the
+    webhook rules or absent), so the API server checks exactly what upstream's does.
     """
 
     name: str
@@ -191,6 +194,9 @@ class FieldSpec:
     enum: tuple[str, ...] | None = None
     check: Callable[[Any], str | None] | None = None
     required: bool = False
+    crd_minimum: float | None = None
+    crd_maximum: float | None = None
+    crd_default: Any = None
 
 
 def jf(name: str, kind: Kind, *, default_factory: Callable[[], Any] | None = None, **options: Any) -> Any:
@@ -354,7 +360,8 @@ def validate(obj: Any, path: str = "") -> list[FieldError]:
 
 
 def _check_scalar(spec: FieldSpec, value: Any) -> str | None:
-    if spec.enum is not None and value not in spec.enum:
+    # "" in an enum field means "unset / default", as upstream reads it (docs/configuration.md).
+    if spec.enum is not None and value != "" and value not in spec.enum:
         return f"must be one of {', '.join(spec.enum)}"
     if spec.check is not None:
         return spec.check(value)
@@ -370,7 +377,8 @@ def _check_scalar(spec: FieldSpec, value: Any) -> str | None:
 
 
 def struct_openapi(cls: type[Any]) -> dict[str, Any]:
-    """Structural OpenAPI v3 schema of a typed dataclass (inline fields expanded, enums included)."""
+    """Structural OpenAPI v3 schema of a typed dataclass (inline fields expanded; enums and the CRD
+    bounds and defaults of ``FieldSpec`` included)."""
     props: dict[str, Any] = {}
     required: list[str] = []
     for _, spec in _table(cls)[0]:
@@ -383,6 +391,12 @@ def struct_openapi(cls: type[Any]) -> dict[str, Any]:
         schema = spec.kind.openapi()
         if spec.enum is not None:
             schema["enum"] = list(spec.enum)
+        if spec.crd_default is not None:
+            schema["default"] = spec.crd_default
+        if spec.crd_maximum is not None:
+            schema["maximum"] = spec.crd_maximum
+        if spec.crd_minimum is not None:
+            schema["minimum"] = spec.crd_minimum
         props[spec.name] = schema
         if spec.required:
             required.append(spec.name)

@@ -2,10 +2,12 @@
 
 ``parse_slo_controller_config(data, previous)`` turns ConfigMap ``data`` (``None`` when the ConfigMap is
 missing) into an immutable ``SLOControllerConfig`` plus a list of ``ConfigKeyError``. Each key is handled
-independently (SPEC §4.3, D9): a key that fails keeps ``previous``'s value (or its default on first
-load). Colocation additionally tracks upstream's cache flags: ``colocation_error`` (errorStatus) and
-``colocation_available`` (false after a failed first load, until a valid update). Unknown keys are kept
-as raw JSON text. Per node: ``node_colocation_strategy`` (§4.3 step 5), ``node_slo_spec`` (§4.3 NodeSLO
+independently (SPEC §4.3, D9): a key that cannot be decoded keeps ``previous``'s value (or its default
+on first load); within a decoded key an invalid field takes its last good value from ``previous`` (or
+its default) while the valid fields apply (docs/configuration.md, "Invalid values"). Colocation
+additionally tracks upstream's cache flags: ``colocation_error`` (errorStatus) and
+``colocation_available`` (false after a failed first load, until a valid update). Unknown keys are
+kept as raw JSON text. Per node: ``node_colocation_strategy`` (§4.3 step 5), ``node_slo_spec`` (§4.3 NodeSLO
 step 6) and ``node_metric_collect_policy`` (§5.1).
 Imports: the standard library and ``apis`` modules. Pure, no I/O.
 """
@@ -146,7 +148,10 @@ def parse_slo_controller_config(
     changes: dict[str, Any] = {}
 
     text = data.get(c.COLOCATION_CONFIG_KEY, "")
-    colocation, errs = parse_colocation_config(text)
+    last_good = (
+        previous.colocation.strategy if previous is not None and previous.colocation_available else None
+    )
+    colocation, errs = parse_colocation_config(text, last_good)
     errors += errs
     if colocation is None:
         changes["colocation_error"] = True  # keep the cached config; availability unchanged
@@ -157,21 +162,25 @@ def parse_slo_controller_config(
         if key not in data:
             changes[attr] = NODE_SLO_DEFAULTS[key]()
             continue
-        cfg, errs = parse_node_slo_config(key, data[key])
+        last = getattr(previous, attr).cluster_strategy if previous is not None else None
+        cfg, errs = parse_node_slo_config(key, data[key], last)
         errors += errs
         changes[attr] = cfg if cfg is not None else getattr(previous, attr, NODE_SLO_DEFAULTS[key]())
 
-    others = (
-        (c.HOST_APPLICATION_CONFIG_KEY, "host_application", parse_host_application_config),
-        (c.CPU_NORMALIZATION_CONFIG_KEY, "cpu_normalization", parse_cpu_normalization_config),
-        (c.RESOURCE_AMPLIFICATION_CONFIG_KEY, "resource_amplification", parse_resource_amplification_config),
-    )
+    others: tuple[tuple[str, str, Any, Any], ...] = (
+        (c.HOST_APPLICATION_CONFIG_KEY, "host_application", parse_host_application_config,
+         None if previous is None else previous.host_application),
+        (c.CPU_NORMALIZATION_CONFIG_KEY, "cpu_normalization", parse_cpu_normalization_config,
+         None if previous is None else previous.cpu_normalization.strategy),
+        (c.RESOURCE_AMPLIFICATION_CONFIG_KEY, "resource_amplification", parse_resource_amplification_config,
+         None if previous is None else previous.resource_amplification.strategy),
+    )  # fmt: skip
     defaults = SLOControllerConfig()
-    for key, attr, parse in others:
+    for key, attr, parse, last in others:
         if key not in data:
             changes[attr] = getattr(defaults, attr)
             continue
-        parsed, errs = parse(data[key])
+        parsed, errs = parse(data[key], last)
         errors += errs
         changes[attr] = parsed if parsed is not None else getattr(base, attr)
 
@@ -270,6 +279,8 @@ def _collect_policy(strategy: ColocationStrategy) -> NodeMetricCollectPolicy:
     as upstream's does for any unknown policy."""
     aggregate = strategy.metric_aggregate_policy
     memory = strategy.metric_memory_collect_policy
+    if memory == "":  # "" means unset: the default policy
+        memory = default_colocation_strategy().metric_memory_collect_policy
     known = {m.value for m in MemoryCollectPolicy}
     return NodeMetricCollectPolicy(
         aggregate_duration_seconds=strategy.metric_aggregate_duration_seconds,

@@ -5,9 +5,12 @@ Each ``parse_*`` function takes the raw text of one ConfigMap key and returns ``
 follows upstream: cluster = ``overlay(default, user cluster fields)``; each node entry =
 ``overlay(cluster, entry)``. Beyond upstream's type checks, merged strategies are validated against
 the bounds declared on the typed fields (the manager's ``IsColocationStrategyValid`` for colocation,
-the webhook's rules for the NodeSLO keys): an invalid cluster strategy rejects the key, an invalid node
-entry is replaced by a copy of the cluster strategy (SPEC D9), a node selector that cannot be parsed
-never matches. Every problem is a ``ConfigKeyError`` naming key, JSON field path and value.
+the webhook's rules for the NodeSLO keys) field by field (docs/configuration.md, "Invalid values"):
+an invalid cluster field takes its last good value (``previous``), or its default when there is none;
+an invalid field of a node entry takes the cluster strategy's value; the valid fields still apply. A
+document that is not JSON or holds a value of the wrong JSON type is rejected whole (upstream's
+unmarshal failure), and a node selector that cannot be parsed never matches. Every problem is a
+``ConfigKeyError`` naming key, JSON field path and value.
 Imports: the standard library and ``apis`` modules. Pure, no I/O.
 """
 
@@ -27,6 +30,7 @@ from apis.gojson import (
 from apis.gojson_kinds import (
     FieldError,
 )
+from apis.gojson_repair import Repair, repair
 from apis.nodemetric import AggregatePolicy
 from apis.nodeslo_defaults import (
     default_cpu_burst_strategy,
@@ -84,7 +88,24 @@ def merge_cfg(old: T, new: T | None) -> T:
 
 
 _NEVER_MATCHES: Final = "this node selector never matches"
-_FALLS_BACK: Final = "node entry replaced by the cluster strategy"
+
+
+def _applied(value: Any) -> str:
+    shown = "unset" if value is None else json.dumps(value, sort_keys=True, default=str)
+    return shown if len(shown) <= 120 else shown[:117] + "..."
+
+
+def _repaired(
+    key: str, cfg: T, fallback: T | None, source: str, path: str = ""
+) -> tuple[T, list[ConfigKeyError]]:
+    """``repair`` reported as ConfigKeyErrors: ``source`` names what the fallback is."""
+    fixed, repairs = repair(cfg, fallback, path)
+    return fixed, [_repair_error(key, r, source) for r in repairs]
+
+
+def _repair_error(key: str, r: Repair, source: str) -> ConfigKeyError:
+    consequence = f"field falls back to the {source}: {_applied(r.applied)}"
+    return ConfigKeyError(key, r.path, r.value, r.message, rejected=False, consequence=consequence)
 
 
 def _key_errors(
@@ -191,7 +212,7 @@ NODE_SLO_DEFAULTS: Final = {
 def _merge_entries(
     key: str, cluster: Any, entries: list[Any] | None, list_name: str, pointer: bool
 ) -> tuple[list[Any] | None, list[ConfigKeyError]]:
-    """overlay(cluster, entry) for each node entry; an invalid result falls back to the cluster copy."""
+    """overlay(cluster, entry) for each node entry; an invalid field takes the cluster's value."""
     if not entries:
         return None, []
     out: list[Any] = []
@@ -200,28 +221,43 @@ def _merge_entries(
         if pointer and entry.strategy is None:
             out.append(replace(entry, strategy=cluster))  # no strategy fields: a copy of the cluster
             continue
-        merged = overlay(cluster, entry.strategy)
-        invalid = validate(merged, f"{list_name}[{i}]")
-        if invalid:
-            errors.extend(_key_errors(key, invalid, False, _FALLS_BACK))
-            merged = cluster
+        merged, errs = _repaired(
+            key, overlay(cluster, entry.strategy), cluster, "cluster strategy", f"{list_name}[{i}]"
+        )
+        errors += errs
         out.append(replace(entry, strategy=merged))
     return out, errors
 
 
-def merge_colocation_cfg(
-    user: ColocationCfg, key: str = c.COLOCATION_CONFIG_KEY
-) -> tuple[ColocationCfg | None, list[ConfigKeyError]]:
-    """Steps 3–4 of §4.3: merge with the defaults; ``None`` if the merged cluster strategy is invalid."""
-    cluster = overlay(default_colocation_strategy(), user.strategy)
-    invalid = validate(cluster)
+def _cluster(
+    key: str, merged: T, previous: T | None, default: T, path: str = ""
+) -> tuple[T | None, list[ConfigKeyError]]:
+    """The merged cluster strategy with invalid fields at their last good (else default) values;
+    ``None`` only if even that is invalid (a broken last good value: the key is rejected)."""
+    source = "last good value" if previous is not None else "default"
+    fixed, errors = _repaired(key, merged, previous if previous is not None else default, source, path)
+    invalid = validate(fixed, path)
     if invalid:
-        return None, _key_errors(key, invalid, True)
-    nodes, errors = _merge_entries(key, cluster, user.node_configs, "nodeConfigs", pointer=False)
-    return ColocationCfg(strategy=cluster, node_configs=nodes), errors
+        return None, errors + _key_errors(key, invalid, True)
+    return fixed, errors
 
 
-def parse_colocation_config(text: str) -> tuple[ColocationCfg | None, list[ConfigKeyError]]:
+def merge_colocation_cfg(
+    user: ColocationCfg, key: str = c.COLOCATION_CONFIG_KEY, previous: ColocationStrategy | None = None
+) -> tuple[ColocationCfg | None, list[ConfigKeyError]]:
+    """Steps 3–4 of §4.3: merge with the defaults, repair invalid fields from ``previous`` (the last
+    good cluster strategy) or the defaults."""
+    default = default_colocation_strategy()
+    cluster, errors = _cluster(key, overlay(default, user.strategy), previous, default)
+    if cluster is None:
+        return None, errors
+    nodes, node_errors = _merge_entries(key, cluster, user.node_configs, "nodeConfigs", pointer=False)
+    return ColocationCfg(strategy=cluster, node_configs=nodes), errors + node_errors
+
+
+def parse_colocation_config(
+    text: str, previous: ColocationStrategy | None = None
+) -> tuple[ColocationCfg | None, list[ConfigKeyError]]:
     """Parse and merge ``colocation-config``; an empty text means the defaults (§4.3 step 1)."""
     key = c.COLOCATION_CONFIG_KEY
     if text == "":
@@ -229,60 +265,71 @@ def parse_colocation_config(text: str) -> tuple[ColocationCfg | None, list[Confi
     user, errors = _decode(key, text, ColocationCfg())
     if user is None:
         return None, errors
-    merged, merge_errors = merge_colocation_cfg(user, key)
+    merged, merge_errors = merge_colocation_cfg(user, key, previous)
     return merged, errors + merge_errors
 
 
-def parse_node_slo_config(key: str, text: str) -> tuple[Any | None, list[ConfigKeyError]]:
-    """Parse and merge one of the four NodeSLO keys (§4.3 NodeSLO steps 2–4); ``""`` is an error."""
+def parse_node_slo_config(
+    key: str, text: str, previous: Any | None = None
+) -> tuple[Any | None, list[ConfigKeyError]]:
+    """Parse and merge one of the four NodeSLO keys (§4.3 NodeSLO steps 2–4); ``""`` is an error.
+    ``previous``: the last good cluster strategy of the key (``None``: the default)."""
     default_cfg: Any = NODE_SLO_DEFAULTS[key]()
     user: Any
     user, errors = _decode(key, text, type(default_cfg)())
     if user is None:
         return None, errors
-    cluster = overlay(default_cfg.cluster_strategy, user.cluster_strategy)
-    invalid = validate(cluster, "clusterStrategy")
-    if invalid:
-        return None, errors + _key_errors(key, invalid, True)
+    merged = overlay(default_cfg.cluster_strategy, user.cluster_strategy)
+    cluster, cluster_errors = _cluster(key, merged, previous, default_cfg.cluster_strategy, "clusterStrategy")
+    if cluster is None:
+        return None, errors + cluster_errors
     nodes, node_errors = _merge_entries(key, cluster, user.node_strategies, "nodeStrategies", pointer=True)
-    return replace(user, cluster_strategy=cluster, node_strategies=nodes), errors + node_errors
+    cfg = replace(user, cluster_strategy=cluster, node_strategies=nodes)
+    return cfg, errors + cluster_errors + node_errors
 
 
-def parse_host_application_config(text: str) -> tuple[HostApplicationCfg | None, list[ConfigKeyError]]:
-    """``host-application-config`` as-is (no default merge); any invalid value rejects the key."""
+def parse_host_application_config(
+    text: str, previous: HostApplicationCfg | None = None
+) -> tuple[HostApplicationCfg | None, list[ConfigKeyError]]:
+    """``host-application-config`` as-is (no default merge); an invalid field takes the value of the
+    same field in ``previous`` (list entries matched by index), else it is unset."""
     key = c.HOST_APPLICATION_CONFIG_KEY
     cfg, errors = _decode(key, text, HostApplicationCfg())
     if cfg is None:
         return None, errors
-    invalid = validate(cfg)
-    if invalid:
-        return None, errors + _key_errors(key, invalid, True)
-    return cfg, errors
+    fixed, cfg_errors = _cluster(key, cfg, previous, HostApplicationCfg())
+    return fixed, errors + cfg_errors
 
 
-def _parse_inline_cfg(key: str, text: str, default_cfg: Any) -> tuple[Any | None, list[ConfigKeyError]]:
+def _parse_inline_cfg(
+    key: str, text: str, default_cfg: Any, previous: Any | None
+) -> tuple[Any | None, list[ConfigKeyError]]:
     """Documents with the cluster strategy inline plus ``nodeConfigs`` (normalization, amplification)."""
     user, errors = _decode(key, text, type(default_cfg)())
     if user is None:
         return None, errors
-    cluster = overlay(default_cfg.strategy, user.strategy)
-    invalid = validate(cluster)
-    if invalid:
-        return None, errors + _key_errors(key, invalid, True)
+    cluster, cluster_errors = _cluster(
+        key, overlay(default_cfg.strategy, user.strategy), previous, default_cfg.strategy
+    )
+    if cluster is None:
+        return None, errors + cluster_errors
     nodes, node_errors = _merge_entries(key, cluster, user.node_configs, "nodeConfigs", pointer=False)
-    return replace(user, strategy=cluster, node_configs=nodes), errors + node_errors
+    return replace(user, strategy=cluster, node_configs=nodes), errors + cluster_errors + node_errors
 
 
-def parse_cpu_normalization_config(text: str) -> tuple[CPUNormalizationCfg | None, list[ConfigKeyError]]:
+def parse_cpu_normalization_config(
+    text: str, previous: CPUNormalizationStrategy | None = None
+) -> tuple[CPUNormalizationCfg | None, list[ConfigKeyError]]:
     """``cpu-normalization-config``: overlay on ``{enable: false}``, node entries on the cluster."""
-    cfg, errors = _parse_inline_cfg(c.CPU_NORMALIZATION_CONFIG_KEY, text, default_cpu_normalization_cfg())
+    key = c.CPU_NORMALIZATION_CONFIG_KEY
+    cfg, errors = _parse_inline_cfg(key, text, default_cpu_normalization_cfg(), previous)
     return cfg, errors
 
 
 def parse_resource_amplification_config(
-    text: str,
+    text: str, previous: ResourceAmplificationStrategy | None = None
 ) -> tuple[ResourceAmplificationCfg | None, list[ConfigKeyError]]:
-    """``resource-amplification-config``: overlay on ``{enable: false}``; ratios below 1 are rejected."""
+    """``resource-amplification-config``: overlay on ``{enable: false}``; ratios below 1 fall back."""
     key = c.RESOURCE_AMPLIFICATION_CONFIG_KEY
-    cfg, errors = _parse_inline_cfg(key, text, default_resource_amplification_cfg())
+    cfg, errors = _parse_inline_cfg(key, text, default_resource_amplification_cfg(), previous)
     return cfg, errors

@@ -70,7 +70,7 @@ class ColocationStrategy(GoStruct):
     )
     metric_report_interval_seconds: int | None = jf("metricReportIntervalSeconds", I64, exclusive_minimum=0)
     metric_aggregate_policy: AggregatePolicy | None = jf("metricAggregatePolicy", StructKind(AggregatePolicy))
-    metric_memory_collect_policy: str | None = jf("metricMemoryCollectPolicy", SP, check=_non_empty)
+    metric_memory_collect_policy: str | None = jf("metricMemoryCollectPolicy", SP)  # "", unknown: default
     cpu_reclaim_threshold_percent: int | None = jf("cpuReclaimThresholdPercent", I64, minimum=0)
     cpu_calculate_policy: str | None = jf("cpuCalculatePolicy", SP)  # unknown values behave as "usage"
     memory_reclaim_threshold_percent: int | None = jf("memoryReclaimThresholdPercent", I64, minimum=0)

@@ -2,9 +2,12 @@
 ``apis.sloconfig`` (keep-last-good per key) and tells subscribers when the cached config changed.
 
 Only Create and Update (with changed ``data``) count; Delete is ignored, so the cache survives a
-deleted ConfigMap. A rejected key raises a Warning Event on the ConfigMap naming the key and the error
-(``ColocationCfgUnmarshalFailed`` for colocation-config, ``SLOCfgUnmarshalFailed`` for the others),
-bumps ``koord_manager_config_errors_total{key}`` and sets ``koord_manager_config_last_error{key}`` to 1.
+deleted ConfigMap. A rejected key (not decodable) raises a Warning Event on the ConfigMap naming the key
+and the error (``ColocationCfgUnmarshalFailed`` for colocation-config, ``SLOCfgUnmarshalFailed`` for the
+others) and sets ``koord_manager_config_last_error{key}`` to 1; invalid fields of an accepted key (each
+now at its last good or default value, docs/configuration.md "Invalid values") raise one Warning Event
+``SLOCfgFieldInvalid`` per key naming every field, value and the value that applies. Every problem
+bumps ``koord_manager_config_errors_total{key}``.
 The first load happens on the ConfigMap's Create event or lazily in ``available()``: a ConfigMap absent
 from the synced cache loads the defaults (colocation flagged in error, as upstream).
 Events are emitted from reconciles (this controller's, or a node reconcile's lazy first load), which
@@ -25,12 +28,19 @@ from manager.controller.runtime import Controller
 from manager.gateway import Gateway, Obj
 from manager.metrics import ManagerMetrics
 
-__all__ = ["COLOCATION_EVENT_REASON", "SLO_EVENT_REASON", "ConfigController", "event_reason"]
+__all__ = [
+    "COLOCATION_EVENT_REASON",
+    "FIELD_EVENT_REASON",
+    "SLO_EVENT_REASON",
+    "ConfigController",
+    "event_reason",
+]
 
 log = logging.getLogger(__name__)
 
 COLOCATION_EVENT_REASON: Final = "ColocationCfgUnmarshalFailed"
 SLO_EVENT_REASON: Final = "SLOCfgUnmarshalFailed"
+FIELD_EVENT_REASON: Final = "SLOCfgFieldInvalid"
 _UNLOADED: Final = object()
 
 
@@ -147,3 +157,7 @@ class ConfigController:
             if rejected and cm is not None:
                 message = f"failed to parse key {key}: " + "; ".join(str(e) for e in rejected)
                 self.gateway.event(cm, "Warning", event_reason(key), message[:1024])
+            repaired = [e for e in by_key.get(key, []) if not e.rejected]
+            if repaired and cm is not None:
+                message = f"invalid fields in key {key}: " + "; ".join(str(e) for e in repaired)
+                self.gateway.event(cm, "Warning", FIELD_EVENT_REASON, message[:1024])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 
 import pytest
@@ -528,9 +529,11 @@ def test_null_list_element_is_invalid() -> None:
         }
     )
     assert [(e.field, e.value, e.rejected) for e in errors] == [
-        ("clusterStrategy.beClass.blkioQOS.blocks[0]", None, True)
+        ("clusterStrategy.beClass.blkioQOS.blocks[0]", None, False)
     ]
-    assert cfg.resource_qos == default_slo_controller_config().resource_qos
+    assert "element dropped" in str(errors[0])
+    without = ok(resource_qos_config={"clusterStrategy": {"beClass": {"blkioQOS": {}}}})
+    assert cfg.resource_qos == without.resource_qos
 
 
 # --- NodeMetric collect policy (§5.1) ------------------------------------------------------------------
@@ -600,7 +603,7 @@ def test_first_load_failures() -> None:
     assert not cfg.colocation_available and cfg.colocation_error  # §4.3 step 2: cache stays unavailable
     assert cfg.resource_threshold.cluster_strategy == default_resource_threshold_strategy()
     assert cfg.system.cluster_strategy == SystemStrategy()  # JSON null decodes to nothing: defaults
-    still, _ = load(cfg, colocation_config={"metricReportIntervalSeconds": -1})
+    still, _ = load(cfg, colocation_config={"metricReportIntervalSeconds": 1.5})
     assert not still.colocation_available
     good, errors = load(still, colocation_config="")
     assert errors == [] and good.colocation_available and not good.colocation_error
@@ -622,7 +625,6 @@ def test_unknown_keys_are_kept_raw() -> None:
 INVALID = [
     (COLOCATION, {"metricAggregateDurationSeconds": 0}, "metricAggregateDurationSeconds", 0),
     (COLOCATION, {"metricReportIntervalSeconds": -5}, "metricReportIntervalSeconds", -5),
-    (COLOCATION, {"metricMemoryCollectPolicy": ""}, "metricMemoryCollectPolicy", ""),
     (COLOCATION, {"cpuReclaimThresholdPercent": -1}, "cpuReclaimThresholdPercent", -1),
     (COLOCATION, {"cpuReclaimThresholdPercent": 65.0}, "cpuReclaimThresholdPercent", 65.0),
     (COLOCATION, {"cpuReclaimThresholdPercent": "65"}, "cpuReclaimThresholdPercent", "65"),
@@ -796,20 +798,73 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("key", "doc", "field", "value"), INVALID, ids=[f"{k}:{f or 'doc'}" for k, _, f, _ in INVALID]
-)
-def test_invalid_field_is_reported_and_key_kept(key: str, doc: Any, field: str, value: Any) -> None:
+# A value of the wrong JSON type cannot be decoded (upstream's unmarshal failure): the whole key is
+# rejected. Every other invalid value is a rule violation of one field, repaired field by field.
+TYPE_ERRORS = {
+    "colocation-config:cpuReclaimThresholdPercent:65.0",
+    "colocation-config:cpuReclaimThresholdPercent:'65'",
+    "colocation-config:resourceDiffThreshold:'0.1'",
+    "colocation-config:enable:'true'",
+    "colocation-config:metricAggregatePolicy.durations[0]:'5 min'",
+    "colocation-config:metricAggregatePolicy.durations:'5m'",
+    "colocation-config:nodeConfigs:{}",
+    "colocation-config:nodeConfigs[0].nodeSelector.matchLabels:[]",
+    "colocation-config:nodeConfigs[0].degradeTimeMinutes:1.5",
+    "colocation-config:doc:['enable']",
+    "resource-threshold-config:clusterStrategy.evictEnabledPriorityThreshold:2147483648",
+    "resource-threshold-config:clusterStrategy.memoryEvictThresholdPercent:100.0",
+    "resource-threshold-config:nodeStrategies[0].nodeSelector:3",
+    "system-config:clusterStrategy.totalNetworkBandwidth:'1 G'",
+    "system-config:clusterStrategy.schedFeatures[X]:'on'",
+    "cpu-normalization-config:enable:1",
+    "resource-amplification-config:resourceAmplificationRatio[cpu]:'2'",
+}
+INVALID_IDS = [f"{k}:{f or 'doc'}:{v!r}" for k, _, f, v in INVALID]
+
+
+def _without(doc: Any, path: str) -> Any | None:
+    """``doc`` with the value at JSON ``path`` removed; ``None`` when the path is not in ``doc``."""
+    out = json.loads(json.dumps(doc))
+    parts = [a or b for a, b in re.findall(r"([^.\[\]]+)|\[([^\]]+)\]", path)]
+    node = out
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.get(part)
+        if node is None:
+            return None
+    if not isinstance(node, dict) or parts[-1] not in node:
+        return None
+    del node[parts[-1]]
+    return out
+
+
+def test_type_error_rows_exist() -> None:
+    assert set(INVALID_IDS) >= TYPE_ERRORS
+
+
+@pytest.mark.parametrize(("key", "doc", "field", "value"), INVALID, ids=INVALID_IDS)
+def test_invalid_field_is_reported(key: str, doc: Any, field: str, value: Any) -> None:
     cfg, errors = parse_slo_controller_config({key: json.dumps(doc)}, None)
     assert [(e.key, e.field, e.value) for e in errors] == [(key, field, value)]
     error = errors[0]
-    assert error.rejected
     text = str(error)
     assert key in text and (field or "(document)") in text and repr(value)[:50] in text
-    expected = default_slo_controller_config()
-    if key == COLOCATION:
-        assert not cfg.colocation_available and cfg.colocation_error
-        expected = SLOControllerConfig(colocation_available=False, colocation_error=True)
+    if f"{key}:{field or 'doc'}:{value!r}" in TYPE_ERRORS:
+        assert error.rejected and "key rejected, previous value kept" in text
+        expected = default_slo_controller_config()
+        if key == COLOCATION:
+            assert not cfg.colocation_available and cfg.colocation_error
+            expected = SLOControllerConfig(colocation_available=False, colocation_error=True)
+        assert cfg == expected
+        return
+    # First load: the invalid field takes its default, i.e. the config equals the one without it.
+    assert not error.rejected and "field falls back to the default" in text
+    assert cfg.colocation_available and not cfg.colocation_error
+    without = _without(doc, field)
+    if without is None:  # an inverted pair, reported on the field the doc did not set: both defaults
+        assert cfg == default_slo_controller_config()
+        return
+    expected, clean = parse_slo_controller_config({key: json.dumps(without)}, None)
+    assert clean == []
     assert cfg == expected
 
 
@@ -827,13 +882,13 @@ def test_syntax_errors(text: str, message: str) -> None:
     )
 
 
-def test_invalid_node_entry_falls_back_to_cluster() -> None:
+def test_invalid_node_entry_field_takes_the_cluster_value() -> None:
     cfg, errors = load(
         colocation_config={
             "cpuReclaimThresholdPercent": 70,
             "nodeConfigs": [
                 {"nodeSelector": POOL_A, "cpuReclaimThresholdPercent": -1, "degradeTimeMinutes": 3},
-                {"nodeSelector": {"matchLabels": {"pool": "b"}}, "metricMemoryCollectPolicy": ""},
+                {"nodeSelector": {"matchLabels": {"pool": "b"}}, "memoryCalculatePolicy": "bogus"},
             ],
         },
         resource_threshold_config={
@@ -842,15 +897,18 @@ def test_invalid_node_entry_falls_back_to_cluster() -> None:
     )
     assert [(e.key, e.field, e.value, e.rejected) for e in errors] == [
         (COLOCATION, "nodeConfigs[0].cpuReclaimThresholdPercent", -1, False),
-        (COLOCATION, "nodeConfigs[1].metricMemoryCollectPolicy", "", False),
+        (COLOCATION, "nodeConfigs[1].memoryCalculatePolicy", "bogus", False),
         (THRESHOLD, "nodeStrategies[0].cpuSuppressThresholdPercent", 200, False),
     ]
-    assert "node entry replaced by the cluster strategy" in str(errors[0])
-    assert node_colocation_strategy(cfg, {"pool": "a"}, {}) == cfg.colocation.strategy
-    assert node_colocation_strategy(cfg, {"pool": "b"}, {}) == cfg.colocation.strategy
-    assert (
-        node_slo_spec(cfg, {"pool": "a"}, {}).resource_used_threshold_with_be
-        == default_resource_threshold_strategy()
+    assert "field falls back to the cluster strategy: 70" in str(errors[0])
+    cluster = cfg.colocation.strategy
+    # The valid fields of the entry still apply; the invalid one has the cluster's value.
+    assert node_colocation_strategy(cfg, {"pool": "a"}, {}) == dataclasses.replace(
+        cluster, degrade_time_minutes=3
+    )
+    assert node_colocation_strategy(cfg, {"pool": "b"}, {}) == cluster
+    assert node_slo_spec(cfg, {"pool": "a"}, {}).resource_used_threshold_with_be == dataclasses.replace(
+        default_resource_threshold_strategy(), enable=True
     )
 
 
