@@ -28,12 +28,15 @@ from kubernetes.client.exceptions import ApiException
 from koord.kustomize import build
 from koord.localcluster.bootstrap import wait_crds_established
 from koord.localcluster.controlplane import ControlPlane
+from scheduler.config import load_profile
+from scheduler.registry import KNOWN, build_framework
 
 pytestmark = pytest.mark.apiserver
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 OVERLAY = DEPLOY / "overlays" / "standalone-scheduler"
 MONITORING = DEPLOY / "prometheus-operator"
+CHART_SCHEDULER_CONFIG = DEPLOY.parent / "tests/data/upstream/chart-v1.8.0/koord-scheduler-config.yaml"
 NS = "koordinator-system"
 KUBECTL = shutil.which("kubectl")
 EMBEDDED_BINDING = "koord-manager-embedded-scheduler"
@@ -266,6 +269,29 @@ def test_service_monitors_are_accepted_with_the_operator_crd(installer: Installe
     objs = installer.apply_tree(MONITORING)
     assert [o["kind"] for o in objs] == ["ServiceMonitor"] * 3
     assert_reads_back(installer, objs)
+
+
+@pytest.mark.parametrize("mode", ["default", "standalone"])
+def test_scheduler_config_map_on_the_server_is_the_one_the_scheduler_loads(
+    installer: Installer, mode: str, tmp_path: Path
+) -> None:
+    """The ConfigMap koord-scheduler-config as the API server stores it: the file the manager or the
+    standalone scheduler gets mounted loads, with upstream chart v1.8.0's LoadAwareScheduling args."""
+    installer.ensure(mode)
+    stored = client.CoreV1Api(installer.api).read_namespaced_config_map("koord-scheduler-config", NS)
+    mounted = tmp_path / "koord-scheduler.config"
+    mounted.write_text(stored.data["koord-scheduler-config"])
+    profile = load_profile(mounted, KNOWN)
+    chart = yaml.safe_load(
+        yaml.safe_load(CHART_SCHEDULER_CONFIG.read_text())["data"]["koord-scheduler-config"]
+    )
+    [chart_args] = [
+        e["args"] for e in chart["profiles"][0]["pluginConfig"] if e["name"] == "LoadAwareScheduling"
+    ]
+    want = {k: v for k, v in chart_args.items() if k not in ("apiVersion", "kind")}
+    assert profile.args["LoadAwareScheduling"] == want
+    assert profile.ignored == ()
+    assert build_framework(profile) is not None
 
 
 # -- RBAC: SubjectAccessReviews ------------------------------------------------------------------------------
