@@ -1,5 +1,6 @@
 """The operator docs (docs/) must follow the code: every slo-controller-config key and typed field, every
-koordlet feature gate and every Prometheus metric the code exports is documented; every scenario file a
+koordlet feature gate, every daemon flag, every upstream flag and gate koord accepts without implementing
+it, and every Prometheus metric the code exports is documented; every scenario file a
 doc cites exists; and the docs stand on their own (no references to material outside the repository).
 
 Everything is collected from the code (parsers' key sets, dataclass field tables, fresh registries, an
@@ -8,6 +9,7 @@ AST scan of the sources), never from hard-coded lists.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import dataclasses
 import re
@@ -22,11 +24,15 @@ from prometheus_client import CollectorRegistry
 from agent.evictor import Evictor
 from agent.metrics import AgentMetrics, BlindnessCollector
 from agent.options import FEATURE_GATES
+from agent.options import build_parser as koordlet_parser
 from apis import nodeslo, sloconfig, sloconfig_types
 from apis.gojson import GoStruct, struct_openapi
+from kube import upstreamflags
+from manager.main import build_parser as manager_parser
 from manager.metrichub.metrics import HubCollector
 from manager.metrichub.store import HubStore
 from manager.metrics import ManagerMetrics
+from scheduler.main import build_parser as scheduler_parser
 from scheduler.metrics import SchedulerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,6 +134,51 @@ def test_every_feature_gate_is_documented() -> None:
     assert FEATURE_GATES
     missing = sorted(g for g in FEATURE_GATES if f"`{g}`" not in text)
     assert not missing, f"feature gates missing from docs/: {missing}"
+
+
+def test_every_upstream_gate_is_documented() -> None:
+    """The upstream gates each component accepts without implementing them (kube.upstreamflags)."""
+    text = _doc("flags.md")
+    gates = (upstreamflags.KOORDLET_GATES - set(FEATURE_GATES)) | upstreamflags.MANAGER_GATES
+    gates |= upstreamflags.SCHEDULER_GATES
+    assert "Accelerators" in gates
+    missing = sorted(g for g in gates if f"`{g}`" not in text)
+    assert not missing, f"upstream feature gates missing from docs/flags.md: {missing}"
+
+
+# --- command-line flags --------------------------------------------------------------------------
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    return {
+        "koordlet": koordlet_parser(),
+        "koord-manager": manager_parser(),
+        "koord-scheduler": scheduler_parser(),
+    }
+
+
+def test_every_flag_is_documented() -> None:
+    text = _doc("flags.md")
+    flags = {
+        (name, s)
+        for name, parser in _parsers().items()
+        for action in parser._actions
+        for s in action.option_strings
+    }
+    assert ("koord-manager", "--sync-period") in flags and ("koordlet", "--v") in flags
+    missing = sorted(f"{name} {flag}" for name, flag in flags if f"`{flag}`" not in text)
+    assert not missing, f"flags missing from docs/flags.md: {missing}"
+
+
+def test_every_accepted_upstream_flag_is_documented() -> None:
+    text = _doc("flags.md")
+    tables = {"koordlet": upstreamflags.KOORDLET, "koord-manager": upstreamflags.MANAGER}
+    tables["koord-scheduler"] = upstreamflags.SCHEDULER
+    assert "runtime-hooks-host-endpoint" in tables["koordlet"]
+    missing = sorted(
+        f"{c} --{flag}" for c, table in tables.items() for flag in table if f"`--{flag}`" not in text
+    )
+    assert not missing, f"accepted upstream flags missing from docs/flags.md: {missing}"
+    for alias, target in upstreamflags.SCHEDULER_ALIASES.items():
+        assert f"`--{alias}`" in text and f"`{target}`" in text
 
 
 # --- Prometheus metrics --------------------------------------------------------------------------
