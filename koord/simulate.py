@@ -24,6 +24,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "CPUBurst": ("agent.qosmanager.simulate", "simulate_cpu_burst"),
     "MemoryEvict": ("agent.qosmanager.simulate_evict", "simulate_memory"),
     "CPUEvict": ("agent.qosmanager.simulate_evict", "simulate_cpu"),
+    "NodeSLO": ("manager.controllers.simulate_nodeslo", "simulate"),
 }
 
 
