@@ -389,8 +389,8 @@ def struct_openapi(cls: type[Any]) -> dict[str, Any]:
             required += inner.get("required", [])
             continue
         schema = spec.kind.openapi()
-        if spec.enum is not None:
-            schema["enum"] = list(spec.enum)
+        if spec.enum is not None:  # "" is admitted as unset, as ``validate`` reads it
+            schema["enum"] = [*spec.enum, ""] if "" not in spec.enum else list(spec.enum)
         if spec.crd_default is not None:
             schema["default"] = spec.crd_default
         if spec.crd_maximum is not None:

@@ -5,10 +5,10 @@ Optional fields are ``None`` when unset (Go pointers); ``to_dict()`` omits them 
 strings, …). Go facts kept: ``systemStrategy.totalNetworkBandwidth`` is a non-pointer quantity, always
 written (``"0"`` by default); ``blocks[].ioCfg`` is a non-pointer struct, always written; ``extensions``
 is written as ``{"Object": {...}}`` and read in that form or as a plain object. Value bounds and enums
-(webhook rules) are declared per field and checked only by ``apis.gojson.validate``.
-The memoryQOS page-cache knobs use the names of SPEC §3.2 (``pageCacheEnable``,
-``pageCacheLimitPercent``, ``pageCacheLimitSize``, ``pageCacheReclaimSync``), typed int64 like the
-other 0/1 memcg switches.
+(webhook rules) are declared per field and checked only by ``apis.gojson.validate``; the ``crd_*``
+bounds and defaults are upstream's CRD markers, written into the CRD schema (docs/crds.md lists where
+the two differ). The memoryQOS page-cache switches ``pageCacheEnable`` and ``pageCacheReclaimSync``
+are booleans, as upstream has them; the integer form 0/1 an earlier koord wrote is still read.
 Imports: the standard library and ``apis`` modules (codec, qos, quantity). Pure, no I/O.
 """
 
@@ -28,6 +28,7 @@ from apis.gojson import (
 from apis.gojson_kinds import (
     BoolKind,
     ExtensionsKind,
+    FieldError,
     IntKind,
     IntOrStrKind,
     QuantityKind,
@@ -53,12 +54,48 @@ S = StrKind(pointer=False)
 SP = StrKind(pointer=True)
 
 
-def _pct(name: str) -> Any:
-    return jf(name, I64, minimum=0, maximum=100)
+class LegacyIntBoolKind(BoolKind):
+    """A ``*bool`` that also reads the integer form 0/1 it had before (0 → false, 1 → true; any other
+    integer is an error naming the value); always written as a boolean. Its CRD node keeps unknown
+    fields (the only structural way to admit two scalar types other than int-or-string) and an enum
+    limits it to the four values."""
+
+    LEGACY: Final = {0: False, 1: True}
+    MESSAGE: Final = "must be a boolean (or the legacy integer 0 or 1)"
+
+    def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
+        if raw is None or isinstance(raw, bool):
+            return super().decode(old, raw, path, errs)
+        if isinstance(raw, int) and raw in self.LEGACY:
+            return self.LEGACY[raw]
+        errs.append(FieldError(path, raw, self.MESSAGE))
+        return old
+
+    def openapi(self) -> dict[str, Any]:
+        return {"x-kubernetes-preserve-unknown-fields": True, "enum": [False, True, 0, 1]}
+
+
+LB = LegacyIntBoolKind()
+
+
+def _bounded(name: str, low: int | None, high: int | None, *, crd: bool, kind: Any = I64) -> Any:
+    """An integer within ``low..high`` (webhook rule); ``crd``: the CRD schema declares the same bounds."""
+    if not crd:
+        return jf(name, kind, minimum=low, maximum=high)
+    return jf(name, kind, minimum=low, maximum=high, crd_minimum=low, crd_maximum=high)
+
+
+def _pct(name: str, *, crd: bool) -> Any:
+    return _bounded(name, 0, 100, crd=crd)
 
 
 def _flag(name: str) -> Any:
-    return jf(name, I64, minimum=0, maximum=1)
+    return _bounded(name, 0, 1, crd=False)
+
+
+def _min0_pct(name: str) -> Any:
+    """0..100 for the webhook; upstream's CRD only declares ``minimum: 0``."""
+    return jf(name, I64, minimum=0, maximum=100, crd_minimum=0)
 
 
 def _bandwidth(value: Any) -> str | None:
@@ -85,39 +122,39 @@ class CPUQOSCfg(GoStruct):
 @dataclass(frozen=True)
 class MemoryQOSCfg(GoStruct):
     enable: bool | None = jf("enable", B)
-    min_limit_percent: int | None = _pct("minLimitPercent")
-    low_limit_percent: int | None = _pct("lowLimitPercent")
-    throttling_percent: int | None = _pct("throttlingPercent")
-    wmark_ratio: int | None = _pct("wmarkRatio")
-    wmark_scale_permill: int | None = jf("wmarkScalePermill", I64, minimum=1, maximum=1000)
-    wmark_min_adj: int | None = jf("wmarkMinAdj", I64, minimum=-25, maximum=50)
+    min_limit_percent: int | None = _min0_pct("minLimitPercent")
+    low_limit_percent: int | None = _min0_pct("lowLimitPercent")
+    throttling_percent: int | None = _min0_pct("throttlingPercent")
+    wmark_ratio: int | None = _pct("wmarkRatio", crd=True)
+    wmark_scale_permill: int | None = _bounded("wmarkScalePermill", 1, 1000, crd=True)
+    wmark_min_adj: int | None = _bounded("wmarkMinAdj", -25, 50, crd=True)
     priority_enable: int | None = _flag("priorityEnable")
     priority: int | None = jf("priority", I64, minimum=0, maximum=12)
     oom_kill_group: int | None = _flag("oomKillGroup")
-    page_cache_enable: int | None = _flag("pageCacheEnable")
-    page_cache_limit_percent: int | None = _pct("pageCacheLimitPercent")
-    page_cache_limit_size: int | None = jf("pageCacheLimitSize", I64, minimum=0)
-    page_cache_reclaim_sync: int | None = _flag("pageCacheReclaimSync")
+    page_cache_enable: bool | None = jf("pageCacheEnable", LB)
+    page_cache_limit_percent: int | None = _pct("pageCacheLimitPercent", crd=True)
+    page_cache_limit_size: int | None = jf("pageCacheLimitSize", I64, minimum=0)  # no CRD bound upstream
+    page_cache_reclaim_sync: bool | None = jf("pageCacheReclaimSync", LB)
 
 
 @dataclass(frozen=True)
 class IOCfg(GoStruct):
-    read_iops: int | None = jf("readIOPS", I64, minimum=0)
-    write_iops: int | None = jf("writeIOPS", I64, minimum=0)
-    read_bps: int | None = jf("readBPS", I64, minimum=0)
-    write_bps: int | None = jf("writeBPS", I64, minimum=0)
-    io_weight_percent: int | None = jf("ioWeightPercent", I64, minimum=1, maximum=100)
-    read_latency: int | None = jf("readLatency", I64, minimum=0)
-    write_latency: int | None = jf("writeLatency", I64, minimum=0)
-    read_latency_percent: int | None = _pct("readLatencyPercent")
-    write_latency_percent: int | None = _pct("writeLatencyPercent")
+    read_iops: int | None = _bounded("readIOPS", 0, None, crd=True)
+    write_iops: int | None = _bounded("writeIOPS", 0, None, crd=True)
+    read_bps: int | None = _bounded("readBPS", 0, None, crd=True)
+    write_bps: int | None = _bounded("writeBPS", 0, None, crd=True)
+    io_weight_percent: int | None = _bounded("ioWeightPercent", 1, 100, crd=True)
+    read_latency: int | None = _bounded("readLatency", 0, None, crd=False)
+    write_latency: int | None = _bounded("writeLatency", 0, None, crd=False)
+    read_latency_percent: int | None = _pct("readLatencyPercent", crd=True)
+    write_latency_percent: int | None = _pct("writeLatencyPercent", crd=True)
     enable_user_model: bool | None = jf("enableUserModel", B)
-    model_read_bps: int | None = jf("modelReadBPS", I64, minimum=1)
-    model_write_bps: int | None = jf("modelWriteBPS", I64, minimum=1)
-    model_read_seq_iops: int | None = jf("modelReadSeqIOPS", I64, minimum=1)
-    model_write_seq_iops: int | None = jf("modelWriteSeqIOPS", I64, minimum=1)
-    model_read_rand_iops: int | None = jf("modelReadRandIOPS", I64, minimum=1)
-    model_write_rand_iops: int | None = jf("modelWriteRandIOPS", I64, minimum=1)
+    model_read_bps: int | None = _bounded("modelReadBPS", 1, None, crd=True)
+    model_write_bps: int | None = _bounded("modelWriteBPS", 1, None, crd=True)
+    model_read_seq_iops: int | None = _bounded("modelReadSeqIOPS", 1, None, crd=True)
+    model_write_seq_iops: int | None = _bounded("modelWriteSeqIOPS", 1, None, crd=True)
+    model_read_rand_iops: int | None = _bounded("modelReadRandIOPS", 1, None, crd=True)
+    model_write_rand_iops: int | None = _bounded("modelWriteRandIOPS", 1, None, crd=True)
 
 
 @dataclass(frozen=True)
@@ -138,18 +175,19 @@ class ResctrlQOSCfg(GoStruct):
     _GREATER: ClassVar[tuple[tuple[str, str], ...]] = (("catRangeEndPercent", "catRangeStartPercent"),)
 
     enable: bool | None = jf("enable", B)
-    cat_range_start_percent: int | None = _pct("catRangeStartPercent")
-    cat_range_end_percent: int | None = _pct("catRangeEndPercent")
-    mba_percent: int | None = _pct("mbaPercent")
+    cat_range_start_percent: int | None = _pct("catRangeStartPercent", crd=True)
+    cat_range_end_percent: int | None = _pct("catRangeEndPercent", crd=True)
+    mba_percent: int | None = _pct("mbaPercent", crd=True)
 
 
 @dataclass(frozen=True)
 class NetworkQOSCfg(GoStruct):
     enable: bool | None = jf("enable", B)
-    ingress_request: int | str | None = jf("ingressRequest", IntOrStrKind(), check=_bandwidth)
-    ingress_limit: int | str | None = jf("ingressLimit", IntOrStrKind(), check=_bandwidth)
-    egress_request: int | str | None = jf("egressRequest", IntOrStrKind(), check=_bandwidth)
-    egress_limit: int | str | None = jf("egressLimit", IntOrStrKind(), check=_bandwidth)
+    # CRD defaults (upstream's markers): the API server fills a missing request with 0, a limit with 100.
+    ingress_request: int | str | None = jf("ingressRequest", IntOrStrKind(), check=_bandwidth, crd_default=0)
+    ingress_limit: int | str | None = jf("ingressLimit", IntOrStrKind(), check=_bandwidth, crd_default=100)
+    egress_request: int | str | None = jf("egressRequest", IntOrStrKind(), check=_bandwidth, crd_default=0)
+    egress_limit: int | str | None = jf("egressLimit", IntOrStrKind(), check=_bandwidth, crd_default=100)
 
 
 @dataclass(frozen=True)
@@ -186,31 +224,37 @@ class ResourceThresholdStrategy(GoStruct):
     )
 
     enable: bool | None = jf("enable", B)
-    cpu_suppress_threshold_percent: int | None = _pct("cpuSuppressThresholdPercent")
-    cpu_suppress_min_percent: int | None = _pct("cpuSuppressMinPercent")
+    cpu_suppress_threshold_percent: int | None = _pct("cpuSuppressThresholdPercent", crd=True)
+    cpu_suppress_min_percent: int | None = _pct("cpuSuppressMinPercent", crd=True)
     cpu_suppress_policy: str | None = jf("cpuSuppressPolicy", S, enum=CPU_SUPPRESS_POLICIES)
-    memory_evict_threshold_percent: int | None = _pct("memoryEvictThresholdPercent")
-    memory_evict_lower_percent: int | None = _pct("memoryEvictLowerPercent")
-    memory_allocatable_evict_threshold_percent: int | None = jf(
-        "memoryAllocatableEvictThresholdPercent", I64, minimum=0
+    memory_evict_threshold_percent: int | None = _pct("memoryEvictThresholdPercent", crd=True)
+    memory_evict_lower_percent: int | None = _pct("memoryEvictLowerPercent", crd=True)
+    memory_allocatable_evict_threshold_percent: int | None = _bounded(
+        "memoryAllocatableEvictThresholdPercent", 0, None, crd=True
     )
-    memory_allocatable_evict_lower_percent: int | None = jf(
-        "memoryAllocatableEvictLowerPercent", I64, minimum=0
+    memory_allocatable_evict_lower_percent: int | None = _bounded(
+        "memoryAllocatableEvictLowerPercent", 0, None, crd=True
     )
-    cpu_evict_be_satisfaction_upper_percent: int | None = _pct("cpuEvictBESatisfactionUpperPercent")
-    cpu_evict_be_satisfaction_lower_percent: int | None = _pct("cpuEvictBESatisfactionLowerPercent")
-    cpu_evict_be_usage_threshold_percent: int | None = _pct("cpuEvictBEUsageThresholdPercent")
+    cpu_evict_be_satisfaction_upper_percent: int | None = _pct(
+        "cpuEvictBESatisfactionUpperPercent", crd=False
+    )
+    cpu_evict_be_satisfaction_lower_percent: int | None = _pct(
+        "cpuEvictBESatisfactionLowerPercent", crd=False
+    )
+    cpu_evict_be_usage_threshold_percent: int | None = _pct("cpuEvictBEUsageThresholdPercent", crd=False)
     cpu_evict_time_window_seconds: int | None = jf("cpuEvictTimeWindowSeconds", I64, exclusive_minimum=0)
-    cpu_evict_threshold_percent: int | None = _pct("cpuEvictThresholdPercent")
-    cpu_evict_lower_percent: int | None = _pct("cpuEvictLowerPercent")
-    cpu_allocatable_evict_threshold_percent: int | None = jf(
-        "cpuAllocatableEvictThresholdPercent", I64, minimum=0
+    cpu_evict_threshold_percent: int | None = _pct("cpuEvictThresholdPercent", crd=True)
+    cpu_evict_lower_percent: int | None = _pct("cpuEvictLowerPercent", crd=True)
+    cpu_allocatable_evict_threshold_percent: int | None = _bounded(
+        "cpuAllocatableEvictThresholdPercent", 0, None, crd=True
     )
-    cpu_allocatable_evict_lower_percent: int | None = jf("cpuAllocatableEvictLowerPercent", I64, minimum=0)
+    cpu_allocatable_evict_lower_percent: int | None = _bounded(
+        "cpuAllocatableEvictLowerPercent", 0, None, crd=True
+    )
     cpu_evict_policy: str | None = jf("cpuEvictPolicy", S, enum=CPU_EVICT_POLICIES)
     evict_enabled_priority_threshold: int | None = jf("evictEnabledPriorityThreshold", I32)
-    allocatable_evict_priority_threshold: int | None = jf(
-        "allocatableEvictPriorityThreshold", I32, minimum=0, maximum=7999
+    allocatable_evict_priority_threshold: int | None = _bounded(
+        "allocatableEvictPriorityThreshold", 0, 7999, crd=False, kind=I32
     )
 
 
@@ -218,10 +262,13 @@ class ResourceThresholdStrategy(GoStruct):
 @dataclass(frozen=True)
 class CPUBurstStrategy(GoStruct):
     policy: str | None = jf("policy", S, enum=CPU_BURST_POLICIES)
-    cpu_burst_percent: int | None = jf("cpuBurstPercent", I64, minimum=1, maximum=10000)
+    # webhook 1..10000, upstream's CRD 0..10000
+    cpu_burst_percent: int | None = jf(
+        "cpuBurstPercent", I64, minimum=1, maximum=10000, crd_minimum=0, crd_maximum=10000
+    )
     cfs_quota_burst_percent: int | None = jf("cfsQuotaBurstPercent", I64, minimum=100)
     cfs_quota_burst_period_seconds: int | None = jf("cfsQuotaBurstPeriodSeconds", I64, minimum=-1)
-    share_pool_threshold_percent: int | None = _pct("sharePoolThresholdPercent")
+    share_pool_threshold_percent: int | None = _pct("sharePoolThresholdPercent", crd=False)
 
 
 # --- systemStrategy (§3.4) ----------------------------------------------------------------------

@@ -137,9 +137,13 @@ def _spec_schema(crd: dict[str, Any]) -> dict[str, Any]:
 
 
 def _walk(value: Any, schema: dict[str, Any], path: str) -> None:
-    """Assert that ``value`` is declared by ``schema`` with a compatible type."""
+    """Assert that ``value`` is declared by ``schema`` with a compatible type (and within its bounds)."""
     if schema.get("x-kubernetes-int-or-string"):
         assert isinstance(value, (int, str)) and not isinstance(value, bool), path
+        return
+    if "type" not in schema:  # a bool-or-legacy-int switch: any value of its enum, type included
+        assert schema["x-kubernetes-preserve-unknown-fields"] is True, path
+        assert (type(value), value) in [(type(v), v) for v in schema["enum"]], path
         return
     kind = schema["type"]
     if kind == "object":
@@ -162,6 +166,7 @@ def _walk(value: Any, schema: dict[str, Any], path: str) -> None:
         assert isinstance(value, int) and not isinstance(value, bool), path
         bits = {"int64": 63, "int32": 31}[schema["format"]]
         assert -(2**bits) <= value < 2**bits, path
+        assert schema.get("minimum", -(2**bits)) <= value <= schema.get("maximum", 2**bits), path
     elif kind == "number":
         assert isinstance(value, (int, float)) and not isinstance(value, bool), path
     elif kind == "string":
@@ -181,6 +186,11 @@ def _assert_structural(schema: dict[str, Any], path: str) -> None:
         assert schema["anyOf"] == [{"type": "integer"}, {"type": "string"}], path
         assert "type" not in schema, path
         return
+    if schema.get("x-kubernetes-preserve-unknown-fields") and "type" not in schema:
+        # the only untyped scalar node: the page-cache switches (boolean or legacy 0/1)
+        assert schema == {"x-kubernetes-preserve-unknown-fields": True, "enum": [False, True, 0, 1]}, path
+        return
+    assert "default" not in schema or "x-kubernetes-int-or-string" in schema, path  # only networkQOS
     assert schema.get("type") in {"object", "array", "integer", "number", "string", "boolean"}, path
     if schema["type"] == "array":
         _assert_structural(schema["items"], f"{path}[]")
@@ -235,16 +245,39 @@ def test_crd_special_types() -> None:
     assert spec["extensions"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     threshold = spec["resourceUsedThresholdWithBE"]["properties"]
     assert threshold["evictEnabledPriorityThreshold"] == {"type": "integer", "format": "int32"}
-    assert threshold["cpuSuppressPolicy"]["enum"] == ["cpuset", "cfsQuota"]
-    assert threshold["cpuEvictPolicy"]["enum"] == ["evictByRealLimit", "evictByAllocatable"]
+    # enums admit "" (unset), as the manager's validation does
+    assert threshold["cpuSuppressPolicy"]["enum"] == ["cpuset", "cfsQuota", ""]
+    assert threshold["cpuEvictPolicy"]["enum"] == ["evictByRealLimit", "evictByAllocatable", ""]
     assert spec["cpuBurstStrategy"]["properties"]["policy"]["enum"] == [
         "none",
         "cpuBurstOnly",
         "cfsQuotaBurstOnly",
         "auto",
+        "",
     ]
-    network = spec["resourceQOSStrategy"]["properties"]["beClass"]["properties"]["networkQOS"]["properties"]
+    policies = spec["resourceQOSStrategy"]["properties"]["policies"]["properties"]
+    assert policies["cpuPolicy"]["enum"] == ["groupIdentity", "coreSched", ""]
+    be = spec["resourceQOSStrategy"]["properties"]["beClass"]["properties"]
+    network = be["networkQOS"]["properties"]
     assert network["ingressLimit"]["x-kubernetes-int-or-string"] is True
+    assert {k: network[k].get("default") for k in network} == {
+        "enable": None,
+        "ingressRequest": 0,
+        "ingressLimit": 100,
+        "egressRequest": 0,
+        "egressLimit": 100,
+    }
+    memory = be["memoryQOS"]["properties"]
+    for switch in ("pageCacheEnable", "pageCacheReclaimSync"):
+        assert memory[switch] == {"x-kubernetes-preserve-unknown-fields": True, "enum": [False, True, 0, 1]}
+    assert memory["pageCacheLimitPercent"] == {
+        "type": "integer",
+        "format": "int64",
+        "maximum": 100,
+        "minimum": 0,
+    }
+    assert memory["minLimitPercent"] == {"type": "integer", "format": "int64", "minimum": 0}
+    assert memory["priority"] == {"type": "integer", "format": "int64"}  # webhook rule only
     assert system["schedFeatures"] == {"type": "object", "additionalProperties": {"type": "boolean"}}
 
 
@@ -617,3 +650,71 @@ def test_overlay_on_typed_values() -> None:
         blocks=[BlockCfg(name="a", type="device", io_cfg=IOCfg(read_iops=1, write_iops=2))]
     )
     assert overlay(old, None) is old
+
+
+# --- page-cache switches: booleans, legacy 0/1 read ------------------------------------------------------
+SWITCHES = ("pageCacheEnable", "pageCacheReclaimSync")
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(True, True), (False, False), (1, True), (0, False), (None, None)]
+)
+def test_page_cache_switch_reads_bool_and_legacy_int(name: str, raw: Any, expected: bool | None) -> None:
+    cfg = MemoryQOSCfg.from_dict({name: raw, "pageCacheLimitPercent": 30})
+    attr = {"pageCacheEnable": "page_cache_enable", "pageCacheReclaimSync": "page_cache_reclaim_sync"}[name]
+    got = getattr(cfg, attr)
+    assert got is expected  # a real bool (or None), never the int 0/1
+    written = cfg.to_dict()
+    if expected is None:
+        assert name not in written
+    else:
+        assert written[name] is expected  # always written as a JSON boolean
+    assert validate(cfg) == []
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+@pytest.mark.parametrize("raw", [2, -1, 10**30, 1.0, "true", "1", [], {}])
+def test_page_cache_switch_rejects_other_values_naming_field_and_value(name: str, raw: Any) -> None:
+    data = {"resourceQOSStrategy": {"lsClass": {"memoryQOS": {name: raw}}}}
+    with pytest.raises(DecodeError) as info:
+        NodeSLOSpec.from_dict(data)
+    [err] = info.value.errors
+    path = f"resourceQOSStrategy.lsClass.memoryQOS.{name}"
+    assert (err.path, err.value) == (path, raw)
+    assert path in str(info.value) and repr(raw)[:20] in str(info.value)
+    assert "boolean" in err.message and "0 or 1" in err.message
+
+
+def test_page_cache_switch_overlay_keeps_bool_semantics() -> None:
+    old = MemoryQOSCfg.from_dict({"pageCacheEnable": 1, "pageCacheReclaimSync": True})
+    new = MemoryQOSCfg.from_dict({"pageCacheEnable": False})
+    merged = overlay(old, new)
+    assert (merged.page_cache_enable, merged.page_cache_reclaim_sync) == (False, True)
+    assert merged.to_dict() == {"pageCacheEnable": False, "pageCacheReclaimSync": True}
+
+
+def test_resource_qos_config_reads_the_legacy_integer_switches() -> None:
+    from apis.sloconfig import node_slo_spec, parse_slo_controller_config
+
+    legacy = '{"clusterStrategy": {"beClass": {"memoryQOS": {"enable": true, "pageCacheEnable": 1,'
+    legacy += ' "pageCacheReclaimSync": 0, "pageCacheLimitPercent": 60}}}}'
+    cfg, errors = parse_slo_controller_config({"resource-qos-config": legacy}, None)
+    assert errors == []
+    memory = node_slo_spec(cfg, {}, {}).to_dict()["resourceQOSStrategy"]["beClass"]["memoryQOS"]
+    assert memory == {
+        "enable": True,
+        "pageCacheEnable": True,
+        "pageCacheLimitPercent": 60,
+        "pageCacheReclaimSync": False,
+    }
+
+    bad = '{"clusterStrategy": {"beClass": {"memoryQOS": {"pageCacheEnable": 2}}}}'
+    _, errors = parse_slo_controller_config({"resource-qos-config": bad}, None)
+    [err] = errors
+    assert (err.key, err.field, err.value) == (
+        "resource-qos-config",
+        "clusterStrategy.beClass.memoryQOS.pageCacheEnable",
+        2,
+    )
+    assert err.rejected
