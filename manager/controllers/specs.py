@@ -3,7 +3,8 @@ write (create / update / delete / nothing) takes the cluster there. No I/O: the 
 writes through the gateway.
 
 ``nodeslo_plan(cfg, node, old)`` (SPEC §4.4): the spec is rebuilt from the config each time, only
-``extensions`` starts from the old spec; an update only when the typed specs differ.
+``extensions`` starts from the old spec; an update only when the typed specs differ once the CRD's
+defaults (which the API server fills in, e.g. networkQOS limits) are applied to both.
 ``nodemetric_plan(cfg, node, old)`` (SPEC §5.1): ``spec.metricCollectPolicy`` from the node's merged
 colocation strategy (enable==true and valid) else the defaults; while the colocation config is in
 error status an existing spec is kept.
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from apis import constants as c
+from apis.crddefaults import nodeslo_spec_with_defaults
 from apis.nodemetric import NodeMetricSpec
 from apis.nodeslo import NodeSLOSpec
 from apis.sloconfig import (
@@ -83,7 +85,9 @@ def nodeslo_plan(
     if old is None:
         return Plan("create", spec, "createNodeSLO", warning)
     old_spec = _old_nodeslo_spec(old)
-    if old_spec is not None and old_spec.to_dict() == spec:
+    if old_spec is not None and nodeslo_spec_with_defaults(old_spec.to_dict()) == nodeslo_spec_with_defaults(
+        spec
+    ):
         return Plan("none", spec, "unchanged", warning)
     return Plan("update", spec, "updateNodeSLO", warning)
 

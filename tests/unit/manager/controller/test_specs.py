@@ -90,3 +90,20 @@ def test_upstream_counters_keep_their_exact_names() -> None:
     labels = {"status": "succeeded", "reason": "createNodeSLO"}
     assert m.registry.get_sample_value("slo_controller_nodeslo_reconcile_count", labels) == 2.0
     assert m.nodeslo_reconcile.value(**labels) == 2.0
+
+
+def test_nodeslo_server_defaults_are_not_a_difference() -> None:
+    # The CRD defaults networkQOS limits (100) and requests (0): the stored NodeSLO carries them though
+    # the rendered spec does not, and that alone must not cause an update on every reconcile.
+    c = cfg({"resource-qos-config": {"clusterStrategy": {"lsClass": {"networkQOS": {"enable": True}}}}})
+    plan = nodeslo_plan(c, node(), None)
+    assert plan.spec is not None
+    assert plan.spec["resourceQOSStrategy"]["lsClass"]["networkQOS"] == {"enable": True}
+    stored = json.loads(json.dumps(plan.spec))
+    stored["resourceQOSStrategy"]["lsClass"]["networkQOS"].update(
+        ingressRequest=0, ingressLimit=100, egressRequest=0, egressLimit=100
+    )
+    assert nodeslo_plan(c, node(), {"metadata": {"name": "n1"}, "spec": stored}).action == "none"
+    # A stored value that differs from the default is a real difference.
+    stored["resourceQOSStrategy"]["lsClass"]["networkQOS"]["ingressLimit"] = 50
+    assert nodeslo_plan(c, node(), {"metadata": {"name": "n1"}, "spec": stored}).action == "update"
