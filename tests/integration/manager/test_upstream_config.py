@@ -69,6 +69,12 @@ def test_empty_enum_strings_do_not_switch_colocation_off(harness: Harness) -> No
             {"clusterStrategy": {"enable": True, "cpuSuppressPolicy": ""}}
         ),
         "cpu-burst-config": json.dumps({"clusterStrategy": {"policy": ""}}),
+        "resource-qos-config": json.dumps(
+            {"clusterStrategy": {"policies": {"cpuPolicy": "", "netQOSPolicy": ""}}}
+        ),
     }
     spec = _apply_and_check(harness, data)
     assert spec["cpuBurstStrategy"]["policy"] == "none"
+    # Upstream writes the pointer strings as given ("" = the default policy, as its koordlet reads it);
+    # the API server must store them (build-kube.sh keeps 1.20's handling of empty strings).
+    assert spec["resourceQOSStrategy"]["policies"] == {"cpuPolicy": "", "netQOSPolicy": ""}
