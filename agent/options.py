@@ -21,7 +21,7 @@ from agent.system.podcgroup import CgroupDriver
 from apis.duration import Duration
 from apis.version import koord_version
 from kube import upstreamflags
-from kube.goflags import FlagError, ignored_flags_message, normalise, parse_gates
+from kube.goflags import parse_gates, parse_go_args
 from kube.httpserver import parse_addr
 
 __all__ = ["FEATURE_GATES", "Options", "build_parser", "parse", "parse_feature_gates"]
@@ -187,12 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, argparse.Namespace]:
     p = build_parser()
-    try:
-        go = normalise(p, sys.argv[1:] if argv is None else argv, upstreamflags.KOORDLET)
-    except FlagError as e:
-        p.error(str(e))
-    a = p.parse_args(go.argv)
-    warnings = [ignored_flags_message("koordlet", go.ignored)] if go.ignored else []
+    a, warnings = parse_go_args(
+        p,
+        sys.argv[1:] if argv is None else argv,
+        "koordlet",
+        upstreamflags.KOORDLET,
+        upstreamflags.KOORDLET_GATES,
+        FEATURE_GATES,
+    )
     try:
         node = a.node_name or env.get("NODE_NAME", "")
         if not node:
@@ -212,9 +214,6 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             raise ValueError(
                 f"--kube-api-qps/--kube-api-burst: {a.kube_api_qps}/{a.kube_api_burst} must be > 0"
             )
-        gates = parse_gates(a.feature_gates, FEATURE_GATES, upstreamflags.KOORDLET_GATES)
-        if (gate_warning := gates.warning("koordlet")) is not None:
-            warnings.append(gate_warning)
         if a.v < 0:
             raise ValueError(f"--v: {a.v} must be 0 or more")
         token = Path(a.hub_token_file) if a.hub_token_file else None
@@ -238,7 +237,7 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             pod_retention_seconds=_seconds("--pod-metric-retention", a.pod_metric_retention),
             kube_api_qps=a.kube_api_qps,
             kube_api_burst=a.kube_api_burst,
-            feature_gates=gates.values,
+            feature_gates=a.feature_gates,
             enable_qos=a.enable_qos,
             qos_dry_run=a.qos_dry_run,
             audit_log=Path(a.audit_log) if a.audit_log else None,

@@ -27,10 +27,12 @@ __all__ = [
     "FlagError",
     "Gates",
     "GoArgv",
+    "add_klog_and_gate_flags",
     "go_bool",
     "ignored_flags_message",
     "normalise",
     "parse_gates",
+    "parse_go_args",
 ]
 
 _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -227,3 +229,42 @@ def parse_gates(
             unknown[name] = None
     gates.update(explicit)
     return Gates(gates, tuple(not_implemented), tuple(unknown))
+
+
+def parse_go_args(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str],
+    component: str,
+    upstream: Mapping[str, bool],
+    upstream_gates: Collection[str],
+    gate_defaults: Mapping[str, bool],
+    aliases: Mapping[str, str] | None = None,
+) -> tuple[argparse.Namespace, list[str]]:
+    """``normalise`` + ``parse_args`` + ``parse_gates`` for a daemon's entry point: the parsed flags
+    (``feature_gates`` replaced by every gate's value) and the warning lines for the accepted arguments
+    that have no effect. A bad or unknown flag, or a malformed gate, exits through ``parser.error``."""
+    try:
+        go = normalise(parser, argv, upstream, aliases)
+        args = parser.parse_args(go.argv)
+        gates = parse_gates(args.feature_gates, gate_defaults, upstream_gates)
+    except FlagError as e:
+        parser.error(str(e))
+    warnings = [ignored_flags_message(component, go.ignored)] if go.ignored else []
+    if (gate_warning := gates.warning(component)) is not None:
+        warnings.append(gate_warning)
+    args.feature_gates = gates.values
+    return args, warnings
+
+
+def add_klog_and_gate_flags(parser: argparse.ArgumentParser, component: str) -> None:
+    """``--feature-gates`` and ``--v`` for a component that implements none of upstream's gates: every
+    gate named is reported by ``parse_go_args`` and ignored."""
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        help=f"Gate=true|false,...: upstream {component}'s gates are accepted; {component} implements "
+        "none of them, so any gate named is logged and ignored",
+    )
+    parser.add_argument(
+        "--v", type=int, default=0, help="log verbosity as upstream's klog: 4 and above = debug"
+    )

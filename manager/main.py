@@ -35,7 +35,7 @@ from apis.constants import DEFAULT_CONFIG_NAMESPACE
 from apis.convert import report_to_nodemetric_dict
 from apis.version import koord_version
 from kube import upstreamflags
-from kube.goflags import FlagError, ignored_flags_message, normalise, parse_gates
+from kube.goflags import add_klog_and_gate_flags, parse_go_args
 from kube.httpserver import ProbeServer
 from manager.controllers.setup import SLOControllers, add_config_flags, build_slo_controllers
 from manager.hubendpoints import HubEndpoints, endpoints_body
@@ -101,13 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(POD_IP, POD_NAME, POD_NAMESPACE from the downward API), so every koordlet reports to the leader; "
         "empty (default) leaves routing to the Service",
     )
-    p.add_argument(
-        "--feature-gates",
-        default="",
-        help="Gate=true|false,...: upstream koord-manager's gates are accepted; koord-manager implements "
-        "none of them, so any gate named is logged and ignored",
-    )
-    p.add_argument("--v", type=int, default=0, help="log verbosity as upstream's klog: 4 and above = debug")
+    add_klog_and_gate_flags(p, "koord-manager")
     add_config_flags(p)
     return p
 
@@ -115,18 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     """The flags (upstream's Go-style argument lists too, kube.goflags) and the warning lines for the
     accepted arguments that have no effect. A bad or unknown flag exits naming it."""
-    p = build_parser()
-    try:
-        go = normalise(p, sys.argv[1:] if argv is None else argv, upstreamflags.MANAGER)
-        args = p.parse_args(go.argv)
-        gates = parse_gates(args.feature_gates, {}, upstreamflags.MANAGER_GATES)
-    except FlagError as e:
-        p.error(str(e))
-    warnings = [ignored_flags_message("koord-manager", go.ignored)] if go.ignored else []
-    if (gate_warning := gates.warning("koord-manager")) is not None:
-        warnings.append(gate_warning)
-    args.feature_gates = gates.values
-    return args, warnings
+    return parse_go_args(
+        build_parser(),
+        sys.argv[1:] if argv is None else argv,
+        "koord-manager",
+        upstreamflags.MANAGER,
+        upstreamflags.MANAGER_GATES,
+        {},
+    )
 
 
 EMBEDDED_SCHEDULER_USER = "system:koord-manager:embedded-scheduler"

@@ -29,7 +29,7 @@ from apis.constants import DEFAULT_CONFIG_NAMESPACE
 from apis.version import koord_version
 from kube import upstreamflags
 from kube.client import KubeConfigError, api_client
-from kube.goflags import FlagError, ignored_flags_message, normalise, parse_gates
+from kube.goflags import add_klog_and_gate_flags, parse_go_args
 from kube.httpserver import ProbeServer
 from kube.leaderelection import LeaderElector
 from scheduler.cache import SchedulerCache
@@ -133,36 +133,22 @@ def build_parser() -> argparse.ArgumentParser:
     # Every bind is one request: the client limit must exceed the target binding rate.
     p.add_argument("--kube-api-qps", type=float, default=500)
     p.add_argument("--kube-api-burst", type=int, default=1000)
-    p.add_argument(
-        "--feature-gates",
-        default="",
-        help="Gate=true|false,...: upstream koord-scheduler's gates are accepted; koord-scheduler implements "
-        "none of them, so any gate named is logged and ignored",
-    )
-    p.add_argument("--v", type=int, default=0, help="log verbosity as upstream's klog: 4 and above = debug")
+    add_klog_and_gate_flags(p, "koord-scheduler")
     return p
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     """The flags (upstream's Go-style argument lists too, kube.goflags; ``--port`` is --metrics-port) and
     the warning lines for accepted arguments without effect. A bad or unknown flag exits naming it."""
-    p = build_parser()
-    try:
-        go = normalise(
-            p,
-            sys.argv[1:] if argv is None else argv,
-            upstreamflags.SCHEDULER,
-            upstreamflags.SCHEDULER_ALIASES,
-        )
-        args = p.parse_args(go.argv)
-        gates = parse_gates(args.feature_gates, {}, upstreamflags.SCHEDULER_GATES)
-    except FlagError as e:
-        p.error(str(e))
-    warnings = [ignored_flags_message("koord-scheduler", go.ignored)] if go.ignored else []
-    if (gate_warning := gates.warning("koord-scheduler")) is not None:
-        warnings.append(gate_warning)
-    args.feature_gates = gates.values
-    return args, warnings
+    return parse_go_args(
+        build_parser(),
+        sys.argv[1:] if argv is None else argv,
+        "koord-scheduler",
+        upstreamflags.SCHEDULER,
+        upstreamflags.SCHEDULER_GATES,
+        {},
+        upstreamflags.SCHEDULER_ALIASES,
+    )
 
 
 def leader_election(args: argparse.Namespace, profile: Profile) -> tuple[bool, str, str]:
