@@ -35,7 +35,7 @@ def _is_leader(port: int) -> bool:
     return any(line.startswith("koordinator_manager_is_leader 1") for line in text.splitlines())
 
 
-def _threshold(custom: Any, node: str) -> int | None:
+def nodeslo_threshold(custom: Any, node: str) -> int | None:
     try:
         slo = custom.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_SLO_PLURAL, node)
     except ApiException:
@@ -89,7 +89,7 @@ def test_standby_takes_over_and_loses_no_reconcile(
                 env={**os.environ, "POD_IP": f"10.77.0.{i + 1}", "POD_NAME": f"mgr-{i}",
                      "POD_NAMESPACE": namespace},
             ))  # fmt: skip
-        assert wait_for(lambda: _threshold(custom, node) == 60, 30), "the leader rendered no NodeSLO"
+        assert wait_for(lambda: nodeslo_threshold(custom, node) == 60, 30), "the leader rendered no NodeSLO"
         leaders = [i for i in range(2) if _is_leader(ports[2 + i])]
         assert len(leaders) == 1, f"exactly one leader expected, got {leaders}"
         leader, standby = leaders[0], 1 - leaders[0]
@@ -103,7 +103,7 @@ def test_standby_takes_over_and_loses_no_reconcile(
         assert wait_for(lambda: _is_leader(ports[2 + standby]), 25), "the standby never took over"
         took_over = time.monotonic() - killed
         assert took_over <= 20.0, f"takeover took {took_over:.1f}s"
-        assert wait_for(lambda: _threshold(custom, node) == 55, 10), (
+        assert wait_for(lambda: nodeslo_threshold(custom, node) == 55, 10), (
             "the edit made during the handover was lost"
         )
         assert wait_for(

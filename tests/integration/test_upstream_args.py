@@ -33,6 +33,7 @@ from koord.localcluster.controlplane import ControlPlane, free_ports
 from tests.fixtures.hostsim import HostSimulator
 from tests.fixtures.hosttree import HostTree
 from tests.integration.podhelpers import wait_for
+from tests.integration.test_manager_failover import nodeslo_threshold
 
 pytestmark = pytest.mark.apiserver
 
@@ -68,15 +69,6 @@ def get(port: int, path: str) -> tuple[int, str]:
         return e.code, e.read().decode()
     except OSError as e:
         return 0, str(e)
-
-
-def threshold(custom: Any, node: str) -> int | None:
-    try:
-        slo = custom.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_SLO_PLURAL, node)
-    except ApiException:
-        return None
-    value = (slo.get("spec") or {}).get("resourceUsedThresholdWithBE", {}).get("cpuSuppressThresholdPercent")
-    return int(value) if value is not None else None
 
 
 def stop(proc: subprocess.Popen[bytes]) -> int:
@@ -157,7 +149,9 @@ def test_manager_and_koordlet_run_with_the_chart_arguments(
         # the NodeSLO from the ConfigMap in --config-namespace.
         assert wait_for(lambda: get(health_port, "/healthz")[0] == 200, 60), manager_log.read_text()[-3000:]
         assert wait_for(lambda: get(health_port, "/readyz")[0] == 200, 60), manager_log.read_text()[-3000:]
-        assert wait_for(lambda: threshold(custom, node) == THRESHOLD, 60), manager_log.read_text()[-3000:]
+        assert wait_for(lambda: nodeslo_threshold(custom, node) == THRESHOLD, 60), manager_log.read_text()[
+            -3000:
+        ]
         lease = client.CoordinationV1Api(kube).read_namespaced_lease("koordinator-manager", namespace)
         assert lease.spec.holder_identity
         assert "koordinator_manager_is_leader 1" in get(metrics_port, "/metrics")[1]

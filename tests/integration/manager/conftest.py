@@ -94,6 +94,16 @@ class Harness:
     def nodemetric(self, name: str) -> dict[str, Any] | None:
         return self._get(NODE_METRIC_PLURAL, name)
 
+    def nodeslo_part(self, name: str, part: str) -> dict[str, Any]:
+        """One part of the node's NodeSLO spec (``{}`` while absent)."""
+        slo = self.nodeslo(name) or {}
+        return dict((slo.get("spec") or {}).get(part) or {})
+
+    def collect_policy(self, name: str) -> dict[str, Any]:
+        """The node's NodeMetric ``spec.metricCollectPolicy`` (``{}`` while absent)."""
+        nm = self.nodemetric(name) or {}
+        return dict((nm.get("spec") or {}).get("metricCollectPolicy") or {})
+
     def _get(self, plural: str, name: str) -> dict[str, Any] | None:
         try:
             obj: dict[str, Any] = self.custom.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, name)

@@ -15,13 +15,11 @@ pytestmark = pytest.mark.apiserver
 
 
 def spec_part(h: Harness, node: str, part: str) -> dict[str, Any]:
-    slo = h.nodeslo(node) or {}
-    return dict((slo.get("spec") or {}).get(part) or {})
+    return h.nodeslo_part(node, part)
 
 
 def collect_policy(h: Harness, node: str) -> dict[str, Any]:
-    nm = h.nodemetric(node) or {}
-    return dict((nm.get("spec") or {}).get("metricCollectPolicy") or {})
+    return h.collect_policy(node)
 
 
 def test_empty_enum_strings_keep_colocation_on_first_load(harness: Harness) -> None:

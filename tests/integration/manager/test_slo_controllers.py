@@ -33,13 +33,11 @@ SPEC_4_5: dict[str, Any] = {
 
 
 def threshold(h: Harness, node: str) -> dict[str, Any]:
-    slo = h.nodeslo(node) or {}
-    return dict((slo.get("spec") or {}).get("resourceUsedThresholdWithBE") or {})
+    return h.nodeslo_part(node, "resourceUsedThresholdWithBE")
 
 
 def collect_policy(h: Harness, node: str) -> dict[str, Any]:
-    nm = h.nodemetric(node) or {}
-    return dict((nm.get("spec") or {}).get("metricCollectPolicy") or {})
+    return h.collect_policy(node)
 
 
 def test_configmap_edit_flows_to_nodeslo_and_nodemetric(harness: Harness) -> None:
