@@ -1,4 +1,5 @@
-"""koordlet entry point and composition root (SPEC §6.1 start order, with readiness barriers).
+"""koordlet entry point and composition root (start order with readiness barriers,
+docs/rules/koordlet.md#start-order-and-readiness).
 
 Order: probe server (``/healthz`` live at once, ``/readyz`` not yet) → metric cache (reloaded from the
 last shutdown) → states informer (wait until synced) → collectors (wait until each has run once) →
@@ -70,7 +71,7 @@ SHUTDOWN_JOIN_SECONDS = 10.0
 NODE_RETENTION_SLACK_SECONDS = 300.0
 DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
 REASSERT_INTERVAL_SECONDS = 10.0
-"""D5: how often the executor re-checks every file it wrote (drift counted, value re-written)."""
+"""How often the executor re-checks every file it wrote, drift counted and rewritten (docs/upstream.md D5)."""
 
 
 def qos_entries(
@@ -311,7 +312,8 @@ class Koordlet:
                 return
             log.info("waiting for the states informer to sync")
         self.runner.start()
-        # SPEC §6.5: the reporter needs only the informers; it reports whatever the cache holds.
+        # The reporter needs only the informers; it reports whatever the cache holds
+        # (docs/rules/koordlet.md#reporter).
         self.supervisor.spawn("reporter", self.reporter.run)
         self.supervisor.spawn("usage-metrics", self._usage_metrics)
         while not self.runner.wait_started(5.0):
@@ -321,7 +323,8 @@ class Koordlet:
         self._collectors_started.set()
         log.info("every collector has run once: ready")
         if self.qos.entries:
-            # SPEC §6.1: the QoS manager starts after the metrics advisor.
+            # The QoS manager starts after the metrics advisor
+            # (docs/rules/koordlet.md#start-order-and-readiness).
             self.evictor.start()
             self.qos.start(stop)
             self.runner.add_round_listener(self.qos.kick)  # strategies tick on fresh samples (issue 6)
@@ -332,8 +335,9 @@ class Koordlet:
             log.info("QoS strategies running: %s%s", names, dry)
 
     def _reassert(self, stop: threading.Event) -> None:
-        """D5: every ``reassert_interval_seconds``, re-check every file the executor wrote; a value someone
-        else (the kubelet) changed is counted in ``koordlet_cgroup_drift_total`` and written back."""
+        """Every ``reassert_interval_seconds``, re-check every file the executor wrote (docs/upstream.md D5);
+        a value someone else (the kubelet) changed is counted in ``koordlet_cgroup_drift_total`` and written
+        back."""
         while not stop.wait(self.reassert_interval_seconds):
             results = self.executor.reassert()
             drifted = [r.path for r in results if r.drift]

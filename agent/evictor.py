@@ -1,6 +1,7 @@
-"""The koordlet's evictor (SPEC §7.5 "How a pod is evicted", D2): carries out the ``Evict`` actions of
-the memory/CPU evict strategies, always through the Eviction API (``policy/v1``, or ``policy/v1beta1`` on
-servers without it, discovered by ``start``) with a UID precondition, so PodDisruptionBudgets hold.
+"""The koordlet's evictor (docs/rules/koordlet.md, "How a pod is evicted"; docs/upstream.md D2): carries out
+the ``Evict`` actions of the memory/CPU evict strategies, always through the Eviction API (``policy/v1``, or
+``policy/v1beta1`` on servers without it, discovered by ``start``) with a UID precondition, so
+PodDisruptionBudgets hold.
 
 Outcomes: 201 → evicted (UID remembered 2 minutes: not evicted again, reported as pending release by
 ``pending_uids``); 429 (PDB or API rate) → "pending", retried on a later tick; 404 → gone; anything else

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 NODEMETRIC_PLURAL = "nodemetrics"
 NODESLO_PLURAL = "nodeslos"
-# Upstream's NodeMetric status writer: 0.1 QPS, burst 2 (SPEC §6.5).
+# Upstream's NodeMetric status writer: 0.1 QPS, burst 2 (docs/rules/koordlet.md#reporter).
 STATUS_QPS = 0.1
 STATUS_BURST = 2
 REQUEST_TIMEOUT_SECONDS = 10
@@ -126,7 +126,7 @@ class KubeGateway:
         except (HTTPError, OSError) as e:
             raise GatewayError(f"nodemetrics/{self.node_name}: status update failed: {e}") from e
 
-    # -- eviction and events (SPEC §7.5 "How a pod is evicted", D2) ---------------------------------
+    # -- eviction and events (docs/rules/koordlet.md, "How a pod is evicted"; docs/upstream.md D2) ------
     def eviction_api_version(self) -> str:
         """``policy/v1`` when the server serves it (GET /apis/policy/v1), else ``policy/v1beta1``."""
         try:

@@ -1,5 +1,5 @@
-"""The koordlet's Prometheus series (SPEC §9.1 names where upstream has one, ``koordlet_`` prefix),
-on an injectable registry so tests use a fresh one.
+"""The koordlet's Prometheus series (upstream's names where it has one, ``koordlet_`` prefix; listed in
+docs/architecture.md#prometheus-metrics), on an injectable registry so tests use a fresh one.
 
 Per-pod series are removed when the pod leaves the node, so the exposition stays bounded.
 Imports: standard library, prometheus_client, agent.{metriccache,podmeta}.
@@ -207,8 +207,9 @@ def _parse_series(key: str) -> tuple[str, dict[str, str]]:
 
 
 class BlindnessCollector:
-    """D7: ``koordlet_metrics_blind_seconds`` — how long since the newest node CPU sample, computed at scrape
-    time. While it exceeds 2 × the collect interval every strategy skips its tick (stale data)."""
+    """``koordlet_metrics_blind_seconds`` (docs/upstream.md D7): how long since the newest node CPU sample,
+    computed at scrape time. While it exceeds 2 × the collect interval every strategy skips its tick (stale
+    data)."""
 
     def __init__(
         self, node: str, newest_sample_age: Callable[[], float | None], registry: CollectorRegistry

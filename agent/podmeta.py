@@ -41,7 +41,8 @@ class PodMeta:
     name: str
     kube_qos: KubeQOS
     cgroup_dir: str
-    """Pod cgroup dir relative to the cgroup root (SPEC §6.2 ``CgroupDir``); ends with ``/``."""
+    """Pod cgroup dir relative to the cgroup root (upstream's ``CgroupDir``, see
+    docs/rules/koordlet.md#collectors); ends with ``/``."""
     containers: tuple[ContainerMeta, ...]
     pod: Mapping[str, Any]
     """The raw pod object (API JSON as a dict); never mutated."""

@@ -130,7 +130,8 @@ def to_scale(m: int, e: int, scale: int) -> int:
     """``m*10**e / 10**scale`` rounded away from zero, saturated to ``±(2**63-1)``.
 
     Go's ``ScaledValue`` rounds away from zero on its int64 path; where Go overflows int64 (or its
-    big-decimal path rounds negatives towards +inf) we saturate / round away instead (SPEC App. B 18).
+    big-decimal path rounds negatives towards +inf) we saturate / round away instead
+    (docs/upstream.md, edge case 18).
     """
     if m == 0:
         return 0

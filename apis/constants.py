@@ -1,6 +1,7 @@
 """Names shared by every koord component: label, annotation and resource names, the CRD group.
 
-Values are exactly upstream Koordinator's (SPEC §0.2, §1), so Koordinator tooling reads ours.
+Values are exactly upstream Koordinator's (docs/upstream.md, "Conventions" and "QoS and priority
+classes"), so Koordinator tooling reads ours.
 Imports: nothing (standard library only).
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# --- prefixes (SPEC §0.2) -------------------------------------------------------------------------
+# --- prefixes (docs/upstream.md#conventions) ---------------------------------------------------------
 DOMAIN_PREFIX: Final = "koordinator.sh/"
 NODE_DOMAIN_PREFIX: Final = "node.koordinator.sh"
 SCHEDULING_DOMAIN_PREFIX: Final = "scheduling.koordinator.sh"
@@ -25,7 +26,7 @@ NODE_METRIC_PLURAL: Final = "nodemetrics"
 NODE_SLO_KIND: Final = "NodeSLO"
 NODE_SLO_PLURAL: Final = "nodeslos"
 
-# --- the slo-controller-config ConfigMap (SPEC §4.1) ---------------------------------------------
+# --- the slo-controller-config ConfigMap (docs/configuration.md#the-slo-controller-config-configmap) ---
 DEFAULT_CONFIG_NAMESPACE: Final = "koordinator-system"
 SLO_CONTROLLER_CONFIG_NAME: Final = "slo-controller-config"
 COLOCATION_CONFIG_KEY: Final = "colocation-config"
@@ -37,7 +38,7 @@ HOST_APPLICATION_CONFIG_KEY: Final = "host-application-config"
 CPU_NORMALIZATION_CONFIG_KEY: Final = "cpu-normalization-config"
 RESOURCE_AMPLIFICATION_CONFIG_KEY: Final = "resource-amplification-config"
 
-# --- extended resources (SPEC §1.3) ----------------------------------------------------------------
+# --- extended resources (docs/upstream.md#qos-and-priority-classes) ----------------------------------
 RESOURCE_CPU: Final = "cpu"
 RESOURCE_MEMORY: Final = "memory"
 BATCH_CPU: Final = "kubernetes.io/batch-cpu"
@@ -45,7 +46,7 @@ BATCH_MEMORY: Final = "kubernetes.io/batch-memory"
 MID_CPU: Final = "kubernetes.io/mid-cpu"
 MID_MEMORY: Final = "kubernetes.io/mid-memory"
 
-# --- pod labels and annotations (SPEC §1) -----------------------------------------------------------
+# --- pod labels and annotations (docs/upstream.md#qos-and-priority-classes) --------------------------
 LABEL_POD_QOS: Final = "koordinator.sh/qosClass"
 LABEL_POD_PRIORITY_CLASS: Final = "koordinator.sh/priority-class"
 LABEL_POD_PRIORITY: Final = "koordinator.sh/priority"
@@ -77,7 +78,7 @@ ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE: Final = "node.koordinator.sh/originExten
 ANNOTATION_THIRD_PARTY_ALLOCATIONS: Final = "node.koordinator.sh/thirdPartyAllocations"
 ANNOTATION_KUBELET_CPU_MANAGER_POLICY: Final = "kubelet.koordinator.sh/cpu-manager-policy"
 
-# --- load-aware scheduling (SPEC §8) ------------------------------------------------------------
+# --- load-aware scheduling (docs/rules/scheduler.md#loadawarescheduling) -----------------------------
 ANNOTATION_USAGE_THRESHOLDS: Final = "scheduling.koordinator.sh/usage-thresholds"
 ANNOTATION_LOAD_ESTIMATED_SCALING_FACTORS: Final = "scheduling.koordinator.sh/load-estimated-scaling-factors"
 ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_POD_SCHEDULED: Final = (

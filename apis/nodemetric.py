@@ -1,6 +1,6 @@
 """NodeMetric (slo.koordinator.sh/v1alpha1) spec and status as dataclasses, with Go's exact JSON form.
 
-Field names are upstream's (SPEC §2); the JSON codec is ``apis.gojson`` (each field a ``jf`` spec).
+Field names are upstream's (docs/crds.md); the JSON codec is ``apis.gojson`` (each field a ``jf`` spec).
 ``to_dict()`` reproduces Go's ``encoding/json`` output: struct fields (every ResourceMap,
 ``AggregatedUsage.duration``) are never dropped by ``omitempty``, so an empty ResourceMap is ``{}``;
 empty lists and strings and nil pointers are omitted; ``numaNodeID`` is always written; ``extensions``
@@ -279,7 +279,10 @@ def _first(a: T | None, b: T | None) -> T | None:
 
 
 def default_collect_policy() -> NodeMetricCollectPolicy:
-    """SPEC §2.1 defaults: 300 s aggregation, 60 s reports, windows [5m, 10m, 30m], usageWithoutPageCache."""
+    """Defaults: 300 s aggregation, 60 s reports, windows [5m, 10m, 30m], usageWithoutPageCache.
+
+    See docs/configuration.md#colocation-config.
+    """
     return NodeMetricCollectPolicy(
         aggregate_duration_seconds=DEFAULT_AGGREGATE_DURATION_SECONDS,
         report_interval_seconds=DEFAULT_REPORT_INTERVAL_SECONDS,

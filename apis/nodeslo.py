@@ -1,4 +1,4 @@
-"""NodeSLO spec (``slo.koordinator.sh/v1alpha1``, SPEC §3) as typed dataclasses with upstream JSON names.
+"""NodeSLO spec (``slo.koordinator.sh/v1alpha1``, docs/crds.md) as typed dataclasses, upstream JSON names.
 
 Optional fields are ``None`` when unset (Go pointers); ``to_dict()`` omits them like ``omitempty``;
 ``from_dict()`` checks JSON types like Go's decoder (ints must be integer literals in range, strings
@@ -110,7 +110,7 @@ def _bandwidth(value: Any) -> str | None:
     return None
 
 
-# --- resourceQOSStrategy (§3.2) -------------------------------------------------------------------
+# --- resourceQOSStrategy (docs/configuration.md#resource-qos-config) ---------------------------------
 @dataclass(frozen=True)
 class CPUQOSCfg(GoStruct):
     enable: bool | None = jf("enable", B)
@@ -215,7 +215,7 @@ class ResourceQOSStrategy(GoStruct):
     cgroup_root: ResourceQOS | None = jf("cgroupRoot", StructKind(ResourceQOS))
 
 
-# --- resourceUsedThresholdWithBE (§3.1) ----------------------------------------------------------
+# --- resourceUsedThresholdWithBE (docs/configuration.md#resource-threshold-config) -------------------
 @dataclass(frozen=True)
 class ResourceThresholdStrategy(GoStruct):
     _GREATER: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -258,7 +258,7 @@ class ResourceThresholdStrategy(GoStruct):
     )
 
 
-# --- cpuBurstStrategy (§3.3) ------------------------------------------------------------------------
+# --- cpuBurstStrategy (docs/configuration.md#cpu-burst-config) ---------------------------------------
 @dataclass(frozen=True)
 class CPUBurstStrategy(GoStruct):
     policy: str | None = jf("policy", S, enum=CPU_BURST_POLICIES)
@@ -271,7 +271,7 @@ class CPUBurstStrategy(GoStruct):
     share_pool_threshold_percent: int | None = _pct("sharePoolThresholdPercent", crd=False)
 
 
-# --- systemStrategy (§3.4) ----------------------------------------------------------------------
+# --- systemStrategy (docs/configuration.md#system-config) --------------------------------------------
 @dataclass(frozen=True)
 class SystemStrategy(GoStruct):
     min_free_kbytes_factor: int | None = jf("minFreeKbytesFactor", I64, exclusive_minimum=0)
@@ -284,7 +284,7 @@ class SystemStrategy(GoStruct):
     total_network_bandwidth: Quantity = jf("totalNetworkBandwidth", QuantityKind())
 
 
-# --- hostApplications (§3.5) ----------------------------------------------------------------------
+# --- hostApplications (docs/configuration.md#host-application-config) --------------------------------
 @dataclass(frozen=True)
 class CgroupPath(GoStruct):
     base: str | None = jf("base", S, enum=CGROUP_BASES)

@@ -1,10 +1,12 @@
-"""NodeSLO defaults (manager and koordlet side) and the koordlet's NodeSLO merge (SPEC §3, §4.3, §6.2).
+"""NodeSLO defaults (manager and koordlet side) and the koordlet's NodeSLO merge.
 
-Manager side (§4.3 step 1): ``default_resource_threshold_strategy``, ``default_cpu_burst_strategy``,
+See docs/crds.md, docs/configuration.md (one section per key) and docs/rules/koordlet.md. Manager side
+(the default cluster strategies): ``default_resource_threshold_strategy``, ``default_cpu_burst_strategy``,
 ``default_system_strategy`` and ``manager_default_resource_qos_strategy`` (``{}``: the manager does not
 fill QoS defaults). Koordlet side: ``default_node_slo_spec`` (upstream ``DefaultNodeSLOSpecConfig``,
-with the full ResourceQOS table of §3.2) and ``merge_node_slo_spec``: each part of the NodeSLO is
-overlaid on the defaults, then LSR/LS/BE features whose ``enable`` is not true get the "None" values.
+with the full ResourceQOS table of docs/configuration.md#resource-qos-config) and ``merge_node_slo_spec``:
+each part of the NodeSLO is overlaid on the defaults, then LSR/LS/BE features whose ``enable`` is not
+true get the "None" values.
 Every call returns fresh objects. Imports: the standard library and ``apis`` modules. Pure, no I/O.
 """
 
@@ -32,7 +34,7 @@ from apis.nodeslo import (
 )
 from apis.qos import QoSClass
 
-# (groupIdentity, schedIdle, coreExpeller) per class, §3.2
+# (groupIdentity, schedIdle, coreExpeller) per class, docs/configuration.md#resource-qos-config
 _CPU: Final[dict[QoSClass, tuple[int, int, bool]]] = {
     QoSClass.LSR: (2, 0, True),
     QoSClass.LS: (2, 0, True),
@@ -57,9 +59,9 @@ _MEMORY_NONE: Final = (0, 0, 0, 0, 50, 0, 0, 0, 0)
 POD_CLASSES: Final = (QoSClass.LSR, QoSClass.LS, QoSClass.BE)
 
 
-# --- manager side (§4.3 step 1) -------------------------------------------------------------------
+# --- manager side: default cluster strategies (docs/configuration.md#how-a-key-is-loaded) -----------
 def default_resource_threshold_strategy() -> ResourceThresholdStrategy:
-    """``DefaultResourceThresholdStrategy`` (§3.1, §4.3)."""
+    """``DefaultResourceThresholdStrategy`` (docs/configuration.md#resource-threshold-config)."""
     return ResourceThresholdStrategy(
         enable=False,
         cpu_suppress_threshold_percent=65,
@@ -70,7 +72,7 @@ def default_resource_threshold_strategy() -> ResourceThresholdStrategy:
 
 
 def default_cpu_burst_strategy() -> CPUBurstStrategy:
-    """``DefaultCPUBurstStrategy`` (§3.3)."""
+    """``DefaultCPUBurstStrategy`` (docs/configuration.md#cpu-burst-config)."""
     return CPUBurstStrategy(
         policy="none",
         cpu_burst_percent=1000,
@@ -81,16 +83,22 @@ def default_cpu_burst_strategy() -> CPUBurstStrategy:
 
 
 def default_system_strategy() -> SystemStrategy:
-    """``DefaultSystemStrategy``: everything unset but ``totalNetworkBandwidth: "0"`` (§3.4)."""
+    """``DefaultSystemStrategy``: everything unset but ``totalNetworkBandwidth: "0"``.
+
+    See docs/configuration.md#system-config.
+    """
     return SystemStrategy()
 
 
 def manager_default_resource_qos_strategy() -> ResourceQOSStrategy:
-    """The manager's default cluster QoS strategy: an empty object (quirk §11.4)."""
+    """The manager's default cluster QoS strategy: an empty object.
+
+    An upstream quirk, docs/upstream.md#edge-cases-kept-from-upstream.
+    """
     return ResourceQOSStrategy()
 
 
-# --- koordlet side: per-class values (§3.2) ---------------------------------------------------------
+# --- koordlet side: per-class values (docs/configuration.md#resource-qos-config) ---------------------
 def _memory(values: tuple[int, ...], enable: bool | None) -> MemoryQOSCfg:
     mn, low, throttling, ratio, permill, adj, prio_enable, prio, oom = values
     return MemoryQOSCfg(
@@ -168,7 +176,10 @@ def default_resource_qos(qos: QoSClass) -> ResourceQOS:
 
 
 def default_resource_qos_strategy() -> ResourceQOSStrategy:
-    """Koordlet ``DefaultResourceQOSStrategy``: §3.2 table; cgroupRoot carries only a disabled blkioQOS."""
+    """Koordlet ``DefaultResourceQOSStrategy``: cgroupRoot carries only a disabled blkioQOS.
+
+    The table of docs/configuration.md#resource-qos-config.
+    """
     return ResourceQOSStrategy(
         policies=default_resource_qos_policies(),
         lsr_class=default_resource_qos(QoSClass.LSR),
@@ -215,9 +226,12 @@ def default_node_slo_spec() -> NodeSLOSpec:
     )
 
 
-# --- koordlet merge (§6.2) --------------------------------------------------------------------------
+# --- koordlet merge (docs/rules/koordlet.md#start-order-and-readiness) --------------------------------
 def _none_if_disabled(cls_qos: ResourceQOS | None) -> ResourceQOS | None:
-    """Replace the values of each cpu/resctrl/memory feature whose ``enable`` is not true (§6.2)."""
+    """Replace the values of each cpu/resctrl/memory feature whose ``enable`` is not true.
+
+    See docs/configuration.md#resource-qos-config.
+    """
     if cls_qos is None:
         return None
     changes: dict[str, Any] = {}
@@ -242,9 +256,10 @@ def merge_resource_qos_strategy(strategy: ResourceQOSStrategy | None) -> Resourc
 
 
 def merge_node_slo_spec(spec: NodeSLOSpec) -> NodeSLOSpec:
-    """The koordlet's view of a NodeSLO: every part overlaid on ``default_node_slo_spec`` (§6.2).
+    """The koordlet's view of a NodeSLO: every part overlaid on ``default_node_slo_spec``.
 
-    A part missing from the NodeSLO becomes the pure default; ``hostApplications`` are kept as they are.
+    See docs/rules/koordlet.md#start-order-and-readiness. A part missing from the NodeSLO becomes the pure
+    default; ``hostApplications`` are kept as they are.
     """
     defaults = default_node_slo_spec()
     extensions = dict(defaults.extensions or {})

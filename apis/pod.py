@@ -1,8 +1,10 @@
 """Read-only helpers over a Kubernetes Pod as the API returns it (a plain camelCase JSON mapping).
 
-Effective pod requests/limits follow Kubernetes' ``PodRequests``/``PodLimits`` (SPEC §5.3, §8.3,
-Appendix B 9): containers summed, each init container's peak maxed in (sidecars per KEP-753), plus
-``spec.overhead``; no defaulting of requests from limits. Also pod keys, phase, owners, conditions, times.
+Effective pod requests/limits follow Kubernetes' ``PodRequests``/``PodLimits``
+(docs/rules/manager.md#batch-resource-formula, docs/rules/scheduler.md#estimating-a-pod,
+docs/upstream.md, edge case 9): containers summed, each init container's peak maxed in (sidecars per
+KEP-753), plus ``spec.overhead``; no defaulting of requests from limits. Also pod keys, phase, owners,
+conditions, times.
 Imports: the standard library and ``apis.quantity`` only. Pure functions, no I/O.
 """
 
@@ -225,7 +227,8 @@ def _pod_limits(pod: Mapping[str, Any]) -> ResourceList:
 def pod_requests(pod: Mapping[str, Any]) -> ResourceList:
     """Effective pod requests over every resource name, overhead included (``PodRequests``).
 
-    A container with only limits contributes no request (Appendix B 9). Memoised by content.
+    A container with only limits contributes no request (docs/upstream.md, edge case 9). Memoised by
+    content.
     """
     return _memoised(pod, "requests", lambda: _pod_requests(pod))
 
@@ -251,7 +254,10 @@ def phase(pod: Mapping[str, Any]) -> str:
 
 
 def is_terminated(pod: Mapping[str, Any]) -> bool:
-    """Phase ``Succeeded`` or ``Failed``; a missing phase is not terminated (Appendix B 3)."""
+    """Phase ``Succeeded`` or ``Failed``; a missing phase is not terminated.
+
+    See docs/upstream.md, edge case 3.
+    """
     return phase(pod) in (PHASE_SUCCEEDED, PHASE_FAILED)
 
 

@@ -1,5 +1,6 @@
-"""Koordinator QoS classes, priority classes and their derivation from a Pod (SPEC §1.1–§1.3).
+"""Koordinator QoS classes, priority classes and their derivation from a Pod.
 
+See docs/upstream.md#qos-and-priority-classes.
 Pods are plain camelCase JSON mappings. Covers the raw/with-default QoS lookups, the Kubernetes QoS
 class (``status.qosClass`` or computed like Kubernetes' ``GetPodQOS``), priority classes and values,
 sub-priority, eviction priority and the batch/mid resource-name translation.
@@ -47,7 +48,10 @@ class KubeQoSClass(enum.StrEnum):
 
 
 class PriorityClass(enum.StrEnum):
-    """Koordinator priority class, from the label or from ``spec.priority`` bands (§1.2)."""
+    """Koordinator priority class, from the label or from ``spec.priority`` bands.
+
+    See docs/upstream.md#qos-and-priority-classes.
+    """
 
     PROD = "koord-prod"
     MID = "koord-mid"
@@ -135,7 +139,10 @@ def qos_class_with_kube_qos(kube_qos: KubeQoSClass) -> QoSClass:
 
 
 def qos_class_with_default(pod: Mapping[str, Any]) -> QoSClass:
-    """The raw label, or when it yields NONE the class derived from the Kubernetes QoS (§1.1)."""
+    """The raw label, or when it yields NONE the class derived from the Kubernetes QoS.
+
+    See docs/upstream.md#qos-and-priority-classes.
+    """
     raw = qos_class_raw(pod)
     if raw is not QoSClass.NONE:
         return raw
@@ -170,7 +177,8 @@ def compute_kube_qos_class(pod: Mapping[str, Any]) -> KubeQoSClass:
     Kubernetes class of a pod written with limits only is Guaranteed. We apply the same per-container
     defaulting here, for the QoS computation only, so a not-yet-defaulted pod (a manifest, a test
     fixture) gets the class the API server would assign; on defaulted pods it is a no-op. This is
-    unrelated to the resource sums of ``apis.pod.pod_requests``, which never default (Appendix B 9).
+    unrelated to the resource sums of ``apis.pod.pod_requests``, which never default
+    (docs/upstream.md, edge case 9).
     An explicit request (even ``"0"``) is kept as written.
     """
     requests: dict[str, Quantity] = {}
@@ -232,8 +240,9 @@ def pod_priority(pod: Mapping[str, Any]) -> int | None:
 
 
 def priority_class_raw(pod: Mapping[str, Any]) -> PriorityClass:
-    """Steps 1–2 of §1.2: the ``koordinator.sh/priority-class`` label when present (invalid → NONE,
-    ``spec.priority`` is then not consulted), else the band of ``spec.priority``."""
+    """The ``koordinator.sh/priority-class`` label when present (invalid → NONE, ``spec.priority`` is
+    then not consulted), else the band of ``spec.priority``: the first two rules of
+    docs/upstream.md#qos-and-priority-classes."""
     labels = pod_labels(pod)
     if c.LABEL_POD_PRIORITY_CLASS in labels:
         return priority_class_by_name(labels[c.LABEL_POD_PRIORITY_CLASS])
@@ -250,10 +259,10 @@ def priority_class_with_qos(qos: QoSClass) -> PriorityClass:
 
 
 def priority_class_with_default(pod: Mapping[str, Any]) -> PriorityClass:
-    """§1.2 steps 1–3: label, then ``spec.priority`` band, then derived from the QoS with default.
+    """Label, then ``spec.priority`` band, then derived from the QoS with default.
 
-    So an unlabelled BestEffort pod with priority 0 is koord-batch and an unlabelled
-    Burstable/Guaranteed pod is koord-prod.
+    See docs/upstream.md#qos-and-priority-classes. So an unlabelled BestEffort pod with priority 0 is
+    koord-batch and an unlabelled Burstable/Guaranteed pod is koord-prod.
     """
     raw = priority_class_raw(pod)
     if raw is not PriorityClass.NONE:
@@ -307,11 +316,11 @@ _RESOURCE_NAME_MAP: Final[Mapping[PriorityClass, Mapping[str, str]]] = {
 
 
 def translate_resource_name(priority_class: PriorityClass, name: str) -> str:
-    """§1.3: the resource a pod of ``priority_class`` consumes for the native resource ``name``.
+    """The resource a pod of ``priority_class`` consumes for the native resource ``name``.
 
-    prod/none → ``name`` unchanged; batch → ``kubernetes.io/batch-{cpu,memory}``; mid →
-    ``kubernetes.io/mid-{cpu,memory}``; free → ``""``. As upstream, batch/mid map only cpu and memory:
-    any other name translates to ``""`` (no such resource).
+    See docs/upstream.md#qos-and-priority-classes. prod/none → ``name`` unchanged; batch →
+    ``kubernetes.io/batch-{cpu,memory}``; mid → ``kubernetes.io/mid-{cpu,memory}``; free → ``""``. As
+    upstream, batch/mid map only cpu and memory: any other name translates to ``""`` (no such resource).
     """
     if priority_class in (PriorityClass.PROD, PriorityClass.NONE):
         return name

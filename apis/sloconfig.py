@@ -2,13 +2,15 @@
 
 ``parse_slo_controller_config(data, previous)`` turns ConfigMap ``data`` (``None`` when the ConfigMap is
 missing) into an immutable ``SLOControllerConfig`` plus a list of ``ConfigKeyError``. Each key is handled
-independently (SPEC §4.3, D9): a key that cannot be decoded keeps ``previous``'s value (or its default
-on first load); within a decoded key an invalid field takes its last good value from ``previous`` (or
-its default) while the valid fields apply (docs/configuration.md, "Invalid values"). Colocation
-additionally tracks upstream's cache flags: ``colocation_error`` (errorStatus) and
-``colocation_available`` (false after a failed first load, until a valid update). Unknown keys are
-kept as raw JSON text. Per node: ``node_colocation_strategy`` (§4.3 step 5), ``node_slo_spec`` (§4.3 NodeSLO
-step 6) and ``node_metric_collect_policy`` (§5.1).
+independently (docs/configuration.md#how-a-key-is-loaded, docs/upstream.md D9): a key that cannot be
+decoded keeps ``previous``'s value (or its default on first load); within a decoded key an invalid
+field takes its last good value from ``previous`` (or its default) while the valid fields apply
+(docs/configuration.md, "Invalid values"). Colocation additionally tracks upstream's cache flags:
+``colocation_error`` (errorStatus) and ``colocation_available`` (false after a failed first load, until
+a valid update). Unknown keys are kept as raw JSON text. Per node: ``node_colocation_strategy``
+(docs/configuration.md#node-overrides-and-merge-rules), ``node_slo_spec``
+(docs/rules/manager.md#nodeslo-one-nodeslo-per-node) and ``node_metric_collect_policy``
+(docs/rules/manager.md#nodemetric-one-nodemetric-per-node).
 Imports: the standard library and ``apis`` modules. Pure, no I/O.
 """
 
@@ -104,7 +106,10 @@ _SPECIAL_FLOATS: Final = {"inf": math.inf, "infinity": math.inf, "nan": math.nan
 
 @dataclass(frozen=True)
 class SLOControllerConfig:
-    """Every key of the ConfigMap, merged as the manager caches it (SPEC §4.3)."""
+    """Every key of the ConfigMap, merged as the manager caches it.
+
+    See docs/configuration.md#how-a-key-is-loaded.
+    """
 
     colocation: ColocationCfg = field(default_factory=default_colocation_cfg)
     colocation_available: bool = True
@@ -141,7 +146,8 @@ def parse_slo_controller_config(
 
     Never raises for bad content: every problem is returned as a ConfigKeyError.
     """
-    if data is None:  # missing ConfigMap: defaults, colocation flagged as error (§4.3 step 1)
+    # missing ConfigMap: defaults, colocation flagged as error (docs/configuration.md#how-a-key-is-loaded)
+    if data is None:
         return replace(default_slo_controller_config(), colocation_error=True), []
     base = previous if previous is not None else SLOControllerConfig(colocation_available=False)
     errors: list[ConfigKeyError] = []
@@ -251,7 +257,8 @@ def node_colocation_enabled(
     cfg: SLOControllerConfig | ColocationCfg, labels: Mapping[str, str], annotations: Mapping[str, str]
 ) -> bool:
     """Colocation is on for a node only if the cluster ``enable`` and the node's merged ``enable`` are
-    both true: a node cannot enable it while the cluster has it off (SPEC §11.3)."""
+    both true: a node cannot enable it while the cluster has it off (an upstream quirk,
+    docs/upstream.md#edge-cases-kept-from-upstream)."""
     colocation = cfg.colocation if isinstance(cfg, SLOControllerConfig) else cfg
     if colocation.strategy.enable is not True:
         return False
@@ -259,14 +266,15 @@ def node_colocation_enabled(
 
 
 def default_node_metric_collect_policy() -> NodeMetricCollectPolicy:
-    """300 s / 60 s / [5m, 10m, 30m] / usageWithoutPageCache (§2.1)."""
+    """300 s / 60 s / [5m, 10m, 30m] / usageWithoutPageCache (docs/configuration.md#colocation-config)."""
     return _collect_policy(default_colocation_strategy())
 
 
 def node_metric_collect_policy(strategy: ColocationStrategy | None) -> NodeMetricCollectPolicy:
-    """The NodeMetric ``spec.metricCollectPolicy`` of a node's merged colocation strategy (§5.1).
+    """The NodeMetric ``spec.metricCollectPolicy`` of a node's merged colocation strategy.
 
-    Taken from the strategy only when it is valid and ``enable`` is true, else the defaults.
+    See docs/rules/manager.md#nodemetric-one-nodemetric-per-node. Taken from the strategy only when it is
+    valid and ``enable`` is true, else the defaults.
     """
     if strategy is None or strategy.enable is not True or validate(strategy):
         return default_node_metric_collect_policy()
@@ -304,7 +312,9 @@ def node_slo_spec(
     annotations: Mapping[str, str],
     old_extensions: Mapping[str, Any] | None = None,
 ) -> NodeSLOSpec:
-    """``getNodeSLOSpec`` (§4.3 NodeSLO step 6): the NodeSLO spec the manager writes for a node.
+    """``getNodeSLOSpec``: the NodeSLO spec the manager writes for a node.
+
+    See docs/rules/manager.md#nodeslo-one-nodeslo-per-node.
 
     ``extensions`` starts from the old spec's (no extension plugin is registered: ``{}`` otherwise).
     A ``node.koordinator.sh/network-bandwidth`` annotation that is not a quantity drops systemStrategy.

@@ -1,5 +1,6 @@
-"""Per-key parsing and merging of ``slo-controller-config`` (SPEC §4.3), as pure functions.
+"""Per-key parsing and merging of ``slo-controller-config``, as pure functions.
 
+See docs/configuration.md, "How a key is loaded" and "Node overrides and merge rules".
 Each ``parse_*`` function takes the raw text of one ConfigMap key and returns ``(config, errors)``;
 ``config`` is ``None`` when the key must be rejected (the caller keeps its previous value). The merge
 follows upstream: cluster = ``overlay(default, user cluster fields)``; each node entry =
@@ -146,7 +147,7 @@ def _decode(key: str, text: str, target: T) -> tuple[T | None, list[ConfigKeyErr
 
 # --- defaults ----------------------------------------------------------------------------------------
 def default_colocation_strategy() -> ColocationStrategy:
-    """``DefaultColocationStrategy`` (§4.2)."""
+    """``DefaultColocationStrategy`` (docs/configuration.md#colocation-config)."""
     return ColocationStrategy(
         enable=False,
         metric_aggregate_duration_seconds=300,
@@ -245,8 +246,8 @@ def _cluster(
 def merge_colocation_cfg(
     user: ColocationCfg, key: str = c.COLOCATION_CONFIG_KEY, previous: ColocationStrategy | None = None
 ) -> tuple[ColocationCfg | None, list[ConfigKeyError]]:
-    """Steps 3–4 of §4.3: merge with the defaults, repair invalid fields from ``previous`` (the last
-    good cluster strategy) or the defaults."""
+    """Merge with the defaults, repair invalid fields from ``previous`` (the last good cluster strategy)
+    or the defaults (docs/configuration.md#colocation-config)."""
     default = default_colocation_strategy()
     cluster, errors = _cluster(key, overlay(default, user.strategy), previous, default)
     if cluster is None:
@@ -258,7 +259,10 @@ def merge_colocation_cfg(
 def parse_colocation_config(
     text: str, previous: ColocationStrategy | None = None
 ) -> tuple[ColocationCfg | None, list[ConfigKeyError]]:
-    """Parse and merge ``colocation-config``; an empty text means the defaults (§4.3 step 1)."""
+    """Parse and merge ``colocation-config``; an empty text means the defaults.
+
+    See docs/configuration.md#how-a-key-is-loaded.
+    """
     key = c.COLOCATION_CONFIG_KEY
     if text == "":
         return default_colocation_cfg(), []
@@ -272,8 +276,8 @@ def parse_colocation_config(
 def parse_node_slo_config(
     key: str, text: str, previous: Any | None = None
 ) -> tuple[Any | None, list[ConfigKeyError]]:
-    """Parse and merge one of the four NodeSLO keys (§4.3 NodeSLO steps 2–4); ``""`` is an error.
-    ``previous``: the last good cluster strategy of the key (``None``: the default)."""
+    """Parse and merge one of the four NodeSLO keys (docs/configuration.md#how-a-key-is-loaded); ``""``
+    is an error. ``previous``: the last good cluster strategy of the key (``None``: the default)."""
     default_cfg: Any = NODE_SLO_DEFAULTS[key]()
     user: Any
     user, errors = _decode(key, text, type(default_cfg)())

@@ -1,7 +1,8 @@
-"""Typed documents of the ``slo-controller-config`` ConfigMap keys (SPEC §4.1, §4.2), upstream JSON names.
+"""Typed documents of the ``slo-controller-config`` ConfigMap keys, upstream JSON names.
 
-``ColocationStrategy`` (cluster fields of ``colocation-config``, with the manager's validity rules of
-§4.2 as field bounds), the ``{clusterStrategy, nodeStrategies}`` documents of the NodeSLO keys, the
+See docs/configuration.md#the-slo-controller-config-configmap. ``ColocationStrategy`` (cluster fields
+of ``colocation-config``, with the manager's validity rules of docs/configuration.md#colocation-config
+as field bounds), the ``{clusterStrategy, nodeStrategies}`` documents of the NodeSLO keys, the
 host-application, cpu-normalization and resource-amplification documents. ``metricAggregatePolicy``
 is ``apis.nodemetric.AggregatePolicy`` (one definition, shared with the NodeMetric spec). Node entries
 ("profiles") carry ``name`` and ``nodeSelector`` with the strategy fields inline at the same JSON
@@ -61,7 +62,7 @@ def _ratios_at_least_one(value: Any) -> str | None:
     return f"ratios below 1 are rejected: {bad}" if bad else None
 
 
-# --- colocation-config (§4.2) -------------------------------------------------------------------------
+# --- colocation-config (docs/configuration.md#colocation-config) -------------------------------------
 @dataclass(frozen=True)
 class ColocationStrategy(GoStruct):
     enable: bool | None = jf("enable", B)
@@ -104,7 +105,7 @@ class ColocationCfg(GoStruct):
     )
 
 
-# --- NodeSLO keys: {clusterStrategy, nodeStrategies} (§4.1) ----------------------------------------------
+# --- NodeSLO keys: {clusterStrategy, nodeStrategies} (docs/configuration.md) ---------------------------
 @dataclass(frozen=True)
 class NodeResourceThresholdStrategy(GoStruct):
     name: str | None = jf("name", S)

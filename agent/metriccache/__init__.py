@@ -1,5 +1,5 @@
-"""koordlet metric cache (SPEC §6.4): in-memory bounded time series per (metric kind, labels) with
-avg / percentile / last / count queries over inclusive millisecond windows.
+"""koordlet metric cache (docs/rules/koordlet.md#metric-cache): in-memory bounded time series per (metric
+kind, labels) with avg / percentile / last / count queries over inclusive millisecond windows.
 
 Imports: standard library, numpy, and the submodules of this package.
 (The `aggregate` function is not re-exported here: it would shadow the `aggregate` submodule.)

@@ -1,4 +1,5 @@
-"""Pure aggregations of the metric cache (SPEC §6.4) and the reporter's cold-start rule (SPEC §6.5).
+"""Pure aggregations of the metric cache (docs/rules/koordlet.md#metric-cache) and the reporter's cold-start
+rule (docs/rules/koordlet.md#reporter).
 
 Inputs are numpy arrays in storage order (series after series, each in timestamp order). `avg` is a
 float64 running sum in storage order divided by n; percentiles are the nearest-rank *lower* index
@@ -105,8 +106,9 @@ def time_range_duration_ms(timestamps: IntArray) -> int:
 
 
 def is_cold_start(time_range_ms: int, window_seconds: float) -> bool:
-    """SPEC §6.5 cold-start filter: the series covers less than half the window (float comparison).
+    """Cold-start filter: the series covers less than half the window (float comparison).
 
-    A True answer means the aggregated ResourceMap for that type is left empty.
+    A True answer means the aggregated ResourceMap for that type is left empty
+    (docs/rules/koordlet.md#reporter).
     """
     return time_range_ms / 1000.0 < 0.5 * float(window_seconds)

@@ -1,5 +1,5 @@
-"""The koordlet metric cache (SPEC §6.4): thread-safe in-memory store of time series keyed by
-(metric kind, label values), each a bounded ring buffer (series.py), with a bound on the number of
+"""The koordlet metric cache (docs/rules/koordlet.md#metric-cache): thread-safe in-memory store of time series
+keyed by (metric kind, label values), each a bounded ring buffer (series.py), with a bound on the number of
 series (least-recently-written evicted beyond it) and explicit `drop` for deleted pods/containers,
 so memory stays bounded whatever the pod churn.
 

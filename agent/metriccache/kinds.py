@@ -1,5 +1,5 @@
-"""Metric kinds of the koordlet metric cache and their exact label sets (SPEC §6.4), as data,
-plus the label validation rules for samples (exact set) and queries (any registered subset).
+"""Metric kinds of the koordlet metric cache and their exact label sets (docs/rules/koordlet.md#metric-cache),
+as data, plus the label validation rules for samples (exact set) and queries (any registered subset).
 
 Imports: standard library only.
 """

@@ -1,6 +1,6 @@
-"""The koordlet's in-memory KV store for non-series data (SPEC §6.4): ``node_cpu_info``, ``node_numa_info``,
-``node_local_storage_info`` and the like. Thread-safe; values are stored and returned as given (treat
-them as immutable). Imports: standard library only.
+"""The koordlet's in-memory KV store for non-series data (docs/rules/koordlet.md#metric-cache):
+``node_cpu_info``, ``node_numa_info``, ``node_local_storage_info`` and the like. Thread-safe; values are
+stored and returned as given (treat them as immutable). Imports: standard library only.
 """
 
 from __future__ import annotations

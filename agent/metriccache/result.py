@@ -1,5 +1,5 @@
 """The metric cache's value types: ``CacheConfig`` (how many points a series keeps) and ``Result`` (the
-points a query pooled, with the SPEC §6.4 aggregations over them).
+points a query pooled, with the docs/rules/koordlet.md#metric-cache aggregations over them).
 
 Imports: standard library, numpy, agent.metriccache.aggregate.
 """
@@ -132,5 +132,6 @@ class Result:
         return float(self._sorted[percentile_index(int(self.values.shape[0]), p)])  # as aggregate.percentile
 
     def is_cold_start(self, window_seconds: float) -> bool:
-        """SPEC §6.5: True when this result must be reported as empty for a window of that length."""
+        """True when this result must be reported as empty for a window of that length (cold start,
+        docs/rules/koordlet.md#reporter)."""
         return _is_cold_start(self.time_range_duration_ms, window_seconds)

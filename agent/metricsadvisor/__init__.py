@@ -1,4 +1,5 @@
-"""koordlet metrics advisor (SPEC §6.3): collectors that read host and cgroup counters into the metric cache.
+"""koordlet metrics advisor: collectors that read host and cgroup counters into the metric cache
+(docs/rules/koordlet.md#collectors).
 
 ``framework`` holds the collect context, the collector protocol and shared state; ``registry`` the default
 collectors; ``runner`` the thread that ticks them.

@@ -1,8 +1,8 @@
-"""BEResourceCollector (SPEC §6.3, 1 s, milli-cores): ``node_be`` request / real-limit / usage sharing one
-timestamp. Request = Σ batch-cpu requests of raw-QoS-BE pods (containers + sidecar init containers,
-negatives → 0). Real limit = min(smallest cpuset among the besteffort QoS cgroup and its container dirs
-× 1000, quota × 1000 // period unless quota is −1). Usage = int64(float64(Δns // 1e6) / float64(Δwall ms)
-× 1000), 0 on the first round. Any read error aborts the round.
+"""BEResourceCollector (docs/rules/koordlet.md#collectors, 1 s, milli-cores): ``node_be`` request /
+real-limit / usage sharing one timestamp. Request = Σ batch-cpu requests of raw-QoS-BE pods (containers +
+sidecar init containers, negatives → 0). Real limit = min(smallest cpuset among the besteffort QoS cgroup and
+its container dirs × 1000, quota × 1000 // period unless quota is −1). Usage = int64(float64(Δns // 1e6) /
+float64(Δwall ms) × 1000), 0 on the first round. Any read error aborts the round.
 
 Container dirs come from PodSource (pods of Kubernetes class BestEffort), not from a tree walk, so sandbox
 (pause) dirs that kubelet does not report are not part of the cpuset minimum.

@@ -1,6 +1,6 @@
-"""Collector framework (SPEC §6.3): the ``CollectContext`` every collector receives, the ``Collector``
-protocol, the advisor's intervals, the shared latest-totals state the system collector reads, and small
-pure helpers (unsigned deltas, ms timestamps, a reusable per-cgroup read state).
+"""Collector framework (docs/rules/koordlet.md#collectors): the ``CollectContext`` every collector receives,
+the ``Collector`` protocol, the advisor's intervals, the shared latest-totals state the system collector
+reads, and small pure helpers (unsigned deltas, ms timestamps, a reusable per-cgroup read state).
 
 Imports: standard library, agent.system.{cgroup,podcgroup}, agent.metriccache.{cache,kv}, agent.podmeta,
 apis.nodeslo (types only).
@@ -64,7 +64,7 @@ def ms(ns: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class AdvisorConfig:
-    """Intervals of SPEC §6.3 (flag defaults) plus the koord additions."""
+    """Collector intervals (flag defaults, docs/rules/koordlet.md#collectors) plus the koord additions."""
 
     collect_interval_seconds: float = 1.0
     node_info_interval_seconds: float = 60.0
@@ -161,7 +161,7 @@ class Collector(Protocol):
 
     @property
     def started(self) -> bool:
-        """True once one round completed successfully (SPEC §6.1)."""
+        """True once one round completed successfully (docs/rules/koordlet.md#start-order-and-readiness)."""
         ...
 
     def enabled(self, ctx: CollectContext) -> bool:

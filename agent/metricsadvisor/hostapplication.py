@@ -1,8 +1,9 @@
-"""HostApplicationCollector (SPEC §6.3, §3.5, 1 s): CPU and memory of the NodeSLO ``hostApplications``
-cgroups, read exactly like a pod (first observation skipped). Writes ``host_application_cpu_usage``,
-``host_application_memory_usage`` (anon-only) and ``host_application_memory_usage_with_page_cache``
-(``memory.usage_in_bytes`` / v2 ``memory.current``), and publishes the host-app total for the system
-collector (memory per ``nodeMemoryCollectPolicy``). Does nothing – and never starts – without a NodeSLO.
+"""HostApplicationCollector (docs/rules/koordlet.md#collectors, docs/configuration.md#host-application-config,
+1 s): CPU and memory of the NodeSLO ``hostApplications`` cgroups, read exactly like a pod (first observation
+skipped). Writes ``host_application_cpu_usage``, ``host_application_memory_usage`` (anon-only) and
+``host_application_memory_usage_with_page_cache`` (``memory.usage_in_bytes`` / v2 ``memory.current``), and
+publishes the host-app total for the system collector (memory per ``nodeMemoryCollectPolicy``). Does nothing –
+and never starts – without a NodeSLO.
 
 Imports: standard library, apis.nodeslo, agent.system.{cgroup,podcgroup}, agent.metriccache.cache,
 agent.metricsadvisor.{framework,podresource}.
@@ -25,7 +26,8 @@ _KINDS = ("host_application_cpu_usage", "host_application_memory_usage")
 
 
 def host_app_cgroup_dir(app: HostApplicationSpec, driver: CgroupDriver) -> str:
-    """SPEC §3.5: ``<base dir>/<parentDir>/<relativePath>`` or, without ``cgroupPath``, by QoS."""
+    """docs/configuration.md#host-application-config: ``<base dir>/<parentDir>/<relativePath>`` or, without
+    ``cgroupPath``, by QoS."""
     name = app.name or ""
     path = app.cgroup_path
     if path is None:

@@ -1,5 +1,6 @@
-"""NodeInfoCollector (SPEC §6.3, 60 s): CPU topology (cpu/core/socket/NUMA ids) → KV ``node_cpu_info`` as a
-``NodeTopology``, and per-NUMA meminfo → KV ``node_numa_info`` as ``{numa id: meminfo bytes}``. No samples.
+"""NodeInfoCollector (docs/rules/koordlet.md#collectors, 60 s): CPU topology (cpu/core/socket/NUMA ids) → KV
+``node_cpu_info`` as a ``NodeTopology``, and per-NUMA meminfo → KV ``node_numa_info`` as
+``{numa id: meminfo bytes}``. No samples.
 
 Imports: standard library, agent.system.nodeinfo, agent.metriccache.{cache,kv},
 agent.metricsadvisor.framework.

@@ -1,7 +1,8 @@
-"""NodeResourceCollector (SPEC §6.3, 1 s): node CPU from the ``cpu`` line of /proc/stat (busy ticks,
-first sample only primes, nothing stored on that tick), node memory ``MemTotal − MemAvailable``, and
-per-NUMA CPU (``cpuN`` lines grouped by the NodeInfoCollector's CPU→NUMA map) and memory
-(``node<N>/meminfo``) once the topology is in the KV store. Publishes node totals for the system collector.
+"""NodeResourceCollector (docs/rules/koordlet.md#collectors, 1 s): node CPU from the ``cpu`` line of
+/proc/stat (busy ticks, first sample only primes, nothing stored on that tick), node memory
+``MemTotal − MemAvailable``, and per-NUMA CPU (``cpuN`` lines grouped by the NodeInfoCollector's CPU→NUMA map)
+and memory (``node<N>/meminfo``) once the topology is in the KV store. Publishes node totals for the system
+collector.
 
 Imports: standard library, agent.system.{fastproc,nodeinfo}, agent.metriccache.{cache,kv},
 agent.metricsadvisor.framework.
@@ -31,7 +32,7 @@ _NO_LABELS: Mapping[str, str] = {}
 
 
 def cpu_usage_cores(delta_ticks: int, delta_wall_ns: int, jiffy_ns: int) -> float:
-    """``float64(Δticks) / (float64(Δwall_ns) / jiffy_ns)`` (SPEC §6.3 node CPU)."""
+    """``float64(Δticks) / (float64(Δwall_ns) / jiffy_ns)`` (node CPU, docs/rules/koordlet.md#collectors)."""
     return float(delta_ticks) / (float(delta_wall_ns) / float(jiffy_ns))
 
 

@@ -1,11 +1,11 @@
-"""PodResourceCollector (SPEC §6.3, 1 s): pod and container CPU (``cpuacct.usage`` / v2 ``cpu.stat``
-``usage_usec``) and anon-only memory (``memory.stat``) for the pods PodSource gives, with the pods' NUMA
-memory (``memory.numa_stat``) once the NUMA topology is known. First observation of a pod/container is
-skipped (state kept 20 × interval); a skipped or unreadable pod contributes nothing to the published totals.
-State of pods that disappeared is forgotten. Paths and the series refs (``SeriesRef``) are made once per
-cgroup, not per tick, and the read order only when the pod set changes; a round's files are read in one loop
-and decoded in one call (``agent.system.cgbatch``: the values of the single fast readers) and the round is
-one ``SampleBatch``.
+"""PodResourceCollector (docs/rules/koordlet.md#collectors, 1 s): pod and container CPU (``cpuacct.usage`` /
+v2 ``cpu.stat`` ``usage_usec``) and anon-only memory (``memory.stat``) for the pods PodSource gives, with the
+pods' NUMA memory (``memory.numa_stat``) once the NUMA topology is known. First observation of a pod/container
+is skipped (state kept 20 × interval); a skipped or unreadable pod contributes nothing to the published
+totals. State of pods that disappeared is forgotten. Paths and the series refs (``SeriesRef``) are made once
+per cgroup, not per tick, and the read order only when the pod set changes; a round's files are read in one
+loop and decoded in one call (``agent.system.cgbatch``: the values of the single fast readers) and the round
+is one ``SampleBatch``.
 
 Imports: standard library, agent.podmeta, agent.system.{cgbatch,cgroup,fastread},
 agent.metriccache.{cache,kv}, agent.metricsadvisor.framework.
@@ -39,7 +39,7 @@ _U64 = 1 << 64
 
 
 def usage_cores(delta_ns: int, delta_wall_ns: int) -> float:
-    """``float64(Δns) / float64(Δwall_ns)`` (SPEC §6.3 pod/container CPU)."""
+    """``float64(Δns) / float64(Δwall_ns)`` (pod/container CPU, docs/rules/koordlet.md#collectors)."""
     return float(delta_ns) / float(delta_wall_ns)
 
 

@@ -1,8 +1,9 @@
-"""PodThrottledCollector (SPEC §6.3, 1 s): pod and container CFS throttle ratio from ``cpu.stat`` deltas,
-Δnr_throttled / Δnr_periods (0 when no period elapsed). The first observation only primes; state of pods
-and containers that disappeared is forgotten; an unreadable cgroup is skipped. Reads (nr_periods,
-nr_throttled) of every cgroup in one loop and decodes them in one call (``agent.system.cgbatch``); the read
-order is rebuilt only when the pod set changes; the round is one ``SampleBatch`` of per-cgroup ``SeriesRef``s.
+"""PodThrottledCollector (docs/rules/koordlet.md#collectors, 1 s): pod and container CFS throttle ratio from
+``cpu.stat`` deltas, Δnr_throttled / Δnr_periods (0 when no period elapsed). The first observation only
+primes; state of pods and containers that disappeared is forgotten; an unreadable cgroup is skipped. Reads
+(nr_periods, nr_throttled) of every cgroup in one loop and decodes them in one call
+(``agent.system.cgbatch``); the read order is rebuilt only when the pod set changes; the round is one
+``SampleBatch`` of per-cgroup ``SeriesRef``s.
 
 Imports: standard library, agent.podmeta, agent.system.{cgbatch,cgroup}, agent.metriccache.cache,
 agent.metricsadvisor.framework.

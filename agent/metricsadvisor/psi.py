@@ -1,8 +1,8 @@
-"""PSI collector (SPEC §6.3 PerformanceCollector PSI part, 10 s): avg10 ``some``/``full`` of the cpu, memory
-and io pressure files of every pod and container (cgroup v2, or Anolis v1 with the files in cpuacct), plus
-``pod/container_psi_cpu_full_supported``; and, as a koord addition, the node-level ``/proc/pressure/*``
-as ``node_psi``. Enabled when either the kubepods cgroup has ``cpu.pressure`` or /proc/pressure exists.
-An unreadable pressure file is skipped.
+"""PSI collector (the PSI part of upstream's PerformanceCollector, docs/rules/koordlet.md#collectors, 10 s):
+avg10 ``some``/``full`` of the cpu, memory and io pressure files of every pod and container (cgroup v2, or
+Anolis v1 with the files in cpuacct), plus ``pod/container_psi_cpu_full_supported``; and, as a koord addition,
+the node-level ``/proc/pressure/*`` as ``node_psi``. Enabled when either the kubepods cgroup has
+``cpu.pressure`` or /proc/pressure exists. An unreadable pressure file is skipped.
 
 Imports: standard library, agent.system.{cgroup,procfs,podcgroup}, agent.metriccache.cache,
 agent.metricsadvisor.framework.

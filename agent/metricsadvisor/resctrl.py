@@ -1,7 +1,7 @@
-"""resctrl collector (SPEC §6.3 "Resctrl monitoring", 10 s; only when resctrl is mounted): per group
+"""resctrl collector (docs/rules/koordlet.md#collectors, 10 s; only when resctrl is mounted): per group
 LSR/LS/BE and L3 domain, ``llc_occupancy`` → ``resctrl_resource_llc{qos, cache_id}``.
 
-The MB counters are read too but, as upstream (SPEC quirk: its MB samples carry an extra ``resctrl_type``
+The MB counters are read too but, as upstream (upstream quirk: its MB samples carry an extra ``resctrl_type``
 label and are refused by the TSDB), they are not stored; the latest values are kept in ``last_mb`` for a
 Prometheus exporter. Imports: standard library, agent.system.resctrl, agent.metriccache.cache,
 agent.metricsadvisor.framework.

@@ -1,7 +1,8 @@
 """CollectorRunner: one thread ticking every enabled collector at its own interval, appending each
 collector's samples to the MetricCache as one batch, isolating a failing collector (logged, counted,
-the others continue), with ``wait_started`` (SPEC §6.1: every enabled collector completed one successful
-round), ``stop`` and an ``on_collect(name, seconds, ok)`` callback after each round.
+the others continue), with ``wait_started`` (docs/rules/koordlet.md#start-order-and-readiness: every enabled
+collector completed one successful round), ``stop`` and an ``on_collect(name, seconds, ok)`` callback after
+each round.
 
 Imports: standard library, agent.metriccache.cache, agent.metricsadvisor.framework.
 """

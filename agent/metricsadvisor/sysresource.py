@@ -1,8 +1,8 @@
-"""SystemResourceCollector (SPEC §6.3, 1 s): system usage = max(node − Σ pods − host apps, 0) for CPU and
-memory from the totals the node, pod and host-application collectors published; per NUMA node memory
-max(NUMA usage − Σ pods' NUMA memory, 0) and CPU = system CPU × NUMA CPU / Σ NUMA CPU (0 if the sum is 0).
-Skips a tick while node or pod totals were never published, while the host-app total was never published
-(no NodeSLO), or when any of them is older than the stale guard (10 s).
+"""SystemResourceCollector (docs/rules/koordlet.md#collectors, 1 s): system usage = max(node − Σ pods − host
+apps, 0) for CPU and memory from the totals the node, pod and host-application collectors published; per NUMA
+node memory max(NUMA usage − Σ pods' NUMA memory, 0) and CPU = system CPU × NUMA CPU / Σ NUMA CPU (0 if the
+sum is 0). Skips a tick while node or pod totals were never published, while the host-app total was never
+published (no NodeSLO), or when any of them is older than the stale guard (10 s).
 
 Imports: standard library, agent.metriccache.cache, agent.metricsadvisor.framework.
 """

@@ -1,4 +1,4 @@
-"""Cgroup reconcile strategies (SPEC §7.7).
+"""Cgroup reconcile strategies (docs/rules/koordlet.md).
 
 * ``BatchResourceStrategy`` (upstream runtime-hook plugin ``BatchResource``, gate ``BatchResource``, on by
   default; re-applied every 10 s as the runtime-hooks reconciler): the pod and container cgroups of raw-BE

@@ -1,4 +1,4 @@
-"""CPU burst (SPEC §7.3): each tick, from the node's share-pool state and the merged
+"""CPU burst (docs/rules/koordlet.md): each tick, from the node's share-pool state and the merged
 ``cpuBurstStrategy`` (overridden per pod by the ``koordinator.sh/cpuBurst`` annotation), write every
 eligible container's and pod's ``cpu.cfs_burst_us`` and scale running containers' CFS quotas between
 their base and ceiling, rate-limited by a per-container token limiter. ``decide`` is pure: cgroup values

@@ -1,6 +1,6 @@
-"""The CFS-quota burst token limiter of CPU burst (SPEC §7.3 step 4, upstream ``burstLimiter``), as an
-immutable value: ``allow`` returns the verdict and the limiter's next value. Pure; the random initial
-fill is passed in so callers (and scenarios) stay deterministic.
+"""The CFS-quota burst token limiter of CPU burst (docs/rules/koordlet.md, "Token limiter"; upstream
+``burstLimiter``), as an immutable value: ``allow`` returns the verdict and the limiter's next value.
+Pure; the random initial fill is passed in so callers (and scenarios) stay deterministic.
 
 Imports: standard library only.
 """

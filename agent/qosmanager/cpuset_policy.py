@@ -1,6 +1,7 @@
-"""CPU-suppress helpers (SPEC §7.2): the node/pod annotations that shape the BE cpuset (reservation,
-exclusive SYSTEM-QoS cpuset, pod ``resource-status`` cpusets, the kubelet CPU-manager policy), Go-style
-cpuset strings, and the BE cpuset selection (``calculateBESuppressCPUSetPolicy``). Pure, no I/O.
+"""CPU-suppress helpers (docs/rules/koordlet.md): the node/pod annotations that shape the BE cpuset
+(reservation, exclusive SYSTEM-QoS cpuset, pod ``resource-status`` cpusets, the kubelet CPU-manager
+policy), Go-style cpuset strings, and the BE cpuset selection (``calculateBESuppressCPUSetPolicy``).
+Pure, no I/O.
 
 Imports: standard library, apis.*, agent.system.nodeinfo.
 """
@@ -37,7 +38,7 @@ _GO_ATOI: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 def parse_cpuset_go(text: str) -> frozenset[int]:
     """Kubernetes ``cpuset.Parse``: ``""`` is empty, ``A-B`` with ``A > B`` is empty, ids above 4096 and
-    malformed elements raise ``ValueError`` (Appendix B 16)."""
+    malformed elements raise ``ValueError`` (docs/upstream.md, edge case 16)."""
     if text == "":
         return frozenset()
     cpus: set[int] = set()
@@ -109,7 +110,8 @@ def reserved_cpus(node: Mapping[str, Any] | None) -> frozenset[int]:
 
 def annotation_reserved_milli(node: Mapping[str, Any] | None) -> int:
     """The reservation annotation's cpu in milli-cores; ``reservedCPUs`` replaces ``resources.cpu`` by its
-    CPU count; an undecodable annotation, quantity or cpuset means no reservation (Appendix B 16)."""
+    CPU count; an undecodable annotation, quantity or cpuset means no reservation (docs/upstream.md,
+    edge case 16)."""
     res = annotation_json(node, c.ANNOTATION_NODE_RESERVATION)
     if res is None:
         return 0

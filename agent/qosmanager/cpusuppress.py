@@ -1,7 +1,7 @@
-"""CPU suppress of BE pods (SPEC §7.2): each tick, compute the CPU allowance left for BE pods and
-enforce it on the besteffort QoS cgroup, either as a cpuset (default) or as a CFS quota; recover both
-knobs when suppression is off. ``decide`` is pure: cgroup values come from ``snapshot.cgroups``, usages
-from ``snapshot.metrics``; the result is a list of ordered ``CgroupWrite`` actions plus gauges.
+"""CPU suppress of BE pods (docs/rules/koordlet.md): each tick, compute the CPU allowance left for BE
+pods and enforce it on the besteffort QoS cgroup, either as a cpuset (default) or as a CFS quota; recover
+both knobs when suppression is off. ``decide`` is pure: cgroup values come from ``snapshot.cgroups``,
+usages from ``snapshot.metrics``; the result is a list of ordered ``CgroupWrite`` actions plus gauges.
 
 Imports: standard library, apis.*, agent.{podmeta,system.*}, agent.qosmanager.{framework,cpuset_policy}.
 """
@@ -305,7 +305,7 @@ def _recover_quota(w: _Writes, be_dir: str, st: CPUSuppressState) -> CPUSuppress
 
 
 def _recover_cpuset(w: _Writes, snapshot: Snapshot, be_dir: str, full: Sequence[int]) -> None:
-    if not full:  # never write an empty cpuset (D5); no NodeCPUInfo → nothing to recover to
+    if not full:  # never write an empty cpuset (docs/upstream.md D5); no NodeCPUInfo → nothing to recover to
         return
     value = format_cpuset(full)
     for d in _walk(snapshot, be_dir):

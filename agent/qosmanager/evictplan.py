@@ -1,12 +1,13 @@
-"""Shared pieces of the memory and CPU evictors (SPEC §7.4, §7.5): the eviction-policy annotation, the
-candidate filters and sort keys common to the generic evictors, Go's integer rules, and the execution of
-one round, ``plan_evictions`` (upstream ``KillAndEvictPods``): tasks run in order, a task whose target is
-already covered is skipped, each pod's amount is credited per target type as the max over every task's
-per-pod function, and a pod already evicted (the evictor's 2-minute cache) counts as pending release.
+"""Shared pieces of the memory and CPU evictors (docs/rules/koordlet.md): the eviction-policy annotation,
+the candidate filters and sort keys common to the generic evictors, Go's integer rules, and the execution
+of one round, ``plan_evictions`` (upstream ``KillAndEvictPods``): tasks run in order, a task whose target
+is already covered is skipped, each pod's amount is credited per target type as the max over every
+task's per-pod function, and a pod already evicted (the evictor's 2-minute cache) counts as pending
+release.
 
 Also the allocatable tasks' common parts (config check, tier sums, per-pod credit, node quantities), the
 NodeSLO switch (``threshold_strategy``) and the conversion of picks into ``Evict`` actions with the
-cool-down state (``to_decision``, D2 guard). Pure, no I/O.
+cool-down state (``to_decision``, docs/upstream.md D2 guard). Pure, no I/O.
 Imports: standard library, apis.{constants,nodeslo,pod,qos,quantity}, agent.podmeta,
 agent.qosmanager.framework.
 """
@@ -134,7 +135,8 @@ def allocatable_amount(release: Mapping[str, int], tier: TierRequest) -> AmountF
 
 
 def is_be(pod: PodMeta) -> bool:
-    """The raw ``koordinator.sh/qosClass`` label is exactly ``BE`` (the BE evictors' selector, D2)."""
+    """The raw ``koordinator.sh/qosClass`` label is exactly ``BE`` (the BE evictors' selector,
+    docs/upstream.md D2)."""
     return qos_class_raw(pod.pod) is QoSClass.BE
 
 
@@ -265,9 +267,9 @@ def _covered(released: Mapping[str, int], target: Mapping[str, int]) -> bool:
 
 
 def plan_evictions(tasks: Sequence[EvictTask], already_evicted: Collection[str]) -> list[EvictPick]:
-    """One round of ``KillAndEvictPods`` (SPEC §7.4 "Execution"). ``already_evicted``: pod UIDs the
-    evictor evicted recently (pending release). Returns the picks in order; pending ones are not to be
-    evicted again."""
+    """One round of ``KillAndEvictPods`` (docs/rules/koordlet.md, "Execution"). ``already_evicted``: pod
+    UIDs the evictor evicted recently (pending release). Returns the picks in order; pending ones are not
+    to be evicted again."""
     released: dict[str, dict[str, int]] = {t.target: {} for t in tasks}
     picked: set[str] = set()
     picks: list[EvictPick] = []
@@ -316,7 +318,7 @@ def to_decision(
     for pick in plan_evictions(tasks, already_evicted):
         if pick.pending:
             continue
-        if pick.task.gate == be_gate and not is_be(pick.pod):  # D2, whatever the input
+        if pick.task.gate == be_gate and not is_be(pick.pod):  # docs/upstream.md D2, whatever the input
             continue
         actions.append(
             Evict(

@@ -1,9 +1,10 @@
-"""The QoS manager's contract (SPEC §7.1): a strategy is a pure ``decide(snapshot, config, state)`` that
-returns actions (cgroup writes for the resource executor, evictions for the evictor) and its next state
-(cool-downs, limiter tokens, "already recovered" flags). Everything a strategy may look at is in the
-``Snapshot``: the node, the merged NodeSLO, the pods with their cgroup dirs, a read-only view of the metric
-cache and of current cgroup values, the CPU topology and the clock. Runners (thin, effectful) build the
-snapshot, call ``decide`` and hand the actions to the executor / evictor.
+"""The QoS manager's contract (docs/rules/koordlet.md): a strategy is a pure
+``decide(snapshot, config, state)`` that returns actions (cgroup writes for the resource executor,
+evictions for the evictor) and its next state (cool-downs, limiter tokens, "already recovered" flags).
+Everything a strategy may look at is in the ``Snapshot``: the node, the merged NodeSLO, the pods with
+their cgroup dirs, a read-only view of the metric cache and of current cgroup values, the CPU topology and
+the clock. Runners (thin, effectful) build the snapshot, call ``decide`` and hand the actions to the
+executor / evictor.
 
 Imports: standard library, apis.*, agent.{podmeta,system.cgroup,system.nodeinfo,system.podcgroup}.
 """
@@ -63,7 +64,8 @@ class Snapshot:
     now: datetime
     node: Mapping[str, Any] | None
     node_slo: NodeSLOSpec | None
-    """Merged with the koordlet defaults (SPEC §6.2); None before the node's NodeSLO was observed."""
+    """Merged with the koordlet defaults (docs/rules/koordlet.md); None before the node's NodeSLO was
+    observed."""
     pods: Sequence[PodMeta]
     metrics: MetricView
     cgroups: CgroupView
@@ -78,8 +80,8 @@ class Snapshot:
 @dataclass(frozen=True)
 class CgroupWrite:
     """One write for the resource executor. ``order`` sorts writes of one decision (parent-before-child
-    merges, then final values); ``cacheable`` as upstream (§7.1: skip when the executor's cache already
-    holds the value and is fresh)."""
+    merges, then final values); ``cacheable`` as upstream (skip when the executor's cache already holds
+    the value and is fresh; docs/rules/koordlet.md)."""
 
     strategy: str
     file: CgroupFile[Any]

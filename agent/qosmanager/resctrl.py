@@ -1,7 +1,8 @@
-"""Resctrl / RDT reconcile (SPEC §7.6, gate ``RdtResctrl``): each tick, for the control groups LSR/LS/BE,
-the L3 CAT ``schemata`` line from the class's ``resctrlQOS`` cat range over the root cache bit mask and the
-MBA line from its ``mbaPercent`` (Intel: round up to a multiple of 10; AMD: 160 Gbps scale, 100 → 2048), then
-the thread ids of the containers of pods whose class enables resctrl, appended to the group's ``tasks``.
+"""Resctrl / RDT reconcile (docs/rules/koordlet.md, gate ``RdtResctrl``): each tick, for the control
+groups LSR/LS/BE, the L3 CAT ``schemata`` line from the class's ``resctrlQOS`` cat range over the root
+cache bit mask and the MBA line from its ``mbaPercent`` (Intel: round up to a multiple of 10; AMD:
+160 Gbps scale, 100 → 2048), then the thread ids of the containers of pods whose class enables resctrl,
+appended to the group's ``tasks``.
 
 ``decide`` is pure: the resctrl host facts (mounted root, ``cbm_mask``, cache ids, CPU vendor, current group
 ``tasks``) come in the config as a ``ResctrlInfo`` (None = not mounted → no actions), container thread ids

@@ -1,6 +1,7 @@
-"""System config (SPEC §7.8, §3.4; gate ``SystemConfig``, off by default): the node-wide kernel knobs of the
-NodeSLO ``systemStrategy`` — ``min_free_kbytes`` from the node's memory capacity, ``watermark_scale_factor``,
-memcg reaper, group identity, idle-saver watermark, page-cache limit and ``sched_features`` toggles.
+"""System config (docs/rules/koordlet.md, docs/configuration.md#system-config; gate ``SystemConfig``,
+off by default): the node-wide kernel knobs of the NodeSLO ``systemStrategy`` — ``min_free_kbytes`` from
+the node's memory capacity, ``watermark_scale_factor``, memcg reaper, group identity, idle-saver
+watermark, page-cache limit and ``sched_features`` toggles.
 
 ``decide`` is pure: which files exist and the current ``sched_features`` come in the config, built each tick
 by ``SystemConfigSource`` (the only part that looks at the host). Values outside the koordlet's ranges are
@@ -35,7 +36,8 @@ NAME: Final = "SystemConfig"
 MIN_FREE_KBYTES_RANGE: Final = (10240, 10485760)
 WATERMARK_SCALE_FACTOR_RANGE: Final = (10, 400)
 
-# (root, relative file) per knob: "proc" is --proc-root-dir, "sys" is --sys-root-dir (SPEC §3.4).
+# (root, relative file) per knob: "proc" is --proc-root-dir, "sys" is --sys-root-dir
+# (docs/configuration.md#system-config).
 FILES: Final = {
     "min_free_kbytes": ("proc", "sys/vm/min_free_kbytes"),
     "watermark_scale_factor": ("proc", "sys/vm/watermark_scale_factor"),

@@ -1,4 +1,5 @@
-"""Builds the NodeMetric status from the metric cache exactly as SPEC §6.5 describes (pure: no I/O).
+"""Builds the NodeMetric status from the metric cache exactly as docs/rules/koordlet.md#reporter
+describes (pure: no I/O).
 
 ``build_status(inputs)`` queries the cache for the node, system, NUMA, pod and host-application usages
 over the report windows and returns an ``apis.nodemetric.NodeMetricStatus``. The caller (the reporter
@@ -78,7 +79,7 @@ class ReportInputs:
     numa_ids: Sequence[int] = ()
     cold_memory_running: bool = False
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-    """Wall clock for ``updateTime``, read after every query (SPEC: slightly later than ``now``)."""
+    """Wall clock for ``updateTime``, read after every query (as upstream: slightly later than ``now``)."""
 
 
 def report_interval_seconds(policy: NodeMetricCollectPolicy | None) -> int:
@@ -95,7 +96,8 @@ def aggregate_duration_seconds(policy: NodeMetricCollectPolicy) -> int:
 
 
 def _memory_kinds(policy: MemoryCollectPolicy | None, cold_running: bool) -> tuple[str, str, str]:
-    """(node, pod, host-app) memory kinds for ``nodeMemoryCollectPolicy`` (SPEC §6.5)."""
+    """(node, pod, host-app) memory kinds for ``nodeMemoryCollectPolicy``
+    (docs/rules/koordlet.md#reporter)."""
     if policy is MemoryCollectPolicy.USAGE_WITH_PAGE_CACHE:
         suffix = "memory_usage_with_page_cache"
     elif policy is MemoryCollectPolicy.USAGE_WITH_HOT_PAGE_CACHE and cold_running:
@@ -212,7 +214,8 @@ def _classes(pods: Sequence[PodMeta]) -> list[tuple[PriorityClass, QoSClass]]:
 
 def _pods(window: _Window, pods: Sequence[PodMeta], pod_mem_kind: str) -> list[PodMetricInfo]:
     """Each pod's average CPU and memory over the window, like ``window.usage`` per pod but with two
-    batched cache calls (the same averages); a pod without a CPU or memory sample is skipped (SPEC §6.5)."""
+    batched cache calls (the same averages); a pod without a CPU or memory sample is skipped
+    (docs/rules/koordlet.md#reporter)."""
     label_sets = [{"pod_uid": meta.uid} for meta in pods]
     try:
         cpus = window.cache.window_avgs("pod_cpu_usage", label_sets, window.start_ms, window.end_ms)
@@ -259,7 +262,7 @@ def _host_apps(
 
 
 def build_status(inputs: ReportInputs) -> NodeMetricStatus:
-    """The NodeMetric status for ``inputs.now`` (SPEC §6.5)."""
+    """The NodeMetric status for ``inputs.now`` (docs/rules/koordlet.md#reporter)."""
     policy = inputs.policy.with_defaults()
     node_mem, pod_mem, app_mem = _memory_kinds(policy.node_memory_collect_policy, inputs.cold_memory_running)
     durations = list(policy.node_aggregate_policy.durations) if policy.node_aggregate_policy else []

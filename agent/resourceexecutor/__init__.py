@@ -1,4 +1,5 @@
-"""The resource executor package: the only writer of host files (cgroups, resctrl). SPEC §7.1.
+"""The resource executor package: the only writer of host files (cgroups, resctrl); see
+docs/rules/koordlet.md.
 
 Imports: standard library, agent.system.*, agent.qosmanager.framework, agent.podmeta.
 """

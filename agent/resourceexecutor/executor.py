@@ -1,4 +1,5 @@
-"""The resource executor: the koordlet's ONLY writer of host files (cgroups, resctrl). SPEC §7.1, D5, D8.
+"""The resource executor: the koordlet's ONLY writer of host files (cgroups, resctrl); see
+docs/rules/koordlet.md and docs/upstream.md D5, D8.
 
 Strategies return ``CgroupWrite`` actions; the executor validates and formats each value (``format_cgroup``),
 resolves the path and refuses anything that, after ``os.path.realpath``, is outside its allowed roots (the

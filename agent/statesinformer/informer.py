@@ -1,9 +1,11 @@
-"""The koordlet's states informer (SPEC §6.2): this node's pods, the Node, its NodeSLO and NodeMetric.
+"""The koordlet's states informer (docs/rules/koordlet.md): this node's pods, the Node, its NodeSLO and
+NodeMetric.
 
 Pods come from a watch on the API server narrowed to ``spec.nodeName=<node>``; each pod's cgroup
 directories are derived once per pod event (``agent.podmeta.pod_meta``), so collectors never walk the
-cgroup tree. The NodeSLO is merged with the koordlet defaults (SPEC §6.2); a NodeSLO that does not decode
-keeps the last good one. The NodeMetric's collect policy follows SPEC §6.5's refresh rule.
+cgroup tree. The NodeSLO is merged with the koordlet defaults (docs/rules/koordlet.md); a NodeSLO that
+does not decode keeps the last good one. The NodeMetric's collect policy follows the refresh rule of
+``policy_after_update`` (docs/rules/koordlet.md#reporter).
 When a pod goes (or a container is replaced) ``on_forget`` is told, so its metric series are dropped.
 
 Imports: standard library, apis.*, kube.informer (via the gateway), agent.{gateway,podmeta,system.podcgroup}.
@@ -35,7 +37,8 @@ ForgetHandler = Callable[[str | None, Sequence[str]], None]
 
 
 def _spec_policy(obj: Mapping[str, Any]) -> NodeMetricCollectPolicy:
-    """The NodeMetric's collect policy with defaults for every missing field (SPEC §6.5)."""
+    """The NodeMetric's collect policy with defaults for every missing field
+    (docs/rules/koordlet.md#reporter)."""
     spec = NodeMetricSpec.from_dict(obj.get("spec") or {}, "spec")
     return (spec.collect_policy or NodeMetricCollectPolicy()).with_defaults()
 
@@ -43,8 +46,8 @@ def _spec_policy(obj: Mapping[str, Any]) -> NodeMetricCollectPolicy:
 def policy_after_update(
     current: NodeMetricCollectPolicy | None, old: Mapping[str, Any], new: Mapping[str, Any]
 ) -> NodeMetricCollectPolicy | None:
-    """Pure SPEC §6.5 rule: on an update the local policy is refreshed only when both
-    ``metadata.generation`` changed and the spec differs; otherwise the current one stays."""
+    """Pure refresh rule (docs/rules/koordlet.md#reporter): on an update the local policy is refreshed
+    only when both ``metadata.generation`` changed and the spec differs; otherwise the current one stays."""
     old_gen = (old.get("metadata") or {}).get("generation")
     new_gen = (new.get("metadata") or {}).get("generation")
     if current is not None and (old_gen == new_gen or old.get("spec") == new.get("spec")):
@@ -81,7 +84,8 @@ class StatesInformer:
         return [inf.start(stop) for inf in self.informers]
 
     def wait_synced(self, timeout: float) -> bool:
-        """True once every informer has listed once (SPEC §6.5: the reporter waits for them)."""
+        """True once every informer has listed once (the reporter waits for them;
+        docs/rules/koordlet.md#start-order-and-readiness)."""
         deadline = time.monotonic() + timeout
         return all(inf.has_synced.wait(max(0.0, deadline - time.monotonic())) for inf in self.informers)
 

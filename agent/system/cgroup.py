@@ -2,9 +2,10 @@
 
 Each ``CgroupFile`` names its v1 (subsystem, file) and v2 file, a pure converter per version (text → typed
 value, ``ValueError`` naming the file on bad input) and an optional validator. ``read_cgroup`` is the thin
-file reader (``agent.system.fastread`` has the per-tick fast path). Semantics per SPEC §6.3.
-Writable knobs (SPEC §7.1 v1→v2 table) also carry a *formatter* per version (typed value → text, see
-``format_cgroup``), an optional write-only validator and the "merged" loosening rule of leveled updates;
+file reader (``agent.system.fastread`` has the per-tick fast path). Semantics per
+docs/rules/koordlet.md#collectors. Writable knobs (each with its v1 and v2 file, docs/upstream.md D8)
+also carry a *formatter* per version (typed value → text, see ``format_cgroup``), an optional write-only
+validator and the "merged" loosening rule of leveled updates;
 ``agent.resourceexecutor`` is the only code that writes them.
 Imports: standard library only (plus ``agent.system.procfs`` and ``agent.system.cgroupfmt``).
 """
@@ -224,7 +225,8 @@ def _weight_to_shares(text: str, name: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class MemoryStat:
-    """The ``memory.stat`` keys SPEC §6.3 requires (v1 ``total_*`` keys, v2 plain keys), in bytes."""
+    """The ``memory.stat`` keys the pod collector needs (v1 ``total_*`` keys, v2 plain keys), in bytes
+    (docs/rules/koordlet.md#collectors)."""
 
     cache: int
     rss: int
@@ -253,7 +255,8 @@ def _memory_stat(prefix: str, cache_key: str, rss_key: str) -> Callable[[str, st
 
 
 NUMA_STAT_PAGE = 4096
-"""v2 ``memory.numa_stat`` is in bytes; SPEC §6.3 converts each line to pages by integer division by 4096."""
+"""v2 ``memory.numa_stat`` is in bytes; each line is converted to pages by integer division by 4096
+(docs/rules/koordlet.md#collectors)."""
 
 
 def _numa_fields(fields: list[str], name: str, line: str) -> dict[int, int]:
@@ -272,7 +275,7 @@ def _numa_fields(fields: list[str], name: str, line: str) -> dict[int, int]:
 
 
 def parse_numa_stat(text: str, name: str, version: CgroupVersion) -> dict[int, int]:
-    """``memory.numa_stat`` → pages per NUMA node (SPEC §6.3 pod NUMA memory).
+    """``memory.numa_stat`` → pages per NUMA node (pod NUMA memory, docs/rules/koordlet.md#collectors).
 
     v1: the first line ``total=<pages> N0=<pages> …``. v2: the ``anon`` and ``file`` lines (bytes), each
     converted to pages by integer division by 4096 and summed per node.
@@ -358,7 +361,8 @@ CPU_STAT: CgroupFile[CpuStat] = CgroupFile(
     "cpu_stat", "cpu", "cpu.stat", _cpu_stat_v1, "cpu.stat", _cpu_stat_v2
 )
 # cpu.max: the kernel parses "<quota|max> [<period>]" and keeps the current period when only the quota is
-# written (kernel/sched/core.c cpu_period_quota_parse), so the quota is written alone (SPEC §7.1).
+# written (kernel/sched/core.c cpu_period_quota_parse), so the quota is written alone
+# (docs/rules/koordlet.md).
 CPU_QUOTA: CgroupFile[int] = CgroupFile(
     "cpu_cfs_quota_us",
     "cpu",

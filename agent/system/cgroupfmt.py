@@ -1,7 +1,8 @@
 """Pure text formatters, write validators and leveled-update merge rules for the writable cgroup knobs.
 
 Used as data by the file table in ``agent.system.cgroup`` (which re-exports ``parse_cpuset_list``,
-``format_cpuset`` and ``UNLIMITED_MIN``); see SPEC §7.1 "Writing cgroups" and the v1→v2 table.
+``format_cpuset`` and ``UNLIMITED_MIN``); see docs/rules/koordlet.md and, for the v1 and v2 files,
+docs/upstream.md D8.
 Imports: standard library only.
 """
 

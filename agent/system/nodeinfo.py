@@ -1,5 +1,5 @@
-"""Node CPU/NUMA topology and per-NUMA meminfo from ``<paths.sys>/devices/system/{cpu,node}`` (SPEC §6.3
-NodeInfoCollector, per-NUMA memory).
+"""Node CPU/NUMA topology and per-NUMA meminfo from ``<paths.sys>/devices/system/{cpu,node}`` (the
+node_info collector and per-NUMA memory, docs/rules/koordlet.md#collectors).
 
 CPU ids come from ``cpu/cpu<N>`` dirs, core and socket ids from
 ``cpu<N>/topology/{core_id,physical_package_id}``, NUMA ids from ``node/node<M>/cpulist``.
@@ -99,7 +99,8 @@ def parse_node_meminfo(text: str, name: str) -> dict[str, int]:
 
 
 def numa_memory_usage_bytes(info: dict[str, int], name: str = "node meminfo") -> int:
-    """MemTotal − (MemFree + Active(file) + Inactive(file) + SReclaimable), 0 if negative (SPEC §6.3)."""
+    """MemTotal − (MemFree + Active(file) + Inactive(file) + SReclaimable), 0 if negative
+    (docs/rules/koordlet.md#collectors)."""
     keys = ("MemTotal", "MemFree", "Active(file)", "Inactive(file)", "SReclaimable")
     missing = [k for k in keys if k not in info]
     if missing:

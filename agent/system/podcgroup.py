@@ -1,8 +1,8 @@
 """Pod and container cgroup directories from a pod's UID and Kubernetes QoS class (kubelet's naming).
 
-Supports the ``cgroupfs`` and ``systemd`` cgroup drivers (SPEC §6.2, §6.3). Directories are relative to the
-cgroup root (and, on cgroup v1, to a subsystem) and end with ``/``. Pure functions plus one probe,
-``detect_cgroup_driver``. Imports: standard library and ``agent.system.cgroup``.
+Supports the ``cgroupfs`` and ``systemd`` cgroup drivers (docs/rules/koordlet.md#collectors). Directories
+are relative to the cgroup root (and, on cgroup v1, to a subsystem) and end with ``/``. Pure functions
+plus one probe, ``detect_cgroup_driver``. Imports: standard library and ``agent.system.cgroup``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Pure parsers of /proc text: ``/proc/stat``, ``/proc/meminfo`` and PSI pressure files (SPEC §6.3).
+"""Pure parsers of /proc text: ``/proc/stat``, ``/proc/meminfo`` and PSI pressure files
+(docs/rules/koordlet.md#collectors).
 
 Every parser is a pure function of the file's text; ``name`` only labels errors, which are ``ValueError``
 naming the file and the offending line. Imports: standard library only.

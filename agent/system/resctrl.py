@@ -1,4 +1,4 @@
-"""resctrl monitoring reader (SPEC §6.3 "Resctrl monitoring"): is resctrl mounted, and the per-domain
+"""resctrl monitoring reader (docs/rules/koordlet.md#collectors): is resctrl mounted, and the per-domain
 ``mon_data/mon_L3_<id>/{llc_occupancy,mbm_local_bytes,mbm_total_bytes}`` counters of groups LSR, LS, BE.
 
 Pure parsers (``parse_counter``, ``parse_mounts_has_resctrl``) plus thin readers; the root is injectable

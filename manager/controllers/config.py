@@ -1,5 +1,6 @@
-"""The slo-controller-config cache (SPEC §4.3, D9): watches the one ConfigMap, parses every key with
-``apis.sloconfig`` (keep-last-good per key) and tells subscribers when the cached config changed.
+"""The slo-controller-config cache (docs/configuration.md#node-overrides-and-merge-rules,
+docs/upstream.md D9): watches the one ConfigMap, parses every key with ``apis.sloconfig``
+(keep-last-good per key) and tells subscribers when the cached config changed.
 
 Only Create and Update (with changed ``data``) count; Delete is ignored, so the cache survives a
 deleted ConfigMap. A rejected key (not decodable) raises a Warning Event on the ConfigMap naming the key
@@ -84,8 +85,9 @@ class ConfigController:
             return self._config
 
     def available(self) -> bool:
-        """Whether reconciles may use the config: loads it lazily when it never was (SPEC §4.3 step 0)
-        and the colocation part is usable (``colocation_available``)."""
+        """Whether reconciles may use the config: loads it lazily when it never was
+        (docs/configuration.md#how-a-key-is-loaded) and the colocation part is usable
+        (``colocation_available``)."""
         with self._lock:
             if self._config is None:
                 self._sync()

@@ -1,8 +1,9 @@
-"""The NodeMetric controller (SPEC §5.1): one NodeMetric per node whose ``spec.metricCollectPolicy``
-comes from the node's merged colocation strategy (``manager.controllers.specs.nodemetric_plan``);
-created with the node (empty status: the koordlet fills it), updated when the policy changes (an
-existing spec is kept while colocation-config is in error status), deleted with the node. Counts
-``slo_controller_nodemetric_reconcile_count{status,reason}`` and ``..._spec_parse_count``.
+"""The NodeMetric controller (docs/rules/manager.md): one NodeMetric per node whose
+``spec.metricCollectPolicy`` comes from the node's merged colocation strategy
+(``manager.controllers.specs.nodemetric_plan``); created with the node (empty status: the koordlet fills
+it), updated when the policy changes (an existing spec is kept while colocation-config is in error
+status), deleted with the node. Counts ``slo_controller_nodemetric_reconcile_count{status,reason}`` and
+``..._spec_parse_count``.
 Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.sloconfig.
 """
 

@@ -1,11 +1,11 @@
 """The shared shape of the NodeSLO and NodeMetric controllers: one cluster-scoped object per node, named
 after it, kept equal to a spec computed from the node and the slo-controller-config.
 
-Triggers (SPEC §4.4, §5.1): Node create, update only when labels or ``status.allocatable`` changed,
-delete; object create/delete and updates that change ``metadata.generation`` (spec changes, not status);
-any change of the cached config enqueues every node. The reconcile drops the request while the config
-is unavailable, asks the subclass's pure ``plan`` what to write and does it through the gateway,
-counting ``{status, reason}`` in the subclass's upstream-named counter.
+Triggers (docs/rules/manager.md): Node create, update only when labels or ``status.allocatable`` changed,
+delete; object create/delete and updates that change ``metadata.generation`` (spec changes, not status); any
+change of the cached config enqueues every node. The reconcile drops the request while the config is
+unavailable, asks the subclass's pure ``plan`` what to write and does it through the gateway, counting
+``{status, reason}`` in the subclass's upstream-named counter.
 Imports: the standard library, manager.{gateway,metrics,controller.runtime,controllers.config,
 controllers.specs}, apis.sloconfig.
 """

@@ -1,6 +1,7 @@
-"""The NodeSLO controller (SPEC §4.4): one NodeSLO per node, its spec rendered from the cached
-slo-controller-config by ``manager.controllers.specs.nodeslo_plan``; created with the node, updated
-only when the typed spec differs (``extensions`` carried over from the old spec), deleted with the node.
+"""The NodeSLO controller (docs/rules/manager.md): one NodeSLO per node, its spec rendered from the
+cached slo-controller-config by ``manager.controllers.specs.nodeslo_plan``; created with the node,
+updated only when the typed spec differs (``extensions`` carried over from the old spec), deleted with
+the node.
 Counts ``slo_controller_nodeslo_reconcile_count{status,reason}`` and ``..._spec_parse_count``.
 Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.sloconfig.
 """

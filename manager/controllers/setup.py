@@ -43,8 +43,10 @@ def sync_period(text: str) -> float:
 
 
 def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """``--config-namespace``, ``--slo-config-name`` (SPEC §4.1, §9.2) and ``--sync-period``: every key
-    of the config, NodeSLO and NodeMetric controllers is reconciled again each period."""
+    """``--config-namespace``, ``--slo-config-name``
+    (docs/configuration.md#the-slo-controller-config-configmap, docs/flags.md#koord-manager) and
+    ``--sync-period``: every key of the config, NodeSLO and NodeMetric controllers is reconciled again
+    each period."""
     parser.add_argument(
         "--config-namespace",
         default=c.DEFAULT_CONFIG_NAMESPACE,

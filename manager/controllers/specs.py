@@ -2,12 +2,12 @@
 write (create / update / delete / nothing) takes the cluster there. No I/O: the controllers do the
 writes through the gateway.
 
-``nodeslo_plan(cfg, node, old)`` (SPEC §4.4): the spec is rebuilt from the config each time, only
-``extensions`` starts from the old spec; an update only when the typed specs differ once the CRD's
+``nodeslo_plan(cfg, node, old)`` (docs/rules/manager.md): the spec is rebuilt from the config each time,
+only ``extensions`` starts from the old spec; an update only when the typed specs differ once the CRD's
 defaults (which the API server fills in, e.g. networkQOS limits) are applied to both.
-``nodemetric_plan(cfg, node, old)`` (SPEC §5.1): ``spec.metricCollectPolicy`` from the node's merged
-colocation strategy (enable==true and valid) else the defaults; while the colocation config is in
-error status an existing spec is kept.
+``nodemetric_plan(cfg, node, old)`` (docs/rules/manager.md): ``spec.metricCollectPolicy`` from the
+node's merged colocation strategy (enable==true and valid) else the defaults; while the colocation
+config is in error status an existing spec is kept.
 Imports: the standard library and apis.
 """
 

@@ -1,5 +1,6 @@
-"""Writing plugin results into a Node, and deciding whether the write is worth it (SPEC §5.2 step 6,
-§5.3 "Prepare" and "Anti-churn"). Pure: Node JSON dicts in, new dicts out, the input never mutated.
+"""Writing plugin results into a Node, and deciding whether the write is worth it (docs/rules/manager.md
+"Writing to the Node" and "Churn guards"). Pure: Node JSON dicts in, new dicts out, the input never
+mutated.
 
 * ``prepare_node_status(node, items)`` → ``{"capacity", "allocatable", "annotations"}``: the new maps.
   A reset/None item is deleted; batch-cpu is multiplied by the cpu-normalization ratio when > 1
@@ -47,7 +48,8 @@ _FORMATS: Final = {
 
 
 def disabled_reset() -> CalculateResult[Any]:
-    """Every batch and mid resource reset (removed), with upstream's message (§5.2 step 3)."""
+    """Every batch and mid resource reset (removed), with upstream's message (docs/rules/manager.md,
+    noderesource step 1)."""
     return reset_result(SYNC_RESOURCES, DISABLED_MESSAGE, DISABLED_REASON)
 
 
@@ -130,8 +132,8 @@ def prepare_node_status(
     cpu_normalization: float | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The Node's new ``status.capacity``, ``status.allocatable`` and ``metadata.annotations`` after
-    applying ``items`` (§5.3 Prepare). ``cpu_normalization`` overrides the ratio read from the node's
-    ``cpu-normalization-ratio`` annotation."""
+    applying ``items`` (docs/rules/manager.md#writing-to-the-node). ``cpu_normalization`` overrides the
+    ratio read from the node's ``cpu-normalization-ratio`` annotation."""
     capacity = _status_map(node, "capacity")
     allocatable = _status_map(node, "allocatable")
     annotations = dict(annotations_of(node))

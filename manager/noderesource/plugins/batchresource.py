@@ -1,11 +1,12 @@
-"""BatchResource plugin (SPEC §5.3, Appendix B 12–18, decision D3): how much ``kubernetes.io/batch-cpu``
-(integer milli-cores) and ``kubernetes.io/batch-memory`` (bytes) a node can lend to batch pods.
+"""BatchResource plugin (docs/rules/manager.md#batch-resource-formula; docs/upstream.md, edge cases
+12–18 and D3): how much ``kubernetes.io/batch-cpu`` (integer milli-cores) and
+``kubernetes.io/batch-memory`` (bytes) a node can lend to batch pods.
 
 ``calculate`` is pure: the merged node strategy, the Node, its pods and its NodeMetric (JSON dicts) and
 the instant ``now`` in, a ``CalculateResult[BatchTerms]`` out carrying every term of the formula, so the
 controller can publish them (``explain_annotation``, annotation ``ANNOTATION_BATCH_RESOURCE_EXPLAIN``).
 Malformed quantities raise ``ValueError`` (the controller then treats the plugin as failed: its
-resources are removed, §5.2 step 5).
+resources are removed, see docs/rules/manager.md).
 Imports: the standard library, ``apis`` and ``manager.noderesource.resources``. No I/O.
 """
 
@@ -57,7 +58,8 @@ LOW_PRIORITY: Final = frozenset({PriorityClass.BATCH, PriorityClass.FREE})
 
 @dataclass(frozen=True, slots=True)
 class BatchTerms:
-    """Every term of the §5.3 formula (cpu/memory in nano units; ``Resources.explain()`` gives milli/bytes).
+    """Every term of the batch resource formula (docs/rules/manager.md#batch-resource-formula; cpu/memory
+    in nano units, ``Resources.explain()`` gives milli/bytes).
 
     ``cpu_policy``/``memory_policy`` are the policies actually applied (a configured cpu ``request``
     policy shows as ``usage``); ``cpu_threshold``/``memory_threshold`` are the optional caps (None = unset);
@@ -90,8 +92,9 @@ def classify_pods(pods: PodsInput, nm: Mapping[str, Any] | None) -> tuple[Resour
     """(HPRequest, HPUsed, HPMaxUsedReq) over the node's pods and the NodeMetric's pod entries.
 
     Pods not Running/Pending are skipped (their metrics stay dangling); batch/free pods are LP and
-    ignored; an HP pod without a metric counts its request as used **and** in HPMaxUsedReq (D3); an
-    LSE pod counts its cpu request instead of its cpu usage; dangling HP metrics count their usage."""
+    ignored; an HP pod without a metric counts its request as used **and** in HPMaxUsedReq
+    (docs/upstream.md D3); an LSE pod counts its cpu request instead of its cpu usage; dangling HP metrics
+    count their usage."""
     metrics = PodMetrics.of(nm).by_key
     dangling = dict(metrics)
     rc = rm = uc = um = xc = xm = 0
@@ -109,7 +112,7 @@ def classify_pods(pods: PodsInput, nm: Mapping[str, Any] | None) -> tuple[Resour
         if metric is None:
             uc += qc
             um += qm
-            xc += qc  # D3: the request counts at node level too (upstream adds nothing)
+            xc += qc  # the request counts at node level too (docs/upstream.md D3; upstream adds nothing)
             xm += qm
             continue
         usage = usage_of(metric.get("podUsage"))
@@ -134,10 +137,10 @@ def calculate(
     nodemetric: NodeMetricInput,
     now: datetime,
 ) -> CalculateResult[BatchTerms]:
-    """SPEC §5.3 for one node. ``strategy`` is the node's merged colocation strategy (unset fields take
-    the defaults); ``pods`` are the pods bound to the node, any phase (Pod JSON, or their ``pod_infos``);
-    ``nodemetric`` the NodeMetric JSON
-    (None = absent ⇒ degraded)."""
+    """The batch resource formula (docs/rules/manager.md#batch-resource-formula) for one node.
+    ``strategy`` is the node's merged colocation strategy (unset fields take the defaults); ``pods`` are
+    the pods bound to the node, any phase (Pod JSON, or their ``pod_infos``); ``nodemetric`` the
+    NodeMetric JSON (None = absent ⇒ degraded)."""
     nm = metric_dict(nodemetric)
     if is_degraded(nm, now, setting(strategy, "degrade_time_minutes")):
         return reset_result(RESOURCE_NAMES, DEGRADE_MESSAGE, DEGRADE_REASON)
@@ -158,7 +161,8 @@ def calculate(
     by_request = (capacity - safety - reserved - hp_request).clamp()
     by_max = (capacity - safety - system_or_reserved - hp_max).clamp()
 
-    # a cpu `request` policy is unsupported upstream and falls back to usage (Appendix B 15)
+    # a cpu `request` policy is unsupported upstream and falls back to usage
+    # (docs/upstream.md, edge case 15)
     cpu_policy = POLICY_USAGE
     if strategy.cpu_calculate_policy == POLICY_MAX_USAGE_REQUEST:
         cpu_policy = POLICY_MAX_USAGE_REQUEST

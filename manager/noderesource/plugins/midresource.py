@@ -1,5 +1,5 @@
-"""MidResource plugin (SPEC §5.4): ``kubernetes.io/mid-cpu`` (integer milli-cores) and
-``kubernetes.io/mid-memory`` (bytes) reclaimed from Prod for mid-priority pods.
+"""MidResource plugin (docs/rules/manager.md#mid-resources): ``kubernetes.io/mid-cpu`` (integer
+milli-cores) and ``kubernetes.io/mid-memory`` (bytes) reclaimed from Prod for mid-priority pods.
 
 Static mode (``midReclaimMode: static``): min(capacity × midStaticReservedPercent, capacity ×
 midThresholdPercent). Otherwise (dynamic): min(clamp(prodReclaimable, 0, capacity − nodeUsage) +
@@ -54,8 +54,8 @@ NOT_PROD_LIKE: Final = frozenset({PriorityClass.MID, PriorityClass.BATCH, Priori
 
 @dataclass(frozen=True, slots=True)
 class MidTerms:
-    """The §5.4 terms (nano units). Static mode fills ``capacity``, ``static_reserved``, ``threshold`` and
-    ``result`` only (the others are zero)."""
+    """The mid resource terms (docs/rules/manager.md#mid-resources; nano units). Static mode fills
+    ``capacity``, ``static_reserved``, ``threshold`` and ``result`` only (the others are zero)."""
 
     mode: str
     capacity: Resources
@@ -98,7 +98,8 @@ def calculate(
     nodemetric: NodeMetricInput,
     now: datetime,
 ) -> CalculateResult[MidTerms]:
-    """SPEC §5.4 for one node (same inputs as the BatchResource ``calculate``)."""
+    """The mid resources (docs/rules/manager.md#mid-resources) for one node (same inputs as the
+    BatchResource ``calculate``)."""
     nm = metric_dict(nodemetric)
     if is_degraded(nm, now, setting(strategy, "degrade_time_minutes")):
         return reset_result(RESOURCE_NAMES, DEGRADE_MESSAGE, DEGRADE_REASON)

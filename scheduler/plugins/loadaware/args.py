@@ -1,5 +1,6 @@
-"""LoadAwareSchedulingArgs (SPEC §8.1): decoded from the scheduler-config v1 JSON names, with upstream's
-defaults (``SetDefaults_LoadAwareSchedulingArgs``) and validation (``ValidateLoadAwareSchedulingArgs``).
+"""LoadAwareSchedulingArgs (docs/configuration.md#loadawarescheduling-args): decoded from the
+scheduler-config v1 JSON names, with upstream's defaults (``SetDefaults_LoadAwareSchedulingArgs``) and
+validation (``ValidateLoadAwareSchedulingArgs``).
 Invalid args raise ArgsError naming the field and its value: the plugin is then not constructible.
 Also the resource vector (the sorted resource names every per-node array is indexed by).
 Imports: the standard library and apis (duration).

@@ -1,5 +1,6 @@
-"""The assigned-pod cache (SPEC §8.4, ``podAssignCache``): pods with a node (informer, Reserve) and the
-per-node sums of the §8.4 pseudo-code, recomputed only for the node whose pods or NodeMetric changed.
+"""The assigned-pod cache (``podAssignCache``): pods with a node (informer, Reserve) and the per-node
+sums of the pseudo-code in docs/rules/scheduler.md#pods-already-on-the-node, recomputed only for the node
+whose pods or NodeMetric changed.
 Terminated pods and reservation placeholder pods are not cached; an update that changes ``nodeName``
 moves the pod; a spec or condition change re-computes the entry; deletes remove it. Nodes whose sums
 changed are collected in ``dirty`` for the plugin's per-row refresh.

@@ -1,5 +1,6 @@
-"""The default estimator (SPEC §8.3): the load a pod is expected to add, per resource of the scaling-factor
-map, in resource-vector order, plus the force-estimation deadline of an assigned pod.
+"""The default estimator (docs/rules/scheduler.md#estimating-a-pod): the load a pod is expected to add,
+per resource of the scaling-factor map, in resource-vector order, plus the force-estimation deadline of
+an assigned pod.
 
 Float arithmetic is Go's: ``int64(math.Round(float64(q) * float64(factor) / 100))`` evaluated left to right
 in IEEE doubles, with ``math.Round`` rounding half away from zero (never Python's ``round``).

@@ -1,5 +1,6 @@
 """Exact reformulations of the float64 tests of Filter and of the expiry check, so the per-pod work is one
-comparison per resource (SPEC §8.5 step 7, §8.5 step 4 / §8.6).
+comparison per resource (docs/rules/scheduler.md#filter, the usage and expiry tests;
+docs/rules/scheduler.md#score, the expiry test).
 
 * Filter: for ``cap > 0``, ``round_half_away(float(S) / float(cap) * 100) > T`` (Go's order, IEEE
   doubles) is a non-decreasing predicate of the integer ``S`` (int→double conversion, division by a

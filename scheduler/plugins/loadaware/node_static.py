@@ -1,8 +1,9 @@
-"""What the plugin derives from a Node object alone (SPEC §8.2): capacity, threshold profile and, per
-resource, the smallest sum of usages that fails Filter (``exact.min_exceeding_sum``). Derived once per
-distinct content and reused: ``NodeStatics.of`` answers from the node dict's identity (the scheduler
-cache replaces node dicts, never mutates them) or from a key made of every input the derivation reads
-(the allocatable values of the vector's resources with their types, and the two annotation texts).
+"""What the plugin derives from a Node object alone (docs/rules/scheduler.md#inputs-per-node): capacity,
+threshold profile and, per resource, the smallest sum of usages that fails Filter
+(``exact.min_exceeding_sum``). Derived once per distinct content and reused: ``NodeStatics.of`` answers from
+the node dict's identity (the scheduler cache replaces node dicts, never mutates them) or from a key made of
+every input the derivation reads (the allocatable values of the vector's resources with their types, and the
+two annotation texts).
 Imports: the standard library, apis.constants, scheduler.plugins.loadaware (args, profile, exact).
 """
 

@@ -1,7 +1,8 @@
-"""Per-node NodeMetric state (SPEC §8.2): node usage, system usage, aggregated usages keyed by
-(type, duration) with duration 0 = the longest window that has data, per-pod usages keyed by
-``namespace/name`` (empty ones skipped), the pods reported as ``koord-prod``, the update time and the
-report interval (default 60 s). Vectors are in resource-vector order (cpu milli, others ``Value()``).
+"""Per-node NodeMetric state (docs/rules/scheduler.md#inputs-per-node): node usage, system usage,
+aggregated usages keyed by (type, duration) with duration 0 = the longest window that has data, per-pod
+usages keyed by ``namespace/name`` (empty ones skipped), the pods reported as ``koord-prod``, the update
+time and the report interval (default 60 s). Vectors are in resource-vector order (cpu milli, others
+``Value()``).
 Imports: the standard library, apis (nodemetric, qos), scheduler.plugins.loadaware.profile.
 """
 
@@ -31,8 +32,9 @@ class MetricEntry:
     """What the plugin keeps of one NodeMetric.
 
     ``update_time``: ``status.updateTime`` as sent (None = unset; expiry reads it). ``estimate_time``:
-    the assign cache's update time, which an update without ``updateTime`` does not change (Appendix B 1,
-    Go's zero time = -inf when never set). ``node_usage`` is None when ``status.nodeMetric`` is nil.
+    the assign cache's update time, which an update without ``updateTime`` does not change
+    (docs/upstream.md, edge case 1; Go's zero time = -inf when never set). ``node_usage`` is None when
+    ``status.nodeMetric`` is nil.
     """
 
     update_time: float | None

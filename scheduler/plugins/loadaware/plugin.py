@@ -1,5 +1,6 @@
-"""The LoadAwareScheduling plugin (SPEC §8): PreFilter, Filter, Score, Reserve/Unreserve and
-EnqueueExtensions, fed by the scheduler's informers through ``on_node_metric`` and ``on_pod_*``.
+"""The LoadAwareScheduling plugin (docs/rules/scheduler.md#loadawarescheduling): PreFilter, Filter,
+Score, Reserve/Unreserve and EnqueueExtensions, fed by the scheduler's informers through
+``on_node_metric`` and ``on_pod_*``.
 
 ``filter``/``score`` are the readable per-node forms (``reference``, reading the caches directly);
 ``filter_all``/``score_all`` evaluate every snapshot row at once from the aligned arrays of ``table``

@@ -1,11 +1,11 @@
-"""Per-node inputs taken from the Node object (SPEC §8.2): the threshold profile (plugin args overridden by
-the ``scheduling.koordinator.sh/usage-thresholds`` annotation) and the capacity used for percentages
-(``status.allocatable`` overridden by ``node.koordinator.sh/raw-allocatable``).
+"""Per-node inputs taken from the Node object (docs/rules/scheduler.md#inputs-per-node): the threshold
+profile (plugin args overridden by the ``scheduling.koordinator.sh/usage-thresholds`` annotation) and the
+capacity used for percentages (``status.allocatable`` overridden by ``node.koordinator.sh/raw-allocatable``).
 
-Annotations decode like Go's ``encoding/json`` (Appendix B 6): int64 fields accept only integer literals,
-struct field names match case-insensitively, bare numbers in resource lists are quantity literals, a null
-quantity is 0; any decode error discards the whole annotation. Values are in resource-vector order:
-cpu in milli-cores, everything else ``Value()``.
+Annotations decode like Go's ``encoding/json`` (docs/upstream.md, edge case 6): int64 fields accept only
+integer literals, struct field names match case-insensitively, bare numbers in resource lists are
+quantity literals, a null quantity is 0; any decode error discards the whole annotation. Values are in
+resource-vector order: cpu in milli-cores, everything else ``Value()``.
 Imports: the standard library, apis (constants, duration, quantity), scheduler.plugins.loadaware.args.
 """
 
@@ -156,7 +156,8 @@ def _custom_thresholds(text: str) -> tuple[dict[str, int], dict[str, int], tuple
 def node_profile(
     args: LoadAwareSchedulingArgs, resources: Sequence[str], node: Mapping[str, Any]
 ) -> ThresholdProfile:
-    """Plugin thresholds, each section replaced whole by a non-empty annotation section (§8.2)."""
+    """Plugin thresholds, each section replaced whole by a non-empty annotation section
+    (docs/rules/scheduler.md#inputs-per-node)."""
     usage, prod = args.usage_thresholds, args.prod_usage_thresholds
     aggregated: tuple[dict[str, int], str, int] | None = None
     if args.aggregated is not None and args.aggregated.filter_enabled:

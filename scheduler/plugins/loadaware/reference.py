@@ -1,6 +1,6 @@
-"""The readable per-node form of LoadAwareScheduling (SPEC §8.4–§8.6), in plain Python integers: the
-assigned-pod sums of one node, and Filter/Score of one pod against one node. The vectorised plugin must
-give the same answers; tests and benchmarks compare against this module.
+"""The readable per-node form of LoadAwareScheduling (docs/rules/scheduler.md#loadawarescheduling), in
+plain Python integers: the assigned-pod sums of one node, and Filter/Score of one pod against one node.
+The vectorised plugin must give the same answers; tests and benchmarks compare against this module.
 Imports: the standard library, scheduler.framework.status, scheduler.plugins.loadaware (args, profile,
 nodemetric_cache, estimator).
 """
@@ -37,7 +37,7 @@ class PodEntry:
 
 @dataclass(frozen=True, slots=True)
 class NodeSums:
-    """The §8.4 per-node sums."""
+    """The per-node sums of docs/rules/scheduler.md#pods-already-on-the-node."""
 
     prod_usage: Vector
     prod_delta: Vector
@@ -67,7 +67,8 @@ def _add_delta(a: list[int], e: Sequence[int], u: Sequence[int] | None) -> None:
 def node_sums(
     args: LoadAwareSchedulingArgs, r: int, entry: MetricEntry | None, pods: Sequence[PodEntry]
 ) -> NodeSums:
-    """The pseudo-code of §8.4 over the node's assigned pods (order-independent)."""
+    """The pseudo-code of docs/rules/scheduler.md#pods-already-on-the-node over the node's assigned pods
+    (order-independent)."""
     prod_usage, prod_delta, node_delta, node_estimated = [0] * r, [0] * r, [0] * r, [0] * r
     if entry is None:
         return NodeSums(tuple(prod_usage), tuple(prod_delta), tuple(node_delta), tuple(node_estimated))
@@ -127,7 +128,7 @@ def filter_node(
     sums: NodeSums,
     now: float,
 ) -> Status:
-    """§8.5 Filter for one node."""
+    """Filter for one node (docs/rules/scheduler.md#filter)."""
     if pod.daemonset:
         return Status.success()
     prod_mode = profile.prod_set and pod.prod
@@ -178,7 +179,7 @@ def score_node(
     sums: NodeSums,
     now: float,
 ) -> int:
-    """§8.6 Score for one node."""
+    """Score for one node (docs/rules/scheduler.md#score)."""
     weights = [args.resource_weights.get(r, 0) for r in resources]
     dominant_weight = args.dominant_resource_weight
     if dominant_weight == 0 and not any(weights):
