@@ -1,4 +1,5 @@
-"""koordlet command-line flags (SPEC §9.1 names and defaults where upstream has them) and feature gates.
+"""koordlet command-line flags (upstream names and defaults where upstream has them, docs/flags.md#koordlet)
+and feature gates.
 
 ``parse(argv, env)`` returns validated ``Options``; a bad value exits with a message naming the flag and
 the value. Upstream koordlet's Go-style argument lists are taken too (kube.goflags): its flags koord does
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,7 @@ from kube.httpserver import parse_addr
 
 __all__ = ["FEATURE_GATES", "Options", "build_parser", "parse", "parse_feature_gates"]
 
-# Upstream koordlet gates and defaults (SPEC §7.1, §6.3) plus koord's own.
+# Upstream koordlet gates and defaults plus koord's own (docs/configuration.md#koordlet-feature-gates).
 FEATURE_GATES: dict[str, bool] = {
     "BECPUSuppress": True,
     "CPUBurst": True,
@@ -189,7 +189,7 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
     p = build_parser()
     a, warnings = parse_go_args(
         p,
-        sys.argv[1:] if argv is None else argv,
+        argv,
         "koordlet",
         upstreamflags.KOORDLET,
         upstreamflags.KOORDLET_GATES,

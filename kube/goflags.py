@@ -20,6 +20,7 @@ Pure: no I/O, no logging. Imports: the standard library only.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -233,7 +234,7 @@ def parse_gates(
 
 def parse_go_args(
     parser: argparse.ArgumentParser,
-    argv: Sequence[str],
+    argv: Sequence[str] | None,
     component: str,
     upstream: Mapping[str, bool],
     upstream_gates: Collection[str],
@@ -242,9 +243,10 @@ def parse_go_args(
 ) -> tuple[argparse.Namespace, list[str]]:
     """``normalise`` + ``parse_args`` + ``parse_gates`` for a daemon's entry point: the parsed flags
     (``feature_gates`` replaced by every gate's value) and the warning lines for the accepted arguments
-    that have no effect. A bad or unknown flag, or a malformed gate, exits through ``parser.error``."""
+    that have no effect (``argv`` None: the process's arguments). A bad or unknown flag, or a malformed
+    gate, exits through ``parser.error``."""
     try:
-        go = normalise(parser, argv, upstream, aliases)
+        go = normalise(parser, sys.argv[1:] if argv is None else argv, upstream, aliases)
         args = parser.parse_args(go.argv)
         gates = parse_gates(args.feature_gates, gate_defaults, upstream_gates)
     except FlagError as e:

@@ -111,7 +111,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     accepted arguments that have no effect. A bad or unknown flag exits naming it."""
     return parse_go_args(
         build_parser(),
-        sys.argv[1:] if argv is None else argv,
+        argv,
         "koord-manager",
         upstreamflags.MANAGER,
         upstreamflags.MANAGER_GATES,
@@ -179,7 +179,7 @@ def parse_controllers(text: str) -> set[str]:
 
 def _hub_lookup(store: HubStore) -> Callable[[str], dict[str, Any] | None]:
     """The hub's latest report for a node as a NodeMetric dict (the NodeResource controller compares it
-    with the CR and uses the fresher, decision D6)."""
+    with the CR and uses the fresher, docs/upstream.md D6)."""
 
     def lookup(name: str) -> dict[str, Any] | None:
         items = store.list(name).items

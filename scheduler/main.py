@@ -142,7 +142,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     the warning lines for accepted arguments without effect. A bad or unknown flag exits naming it."""
     return parse_go_args(
         build_parser(),
-        sys.argv[1:] if argv is None else argv,
+        argv,
         "koord-scheduler",
         upstreamflags.SCHEDULER,
         upstreamflags.SCHEDULER_GATES,
