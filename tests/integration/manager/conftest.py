@@ -27,8 +27,9 @@ from manager.metrics import ManagerMetrics
 CONFIG_NAME = "slo-controller-config"
 
 
-def wait_for(cond: Callable[[], Any], timeout: float = 5.0, what: str = "") -> Any:
-    """Poll ``cond`` until truthy; fail after ``timeout`` seconds."""
+def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
+    """Poll ``cond`` until truthy; fail after ``timeout`` seconds (generous: CI shares a busy 2-core machine,
+    and a condition that holds returns at once)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:

@@ -5,21 +5,11 @@ value and the error counter counts it (docs/configuration.md, "Invalid values").
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from tests.integration.manager.conftest import Harness, wait_for
 
 pytestmark = pytest.mark.apiserver
-
-
-def spec_part(h: Harness, node: str, part: str) -> dict[str, Any]:
-    return h.nodeslo_part(node, part)
-
-
-def collect_policy(h: Harness, node: str) -> dict[str, Any]:
-    return h.collect_policy(node)
 
 
 def test_empty_enum_strings_keep_colocation_on_first_load(harness: Harness) -> None:
@@ -32,11 +22,13 @@ def test_empty_enum_strings_keep_colocation_on_first_load(harness: Harness) -> N
     })  # fmt: skip
     node = h.create_node("a")
     policy = wait_for(
-        lambda: collect_policy(h, node).get("reportIntervalSeconds") == 30 and collect_policy(h, node),
+        lambda: h.collect_policy(node).get("reportIntervalSeconds") == 30 and h.collect_policy(node),
         what="NodeMetric from the colocation config",
     )
     assert policy["nodeMemoryCollectPolicy"] == "usageWithoutPageCache"
-    wait_for(lambda: spec_part(h, node, "resourceUsedThresholdWithBE").get("enable") is True, what="NodeSLO")
+    wait_for(
+        lambda: h.nodeslo_part(node, "resourceUsedThresholdWithBE").get("enable") is True, what="NodeSLO"
+    )
     cfg = h.config.current()
     assert cfg is not None and cfg.colocation_available and not cfg.colocation_error
     assert h.sample("koord_manager_config_errors_total", key="colocation-config") == 0
@@ -51,9 +43,9 @@ def test_invalid_field_keeps_last_good_value_valid_fields_apply(harness: Harness
         "resource-threshold-config": {"clusterStrategy": {"enable": True, "cpuSuppressThresholdPercent": 60}},
     })  # fmt: skip
     node = h.create_node("a")
-    threshold = lambda: spec_part(h, node, "resourceUsedThresholdWithBE")  # noqa: E731
+    threshold = lambda: h.nodeslo_part(node, "resourceUsedThresholdWithBE")  # noqa: E731
     wait_for(lambda: threshold().get("cpuSuppressThresholdPercent") == 60, what="first NodeSLO")
-    wait_for(lambda: collect_policy(h, node).get("reportIntervalSeconds") == 30, what="first NodeMetric")
+    wait_for(lambda: h.collect_policy(node).get("reportIntervalSeconds") == 30, what="first NodeMetric")
 
     # One invalid field next to valid edits of the same key, in both kinds of key.
     h.set_config({
@@ -65,9 +57,9 @@ def test_invalid_field_keeps_last_good_value_valid_fields_apply(harness: Harness
     wait_for(lambda: threshold().get("memoryEvictThresholdPercent") == 80, what="valid field applied")
     assert threshold().get("cpuSuppressThresholdPercent") == 60  # its last good value
     wait_for(
-        lambda: collect_policy(h, node).get("aggregateDurationSeconds") == 120, what="valid colocation field"
+        lambda: h.collect_policy(node).get("aggregateDurationSeconds") == 120, what="valid colocation field"
     )
-    assert collect_policy(h, node).get("reportIntervalSeconds") == 30
+    assert h.collect_policy(node).get("reportIntervalSeconds") == 30
 
     field_events = lambda: h.config_events("SLOCfgFieldInvalid")  # noqa: E731
     events = wait_for(lambda: len(field_events()) >= 2 and field_events(), what="a Warning Event per key")
@@ -92,10 +84,10 @@ def test_invalid_field_on_first_load_takes_the_default(harness: Harness) -> None
         "colocation-config": {"enable": True, "degradeTimeMinutes": 0, "metricReportIntervalSeconds": 20},
     })  # fmt: skip
     node = h.create_node("a")
-    burst = wait_for(lambda: spec_part(h, node, "cpuBurstStrategy").get("policy") == "auto"
-                     and spec_part(h, node, "cpuBurstStrategy"), what="NodeSLO")  # fmt: skip
+    burst = wait_for(lambda: h.nodeslo_part(node, "cpuBurstStrategy").get("policy") == "auto"
+                     and h.nodeslo_part(node, "cpuBurstStrategy"), what="NodeSLO")  # fmt: skip
     assert burst["cfsQuotaBurstPercent"] == 300  # the default, as 50 is below 100
-    wait_for(lambda: collect_policy(h, node).get("reportIntervalSeconds") == 20, what="NodeMetric")
+    wait_for(lambda: h.collect_policy(node).get("reportIntervalSeconds") == 20, what="NodeMetric")
     cfg = h.config.current()
     assert cfg is not None and cfg.colocation.strategy.degrade_time_minutes == 15
     events = wait_for(lambda: h.config_events("SLOCfgFieldInvalid"), what="Warning Event")

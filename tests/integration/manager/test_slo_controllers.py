@@ -36,10 +36,6 @@ def threshold(h: Harness, node: str) -> dict[str, Any]:
     return h.nodeslo_part(node, "resourceUsedThresholdWithBE")
 
 
-def collect_policy(h: Harness, node: str) -> dict[str, Any]:
-    return h.collect_policy(node)
-
-
 def test_configmap_edit_flows_to_nodeslo_and_nodemetric(harness: Harness) -> None:
     h = harness
     h.set_config({
@@ -48,8 +44,8 @@ def test_configmap_edit_flows_to_nodeslo_and_nodemetric(harness: Harness) -> Non
     })  # fmt: skip
     node = h.create_node("a")
     wait_for(lambda: threshold(h, node).get("cpuSuppressThresholdPercent") == 60, what="first NodeSLO")
-    wait_for(lambda: collect_policy(h, node).get("reportIntervalSeconds") == 30, what="first NodeMetric")
-    policy = collect_policy(h, node)
+    wait_for(lambda: h.collect_policy(node).get("reportIntervalSeconds") == 30, what="first NodeMetric")
+    policy = h.collect_policy(node)
     assert policy["aggregateDurationSeconds"] == 300
     assert policy["nodeAggregatePolicy"]["durations"] == ["5m0s", "10m0s", "30m0s"]
     assert (h.nodemetric(node) or {}).get("status", {}) == {}
@@ -59,11 +55,11 @@ def test_configmap_edit_flows_to_nodeslo_and_nodemetric(harness: Harness) -> Non
         "resource-threshold-config": {"clusterStrategy": {"enable": True, "cpuSuppressThresholdPercent": 55}},
     })  # fmt: skip
     wait_for(lambda: threshold(h, node).get("cpuSuppressThresholdPercent") == 55, what="edited NodeSLO")
-    wait_for(lambda: collect_policy(h, node).get("reportIntervalSeconds") == 20, what="edited NodeMetric")
+    wait_for(lambda: h.collect_policy(node).get("reportIntervalSeconds") == 20, what="edited NodeMetric")
 
     # colocation disabled → the NodeMetric falls back to the default collect policy
     h.set_config({"colocation-config": {"enable": False, "metricReportIntervalSeconds": 20}})
-    wait_for(lambda: collect_policy(h, node).get("reportIntervalSeconds") == 60, what="default policy")
+    wait_for(lambda: h.collect_policy(node).get("reportIntervalSeconds") == 60, what="default policy")
     # the threshold key is gone → default threshold strategy (enable false, 65 %)
     wait_for(lambda: threshold(h, node).get("cpuSuppressThresholdPercent") == 65, what="default threshold")
     assert h.sample("slo_controller_nodeslo_reconcile_count", status="succeeded", reason="updateNodeSLO") >= 2
@@ -84,7 +80,7 @@ def test_broken_key_keeps_previous_values_and_warns(harness: Harness) -> None:
     h.set_config(good)
     node = h.create_node("a")
     wait_for(lambda: threshold(h, node).get("cpuSuppressThresholdPercent") == 60, what="NodeSLO")
-    wait_for(lambda: collect_policy(h, node).get("reportIntervalSeconds") == 30, what="NodeMetric")
+    wait_for(lambda: h.collect_policy(node).get("reportIntervalSeconds") == 30, what="NodeMetric")
 
     # A broken threshold key next to a valid edit of another key: the edit applies, the broken key keeps
     # its last good value, a Warning Event names it, the metrics count it.
@@ -105,7 +101,7 @@ def test_broken_key_keeps_previous_values_and_warns(harness: Harness) -> None:
     # A broken colocation key: NodeMetric keeps its spec, ColocationCfgUnmarshalFailed is raised.
     h.set_config({**good, "colocation-config": '{"enable": "yes"'})
     wait_for(lambda: h.config_events("ColocationCfgUnmarshalFailed"), what="colocation Warning Event")
-    assert collect_policy(h, node).get("reportIntervalSeconds") == 30
+    assert h.collect_policy(node).get("reportIntervalSeconds") == 30
     assert h.sample("koord_manager_config_last_error", key="colocation-config") == 1
     cfg = h.config.current()
     assert (
@@ -169,8 +165,8 @@ def test_node_selector_overrides_render_per_node(harness: Harness) -> None:
         spec = (h.nodeslo(n) or {})["spec"]
         assert spec["cpuBurstStrategy"]["policy"] == "auto"
         assert spec["resourceQOSStrategy"]["beClass"]["resctrlQOS"]["enable"] is True
-    wait_for(lambda: collect_policy(h, a).get("reportIntervalSeconds") == 15, what="pool-a NodeMetric")
-    wait_for(lambda: collect_policy(h, b).get("reportIntervalSeconds") == 60, what="pool-b NodeMetric")
+    wait_for(lambda: h.collect_policy(a).get("reportIntervalSeconds") == 15, what="pool-a NodeMetric")
+    wait_for(lambda: h.collect_policy(b).get("reportIntervalSeconds") == 60, what="pool-b NodeMetric")
 
     cfg = h.config.current()
     assert cfg is not None
@@ -181,4 +177,4 @@ def test_node_selector_overrides_render_per_node(harness: Harness) -> None:
     # Relabelling a node re-renders it.
     h.core.patch_node(b, {"metadata": {"labels": {"pool": "a"}}})
     wait_for(lambda: threshold(h, b).get("cpuSuppressPolicy") == "cfsQuota", what="relabelled node")
-    wait_for(lambda: collect_policy(h, b).get("reportIntervalSeconds") == 15, what="relabelled NodeMetric")
+    wait_for(lambda: h.collect_policy(b).get("reportIntervalSeconds") == 15, what="relabelled NodeMetric")

@@ -30,10 +30,10 @@ def _apply_and_check(h: Harness, data: dict[str, str]) -> dict[str, Any]:
     node = _node(h)
     h.core.patch_node(node, {"metadata": {"labels": {"pool": "a"}}})
     _pods(h, node)
-    wait_for(lambda: h.nodemetric(node), 10, "the NodeMetric controller to create the NodeMetric")
+    wait_for(lambda: h.nodemetric(node), 30, "the NodeMetric controller to create the NodeMetric")
     _set_metric(h, node, "1500m", _time())
     # The worked example of docs/rules (default reclaim thresholds): 10700 milli-cores.
-    wait_for(lambda: _allocatable(h, node).get(BATCH_CPU) == "10700", 15, "batch resources")
+    wait_for(lambda: _allocatable(h, node).get(BATCH_CPU) == "10700", 30, "batch resources")
     assert BATCH_MEMORY in _allocatable(h, node)
 
     expected = simulate_scenario(
@@ -42,7 +42,7 @@ def _apply_and_check(h: Harness, data: dict[str, str]) -> dict[str, Any]:
     assert expected["configErrors"] == []
     spec = wait_for(
         lambda: ((h.nodeslo(node) or {}).get("spec") == expected["spec"]) and h.nodeslo(node),
-        10,
+        30,
         "the NodeSLO koord simulate reports",
     )["spec"]
     assert h.config_events("SLOCfgFieldInvalid") == []
