@@ -77,7 +77,6 @@ class Scheduler:
         bind_workers: int = 16,
         on_unschedulable: Callable[[Pod, Status], None] | None = None,
         on_decision: Callable[[Decision], None] | None = None,
-        reference: bool = False,
     ) -> None:
         self.framework = framework
         self.cache = cache
@@ -87,7 +86,6 @@ class Scheduler:
         self.snapshot = Snapshot()
         self.on_unschedulable = on_unschedulable
         self.on_decision = on_decision
-        self.reference = reference  # per-node plugin forms: the slow, readable path (benchmarks, tests)
         # Plugin state is touched by cycles (this thread), bind failures (bind threads) and informer
         # events (their threads): one lock serialises them. Held for a cycle, never during a bind call.
         self.lock = threading.RLock()
@@ -120,7 +118,7 @@ class Scheduler:
         with self.lock:
             self.cache.update_snapshot(self.snapshot)
             state = CycleState(self.clock())
-            result = self.framework.schedule(state, pod, self.snapshot, reference=self.reference)
+            result = self.framework.schedule(state, pod, self.snapshot)
             if result.node is not None:
                 node = result.node
                 assumed = _with_node(pod, node)

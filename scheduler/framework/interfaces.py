@@ -1,8 +1,13 @@
 """Extension points of the scheduling framework, one small Protocol each, as in Kubernetes.
 
-Filter and Score come in two forms with identical results: a per-node form (`filter`, `score`:
-node i of the snapshot, plain Python, the readable reference) and an all-nodes form (`filter_all`,
-`score_all`: numpy arrays over the snapshot's rows) that the scheduler runs. Tests compare the two.
+A Filter or Score plugin implements exactly ONE form (docs/architecture.md, "Plugin contract"):
+- all nodes at once (`FilterAllPlugin.filter_all`, `ScoreAllPlugin.score_all`: numpy arrays over the
+  snapshot's rows), the default for rules that are arithmetic over node columns; per-node facts a
+  plugin derives from Node objects are kept as snapshot columns (`Snapshot.column`/`Snapshot.view`);
+- or node by node (`FilterPlugin.filter`, `ScorePlugin.score`: row i), for rules that are not
+  (affinity, topology spread). The runtime adapts: it calls a per-node form only on the rows still
+  feasible.
+Readable per-node forms of vectorised plugins live in tests/ as oracles, not here.
 Pods and nodes are Kubernetes JSON objects (dicts). Imports: numpy, scheduler.framework.
 """
 
@@ -75,7 +80,14 @@ class PreFilterPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
+    """Per-node Filter: the status of row i."""
+
     def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status: ...
+
+
+@runtime_checkable
+class FilterAllPlugin(Plugin, Protocol):
+    """Vectorised Filter: every row at once."""
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult: ...
 
@@ -94,12 +106,18 @@ class PreScorePlugin(Plugin, Protocol):
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):
-    """Scores are integers in [MIN_NODE_SCORE, MAX_NODE_SCORE] after normalisation."""
+    """Per-node Score of row i. Scores are integers in [MIN_NODE_SCORE, MAX_NODE_SCORE] after
+    normalisation."""
 
     def score(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> tuple[int, Status]: ...
 
+
+@runtime_checkable
+class ScoreAllPlugin(Plugin, Protocol):
+    """Vectorised Score."""
+
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        """Scores of the rows listed in `feasible`, in that order."""
+        """Scores of the rows listed in `feasible` (ascending, distinct), in that order."""
         ...
 
 

@@ -1,6 +1,8 @@
-"""The framework runtime: runs one profile's plugins for a pod. `schedule` evaluates every node at
-once through the plugins' array forms; `schedule_reference` walks node by node through their
-per-node forms. Both must pick the same node (tests and bench/scheduler_throughput.py check it).
+"""The framework runtime: runs one profile's plugins for a pod over every node of the snapshot.
+Each Filter/Score plugin has one form (scheduler.framework.interfaces): a vectorised plugin sees
+every row at once; a per-node plugin is called only for the rows the earlier filters left feasible
+(the first rejecting plugin decides a node's status, so the result is the same as calling every
+plugin on every node).
 
 Kubernetes semantics kept: PreFilter, then Filter where a node's status is that of the first plugin
 that rejects it; the FitError message `0/N nodes are available: <count> <reason>, ….` with the
@@ -23,6 +25,8 @@ import numpy.typing as npt
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
     BindPlugin,
+    FilterResult,
+    FilterAllPlugin,
     FilterPlugin,
     IntArray,
     NormalizeScorePlugin,
@@ -35,6 +39,7 @@ from scheduler.framework.interfaces import (
     PreFilterPlugin,
     PreScorePlugin,
     ReservePlugin,
+    ScoreAllPlugin,
     ScorePlugin,
 )
 from scheduler.framework.snapshot import Snapshot
@@ -111,10 +116,19 @@ class Framework:
         if len(set(names)) != len(names):
             raise ValueError(f"plugins: duplicate names in {names}")
         weights = dict(score_weights or {})
+        for p in self.plugins:
+            if isinstance(p, FilterPlugin) and isinstance(p, FilterAllPlugin):
+                raise ValueError(f"plugin {p.name}: implements both filter and filter_all (one form only)")
+            if isinstance(p, ScorePlugin) and isinstance(p, ScoreAllPlugin):
+                raise ValueError(f"plugin {p.name}: implements both score and score_all (one form only)")
         self.pre_filters = [p for p in self.plugins if isinstance(p, PreFilterPlugin)]
-        self.filters = [p for p in self.plugins if isinstance(p, FilterPlugin)]
+        self.filters: list[FilterPlugin | FilterAllPlugin] = [
+            p for p in self.plugins if isinstance(p, FilterPlugin | FilterAllPlugin)
+        ]
         self.pre_scores = [p for p in self.plugins if isinstance(p, PreScorePlugin)]
-        self.scores = [p for p in self.plugins if isinstance(p, ScorePlugin)]
+        self.scores: list[ScorePlugin | ScoreAllPlugin] = [
+            p for p in self.plugins if isinstance(p, ScorePlugin | ScoreAllPlugin)
+        ]
         self.reserves = [p for p in self.plugins if isinstance(p, ReservePlugin)]
         self.post_filters = [p for p in self.plugins if isinstance(p, PostFilterPlugin)]
         self.permits = [p for p in self.plugins if isinstance(p, PermitPlugin)]
@@ -149,7 +163,10 @@ class Framework:
         found: list[Status] = []
         for p in self.filters:
             t0 = time.perf_counter()
-            res = p.filter_all(state, pod, snapshot)
+            if isinstance(p, FilterAllPlugin):
+                res = p.filter_all(state, pod, snapshot)
+            else:
+                res = _filter_rows(p, state, pod, snapshot, np.flatnonzero(rejected_by < 0))
             if self.observer is not None:
                 self.observer(p.name, "Filter", time.perf_counter() - t0)
             if not res.statuses:  # rejected nothing
@@ -164,22 +181,6 @@ class Framework:
         feasible = np.flatnonzero(rejected_by < 0)
         return feasible, Rejections(rejected_by, tuple(found), snapshot.names)
 
-    def filter_reference(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot
-    ) -> tuple[IntArray, Rejections]:
-        feasible: list[int] = []
-        which = np.full(snapshot.n, -1, np.int32)
-        found: dict[Status, int] = {}
-        for i in range(snapshot.n):
-            for p in self.filters:
-                st = p.filter(state, pod, snapshot, i)
-                if not st.is_success():
-                    which[i] = found.setdefault(st.with_plugin(p.name), len(found))
-                    break
-            else:
-                feasible.append(i)
-        return np.asarray(feasible, np.int64), Rejections(which, tuple(found), snapshot.names)
-
     # --- scoring ----------------------------------------------------------------------------------
     def _pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
         for p in self.pre_scores:
@@ -192,7 +193,10 @@ class Framework:
         total: IntArray | None = None
         for p, w, norm in zip(self.scores, self.weights, self._normalizers, strict=True):
             t0 = time.perf_counter()
-            s = np.asarray(p.score_all(state, pod, snapshot, feasible), np.int64)
+            if isinstance(p, ScoreAllPlugin):
+                s = np.asarray(p.score_all(state, pod, snapshot, feasible), np.int64)
+            else:
+                s = _score_rows(p, state, pod, snapshot, feasible)
             if self.observer is not None:
                 self.observer(p.name, "Score", time.perf_counter() - t0)
             if norm is not None:
@@ -201,26 +205,8 @@ class Framework:
             total = weighted.copy() if total is None else np.add(total, weighted, out=total)
         return total if total is not None else np.zeros(len(feasible), np.int64)
 
-    def score_reference(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray
-    ) -> IntArray:
-        total = np.zeros(len(feasible), np.int64)
-        for p, w, norm in zip(self.scores, self.weights, self._normalizers, strict=True):
-            s = np.zeros(len(feasible), np.int64)
-            for k, i in enumerate(feasible):
-                score, st = p.score(state, pod, snapshot, int(i))
-                if not st.is_success():
-                    raise RuntimeError(f"{p.name}: score of {snapshot.names[int(i)]}: {st.message()}")
-                s[k] = score
-            if norm is not None:
-                norm.normalize_scores(state, pod, s)
-            total += s * w
-        return total
-
     # --- one pod ------------------------------------------------------------------------------------
-    def schedule(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, reference: bool = False
-    ) -> ScheduleResult:
+    def schedule(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> ScheduleResult:
         """Picks a node for pod (no side effects; Reserve is separate)."""
         n = snapshot.n
         if n == 0:
@@ -228,8 +214,7 @@ class Framework:
         st = self._pre_filter(state, pod, snapshot)
         if not st.is_success():
             return ScheduleResult(None, st, evaluated=n)
-        run_filter = self.filter_reference if reference else self.filter_all
-        feasible, rejections = run_filter(state, pod, snapshot)
+        feasible, rejections = self.filter_all(state, pod, snapshot)
         error = rejections.first_error()
         if error is not None:
             return ScheduleResult(None, error, evaluated=n, rejections=rejections)
@@ -243,8 +228,7 @@ class Framework:
         st = self._pre_score(state, pod, snapshot, feasible)
         if not st.is_success():
             return ScheduleResult(None, st, len(feasible), n, rejections)
-        run_score = self.score_reference if reference else self.score_all
-        scores = run_score(state, pod, snapshot, feasible)
+        scores = self.score_all(state, pod, snapshot, feasible)
         best = int(feasible[int(np.argmax(scores))])  # first maximum = first in name order
         return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), n, rejections)
 
@@ -307,3 +291,24 @@ class Framework:
     def post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
         for p in self.post_binds:
             p.post_bind(state, pod, node)
+
+
+def _filter_rows(p: FilterPlugin, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntArray) -> FilterResult:
+    """A per-node Filter over `rows` (the others pass), as one FilterResult."""
+    which = np.full(snapshot.n, -1, np.int32)
+    found: dict[Status, int] = {}
+    for i in rows.tolist():
+        st = p.filter(state, pod, snapshot, i)
+        if not st.is_success():
+            which[i] = found.setdefault(st, len(found))
+    return FilterResult(which, tuple(found))
+
+
+def _score_rows(p: ScorePlugin, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+    out = np.zeros(len(feasible), np.int64)
+    for k, i in enumerate(feasible.tolist()):
+        score, st = p.score(state, pod, snapshot, i)
+        if not st.is_success():
+            raise RuntimeError(f"{p.name}: score of {snapshot.names[i]}: {st.message()}")
+        out[k] = score
+    return out

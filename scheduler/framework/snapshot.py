@@ -4,14 +4,18 @@ filter and score a pod against all nodes in one numpy pass.
 
 Resource values: cpu (and any resource named in MILLI_RESOURCES) in milli-units (`MilliValue()`),
 everything else `Value()`. A new resource name adds a column (a rare full rebuild of the matrices).
+
+Plugins keep what they derive from Node objects as row-aligned data owned by the snapshot
+(`column` for one value per node, `view` for anything richer): the snapshot re-derives exactly the
+rows it re-copies, so no plugin tracks which nodes changed.
 Imports: numpy, apis (quantity, pod).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +91,37 @@ class NodeInfo:
         return info
 
 
+class RowView(Protocol):
+    """Data a plugin keeps aligned to a snapshot's rows (registered with `Snapshot.view`)."""
+
+    def rebuild(self, snapshot: Snapshot) -> None:
+        """Every row (new rows or columns)."""
+        ...
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        """Only `rows` (same layout): their NodeInfos were re-copied."""
+        ...
+
+
+V = TypeVar("V", bound=RowView)
+
+
+class NodeColumn:
+    """One value per row, `fn(NodeInfo)`, in a numpy array of `dtype`."""
+
+    def __init__(self, fn: Callable[[NodeInfo], Any], dtype: type[Any]) -> None:
+        self.fn = fn
+        self.dtype = dtype
+        self.values: npt.NDArray[Any] = np.zeros(0, dtype)
+
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self.values = np.fromiter((self.fn(info) for info in snapshot.infos), self.dtype, snapshot.n)
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        for i in rows:
+            self.values[i] = self.fn(snapshot.infos[i])
+
+
 class Snapshot:
     """Columnar view of the nodes for scheduling cycles. `layout` changes whenever rows or columns
     change (plugins that keep arrays aligned to the rows re-align then); `generation[i]` is the
@@ -103,6 +138,7 @@ class Snapshot:
         self.requested: I64 = np.zeros((0, 0), np.int64)
         self.pod_count: I64 = np.zeros(0, np.int64)
         self.generation: I64 = np.zeros(0, np.int64)
+        self._views: dict[Hashable, RowView] = {}
         self.rebuild(list(infos), resources)
 
     @property
@@ -139,6 +175,8 @@ class Snapshot:
         for i in range(n):
             self._copy_row(i)
         self.layout += 1
+        for v in self._views.values():
+            v.rebuild(self)
 
     def _copy_row(self, i: int) -> None:
         info = self.infos[i]
@@ -163,8 +201,26 @@ class Snapshot:
         if any(r not in col for info in infos for r in (*info.allocatable, *info.requested)):
             self.rebuild(self.infos, self.resources)
             return
-        for info in infos:
-            self._copy_row(self.index[info.name])
+        rows = [self.index[info.name] for info in infos]
+        for i in rows:
+            self._copy_row(i)
+        for v in self._views.values():
+            v.refresh(self, rows)
+
+    def view(self, key: Hashable, make: Callable[[], V]) -> V:
+        """The view registered under `key`, made (and built) on first use; kept up to date with every
+        later `rebuild`/`refresh`. Keys name the plugin and what it keeps."""
+        found = self._views.get(key)
+        if found is None:
+            made = make()
+            made.rebuild(self)
+            self._views[key] = made
+            return made
+        return cast(V, found)
+
+    def column(self, key: Hashable, fn: Callable[[NodeInfo], Any], dtype: type[Any]) -> npt.NDArray[Any]:
+        """`fn(NodeInfo)` of every row as an array (a `NodeColumn` view under `key`)."""
+        return self.view(key, lambda: NodeColumn(fn, dtype)).values
 
     def vector(self, values: Mapping[str, int]) -> I64:
         """A resource vector in column order; resources without a column are dropped."""
