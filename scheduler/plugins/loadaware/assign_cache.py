@@ -5,7 +5,7 @@ Terminated pods and reservation placeholder pods are not cached; an update that 
 moves the pod; a spec or condition change re-computes the entry; deletes remove it. Nodes whose sums
 changed are collected in ``dirty`` for the plugin's per-row refresh.
 Imports: the standard library, apis (constants, pod, qos), scheduler.plugins.loadaware (args, estimator,
-nodemetric_cache, reference).
+nodemetric_cache, usage).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from apis.qos import PriorityClass
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.estimator import Estimator, assign_timestamp
 from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
-from scheduler.plugins.loadaware.reference import NodeSums, PodEntry, node_sums
+from scheduler.plugins.loadaware.usage import NodeSums, PodEntry, node_sums
 
 Pod = Mapping[str, Any]
 

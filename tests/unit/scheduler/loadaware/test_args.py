@@ -78,16 +78,19 @@ def test_valid_bounds() -> None:
 def test_plugin_interfaces() -> None:
     from scheduler.framework.interfaces import (
         EnqueueExtensions,
+        FilterAllPlugin,
         FilterPlugin,
         PreFilterPlugin,
         ReservePlugin,
+        ScoreAllPlugin,
         ScorePlugin,
     )
 
     p = LoadAwareScheduling()
     assert p.name == "LoadAwareScheduling"
-    for proto in (PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin, EnqueueExtensions):
+    for proto in (PreFilterPlugin, FilterAllPlugin, ScoreAllPlugin, ReservePlugin, EnqueueExtensions):
         assert isinstance(p, proto)
+    assert not isinstance(p, FilterPlugin | ScorePlugin)  # one form per extension point
     events = {(e.resource, e.action) for e in p.events_to_register()}
     assert events == {
         ("Pod", "Delete"),

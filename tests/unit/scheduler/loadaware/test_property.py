@@ -1,6 +1,7 @@
-"""Property: for random nodes, NodeMetrics, assigned pods, incoming pod and args, `filter_all`/`score_all`
-equal the per-node `filter`/`score` on every node (reasons included), before and after a sequence of
-Reserve/Unreserve and pod/NodeMetric events; the incremental sums equal a from-scratch rebuild."""
+"""Property: for random nodes, NodeMetrics, assigned pods, incoming pod and args, the plugin's
+`filter_all`/`score_all` equal the per-node oracle (tests/oracles/loadaware.py) on every node (reasons
+included), before and after a sequence of Reserve/Unreserve and pod/NodeMetric events and node-object
+replacements (the snapshot re-derives those rows); the incremental sums equal a from-scratch rebuild."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from apis.nodemetric import NodeMetric
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware import LoadAwareScheduling
+from tests.oracles.loadaware import LoadAwareOracle
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 NOW = T0.timestamp()
@@ -89,10 +91,18 @@ def node_st(draw: st.DrawFn, name: str) -> dict[str, Any]:
     if ann is not None:
         md["annotations"] = {"scheduling.koordinator.sh/usage-thresholds": ann}
     alloc = {"cpu": f"{draw(st.integers(0, 32))}", "memory": f"{draw(st.integers(0, 64))}Gi"}
+    if draw(st.integers(0, 9)) == 0:  # outside int64's exact range: the Python-int path
+        alloc[draw(st.sampled_from(["cpu", "memory"]))] = draw(st.sampled_from(BIG))
     return {"metadata": md, "status": {"allocatable": alloc}}
 
 
+#: quantities beyond 2**53 (in milli-cpu or bytes), near int64's limit, and negative
+BIG = ["9007199254740993", "90071992547409930", "9223372036854775807", "-3", "20000000000000"]
+
+
 def usage(draw: st.DrawFn) -> dict[str, str]:
+    if draw(st.integers(0, 19)) == 0:
+        return {"cpu": f"{draw(st.integers(0, 20000))}m", "memory": draw(st.sampled_from(BIG))}
     return {"cpu": f"{draw(st.integers(0, 20000))}m", "memory": f"{draw(st.integers(0, 70))}Gi"}
 
 
@@ -162,10 +172,13 @@ def world_st(draw: st.DrawFn) -> dict[str, Any]:
     metrics = {nm: draw(metric_st(nm, pod_names)) for nm in names if draw(st.integers(0, 4)) > 0}
     events: list[tuple[str, str, dict[str, Any] | None]] = []
     for k in range(draw(st.integers(0, 6))):
-        kind = draw(st.sampled_from(["reserve", "unreserve", "delete", "metric", "move", "metric-delete"]))
+        kinds = ["reserve", "unreserve", "delete", "metric", "move", "metric-delete", "node"]
+        kind = draw(st.sampled_from(kinds))
         node = draw(st.sampled_from(names))
         if kind == "reserve":
             events.append((kind, node, draw(pod_st(f"r{k}", None))))
+        elif kind == "node":
+            events.append((kind, node, draw(node_st(node))))
         elif kind == "metric":
             events.append((kind, node, draw(metric_st(node, pod_names))))
         elif kind in ("delete", "move") and pods:
@@ -182,16 +195,19 @@ def world_st(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-def check_equal(plugin: LoadAwareScheduling, snapshot: Snapshot, pod: dict[str, Any]) -> None:
-    state = CycleState(NOW)
+def check_equal(
+    plugin: LoadAwareScheduling, snapshot: Snapshot, pod: dict[str, Any], now: float = NOW
+) -> None:
+    state = CycleState(now)
     plugin.pre_filter(state, pod, snapshot)
     result = plugin.filter_all(state, pod, snapshot)
     scores = plugin.score_all(state, pod, snapshot, np.arange(snapshot.n, dtype=np.int64))
+    oracle = LoadAwareOracle(plugin)
     for i in range(snapshot.n):
-        single = plugin.filter(state, pod, snapshot, i)
+        single = oracle.filter(state, pod, snapshot, i)
         vec = result.status_of(i)
         assert (vec.code, vec.reasons) == (single.code, single.reasons), snapshot.names[i]
-        assert int(scores[i]) == plugin.score(state, pod, snapshot, i)[0], snapshot.names[i]
+        assert int(scores[i]) == oracle.score(state, pod, snapshot, i)[0], snapshot.names[i]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -209,6 +225,7 @@ def test_vectorised_equals_per_node_and_rebuild(world: dict[str, Any]) -> None:
         bound[pod["metadata"]["name"]] = pod
     check_equal(plugin, snapshot, world["incoming"])
     state = CycleState(NOW)
+    generation = 0
     for kind, node, obj in world["events"]:
         if kind == "reserve":
             plugin.reserve(state, obj, node)
@@ -230,6 +247,11 @@ def test_vectorised_equals_per_node_and_rebuild(world: dict[str, Any]) -> None:
         elif kind == "metric-delete":
             metrics.pop(node, None)
             plugin.on_node_metric(node, None)
+        elif kind == "node" and obj is not None:  # the cache replaces the node dict: the row re-derives
+            generation += 1
+            info = snapshot.infos[snapshot.index[node]]
+            info.set_node(obj, generation)
+            snapshot.refresh([info])
         check_equal(plugin, snapshot, world["incoming"])
     # from-scratch rebuild with the final objects (metrics without updateTime would keep an older
     # updateTime incrementally, so compare only when every metric has one)

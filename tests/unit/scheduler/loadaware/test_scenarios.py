@@ -1,5 +1,6 @@
 """Every tests/scenarios/loadaware/*.json through `koord.simulate.simulate_file`; only the keys present in
-`expect` are compared (expected values are worked out by hand in each file's description)."""
+`expect` are compared (expected values are worked out by hand in each file's description). Every
+scenario also runs through the per-node oracle, which must agree with the plugin on every node."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 import pytest
 
 from koord.simulate import simulate_file
+from scheduler.plugins.loadaware.simulate import prepare
+
+from .test_property import check_equal
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[3] / "scenarios" / "loadaware").glob("*.json"))
 
@@ -36,3 +40,9 @@ def test_scenario(path: Path) -> None:
         else:
             for node, value in expected.items():
                 assert got[node] == value, f"{key}[{node}]: got {got[node]!r}, expected {value!r}"
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_scenario_matches_the_oracle(path: Path) -> None:
+    plugin, snapshot, state, pod = prepare(json.loads(path.read_text()))
+    check_equal(plugin, snapshot, pod, state.now)
