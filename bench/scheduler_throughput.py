@@ -2,9 +2,10 @@
 (queue, incremental snapshot, default profile, Reserve, assume, bind pool) with an in-process binder
 that records decisions. Every node is filtered and scored for every pod (no sampling).
 
-The per-node reference (the plugins' plain-Python forms) is too slow for all P pods, so it runs from
-an identical start over the first `--reference-pods` pods; decisions are deterministic, so its
-decisions must equal the fast run's first ones (`identical`).
+The oracle scheduler (tests/oracles: every plugin's readable per-node form, run node by node by the
+same Framework) is too slow for all P pods, so it runs from an identical start over the first
+`--reference-pods` pods; decisions are deterministic, so its decisions must equal the production run's
+first ones (`identical`).
 
 Prints one JSON object: nodes, pods, pods_per_s, reference_pods, reference_pods_per_s, identical,
 speedup, scheduled, unschedulable.
@@ -28,6 +29,7 @@ from scheduler.framework.status import Status
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import Handle, build_framework
 from scheduler.scheduler import Decision, Scheduler, freeze_heap
+from tests.oracles.framework import oracle_framework
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 GI = 1024**3
@@ -128,6 +130,8 @@ def run(
     """Schedules every pod; returns (pod name, node) in the order the queue released them."""
     clock = NOW.timestamp
     fw = build_framework(Profile(), Handle(clock=clock))
+    if reference:
+        fw = oracle_framework(fw)
     la = next(p for p in fw.plugins if p.name == "LoadAwareScheduling")
     cache = SchedulerCache(clock=clock)
     for node in nodes:
@@ -145,7 +149,6 @@ def run(
         clock=clock,
         on_decision=decisions.append,
         bind_workers=0,
-        reference=reference,
     )
     freeze_heap()  # as SchedulerService.start does once its informers have synced
     for pod in pods:

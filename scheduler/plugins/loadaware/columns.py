@@ -15,8 +15,9 @@ Imports: the standard library, numpy, scheduler.framework.snapshot, scheduler.pl
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -27,12 +28,19 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.assign_cache import AssignCache
 from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
-from scheduler.plugins.loadaware.profile import ThresholdProfile, Vector, node_capacity, node_profile
+from scheduler.plugins.loadaware.profile import (
+    ThresholdProfile,
+    Vector,
+    content_key,
+    node_capacity,
+    node_profile,
+)
 from scheduler.plugins.loadaware.usage import existing_usage
 
 #: Largest magnitude kept in the int64 block: sums of two stay exact, ``(cap − used) × 100`` cannot
 #: overflow, and float64 holds every value (thresholds compare exactly).
 EXACT_LIMIT: Final = 1 << 53
+_CONTENT_LIMIT: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,62 +56,116 @@ class Row:
     has_entry: bool
     has_node_metric: bool
     update_time: float  # NaN: unset
+    exact: bool = True  # every value fits the int64 block (see ``make_row``)
 
-    def exact(self) -> bool:
-        """Every value in the int64 block's range (a negative capacity, which no sane node reports,
-        could make Score's weighted sums overflow: it takes the Python-int path too)."""
-        if any(v < 0 for v in self.capacity):
-            return False
-        values = (*self.capacity, *self.score_usage, *self.prod_usage)
-        values += (*self.thresholds2[0], *self.thresholds2[1], *self.existing2[0], *self.existing2[1])
-        return all(-EXACT_LIMIT <= v <= EXACT_LIMIT for v in values)
+
+def make_row(*fields: Any) -> Row:
+    """A Row with ``exact`` set: every value within ``EXACT_LIMIT`` and no negative capacity (which no
+    sane node reports; it could make Score's weighted sums overflow)."""
+    x = Row(*fields)
+    values = (*x.capacity, *x.score_usage, *x.prod_usage, *x.thresholds2[0], *x.thresholds2[1])
+    values += (*x.existing2[0], *x.existing2[1])
+    if all(v >= 0 for v in x.capacity) and all(-EXACT_LIMIT <= v <= EXACT_LIMIT for v in values):
+        return x
+    return dataclasses.replace(x, exact=False)
 
 
 def _clip(v: Vector) -> Vector:
     return tuple(max(-EXACT_LIMIT, min(EXACT_LIMIT, e)) for e in v)
 
 
+# Block field groups (first axis of each array)
+CAPACITY, CAP_SAFE, SCORE_USAGE, PROD_USAGE, EXISTING, THRESHOLDS = 0, 1, 2, 3, 4, 6  # ints
+CAP_ZERO, CHECKED = 0, 1  # masks: (R,) bools
+HAS_NODE_METRIC, ACTIVE, EVALUATED, NO_UPDATE_TIME = 0, 1, 3, 5  # flags
+
+
+def _ints(x: Row, clip: bool) -> list[Vector]:
+    fit = _clip if clip and not x.exact else tuple
+    cap_safe = tuple(c if c != 0 else 1 for c in x.capacity)
+    vectors = [x.capacity, cap_safe, x.score_usage, x.prod_usage, *x.existing2, *x.thresholds2]
+    return [fit(v) for v in vectors]
+
+
+def _masks(x: Row) -> list[tuple[bool, ...]]:
+    zero = tuple(c == 0 for c in x.capacity)
+    checked = [tuple(t != 0 and not z for t, z in zip(x.thresholds2[k], zero, strict=True)) for k in (0, 1)]
+    return [zero, *checked]
+
+
+def _flags(x: Row) -> list[bool]:
+    active = [x.has_entry and any(t != 0 for t in x.thresholds2[k]) for k in (0, 1)]
+    evaluated = [a and x.has_node_metric for a in active]
+    return [x.has_node_metric, *active, *evaluated, math.isnan(x.update_time)]
+
+
+def _codes(x: Row, r: int) -> list[int]:
+    return [1 + r if x.aggregated2[k] else 1 for k in (0, 1)]
+
+
 class Block:
-    """The rows' arrays: ``(n, R)`` vectors and ``(n,)`` flags. ``dtype`` int64: a big row's vectors
-    are clipped into range only so that they fit (they are never read from here); object: Python ints."""
+    """The rows' arrays, resource-major so that a rule's per-resource steps are elementwise operations
+    over contiguous ``(R, n)`` slices, grouped so that writing a row is a few assignments:
+
+    - ``ints`` (8, R, n), int64 or object (Python ints): capacity, capacity with 0 → 1 (a divisor),
+      Score's existing usage (node or aggregated; Prod), Filter's existing usage [k], thresholds [k];
+    - ``nums`` (4, R, n): Filter's existing usage [k] and thresholds [k] as it compares them: float64
+      in the int64 block (every value is an exact double there), the Python ints in the object block;
+      ``total`` (R, n) float64: the capacity as Filter's divisor (1 where it is 0);
+    - ``masks`` (3, R, n): capacity 0; threshold and capacity both non-zero [k];
+    - ``flags`` (6, n): has a node metric; some threshold set and a metric entry [k]; that and a node
+      metric [k]; no updateTime; ``codes`` (2, n): Filter's code of resource 0 [k]; ``update_time``.
+
+    [k]: k = 0 other pods, 1 Prod pods. In the int64 block a big row's values are clipped only so that
+    they fit: they are never read from there."""
 
     def __init__(self, rows: Sequence[Row], r: int, dtype: type[Any]) -> None:
         n = len(rows)
-        self.n, self.r = n, r
-        fits = [True] * n if dtype is object else [x.exact() for x in rows]
+        self.n, self.r, self.dtype = n, r, dtype
+        num = np.float64 if dtype is not object else object
 
-        def mat(get: Callable[[Row], Vector]) -> npt.NDArray[Any]:
-            values = [get(x) if ok else _clip(get(x)) for x, ok in zip(rows, fits, strict=True)]
-            if dtype is object:
-                out = np.empty((n, r), object)
-                for i, v in enumerate(values):
-                    out[i] = v
-                return out
-            return np.array(values, np.int64).reshape(n, r)
+        def stack(values: list[Any], kind: Any, shape: tuple[int, ...]) -> npt.NDArray[Any]:
+            out = np.empty((n, *shape), kind)
+            for i, v in enumerate(values):
+                out[i] = v
+            return np.ascontiguousarray(np.moveaxis(out, 0, -1))
 
-        self.capacity = mat(lambda x: x.capacity)
-        self.thresholds = [mat(lambda x, k=k: x.thresholds2[k]) for k in (0, 1)]  # type: ignore[misc]
-        self.aggregated = [np.array([x.aggregated2[k] for x in rows], np.bool_).reshape(n) for k in (0, 1)]
-        self.existing = [mat(lambda x, k=k: x.existing2[k]) for k in (0, 1)]  # type: ignore[misc]
-        self.score_usage = mat(lambda x: x.score_usage)
-        self.prod_usage = mat(lambda x: x.prod_usage)
-        self.has_entry = np.array([x.has_entry for x in rows], np.bool_).reshape(n)
-        self.has_node_metric = np.array([x.has_node_metric for x in rows], np.bool_).reshape(n)
+        ints = [_ints(x, dtype is not object) for x in rows]
+        self.ints = stack(ints, dtype, (8, r))
+        self.nums = stack([v[EXISTING:] for v in ints], num, (4, r))
+        self.total = self.ints[CAP_SAFE].astype(np.float64)
+        self.masks = stack([_masks(x) for x in rows], np.bool_, (3, r))
+        self.flags = stack([_flags(x) for x in rows], np.bool_, (6,))
+        self.codes = stack([_codes(x, r) for x in rows], np.int32, (2,))
         self.update_time = np.array([x.update_time for x in rows], np.float64).reshape(n)
+        self._expired: tuple[int, float, npt.NDArray[np.bool_]] | None = None
 
     def write(self, i: int, x: Row) -> None:
-        """Row ``i`` of an int64 block."""
-        fit = (lambda v: v) if x.exact() else _clip
-        self.capacity[i] = fit(x.capacity)
-        for k in (0, 1):
-            self.thresholds[k][i] = fit(x.thresholds2[k])
-            self.aggregated[k][i] = x.aggregated2[k]
-            self.existing[k][i] = fit(x.existing2[k])
-        self.score_usage[i] = fit(x.score_usage)
-        self.prod_usage[i] = fit(x.prod_usage)
-        self.has_entry[i] = x.has_entry
-        self.has_node_metric[i] = x.has_node_metric
+        """Row ``i`` (of an int64 block)."""
+        ints = _ints(x, True)
+        self.ints[:, :, i] = ints
+        self.nums[:, :, i] = ints[EXISTING:]
+        self.total[:, i] = ints[CAP_SAFE]
+        self.masks[:, :, i] = _masks(x)
+        self.flags[:, i] = _flags(x)
+        self.codes[:, i] = _codes(x, self.r)
         self.update_time[i] = x.update_time
+        self._expired = None
+
+    def expired(self, expiration_seconds: int, now: float) -> npt.NDArray[np.bool_]:
+        """``updateTime`` unset, or ``now − updateTime ≥ nodeMetricExpirationSeconds`` (kept for the
+        ``now`` of the cycle: Filter and Score both ask)."""
+        known = self._expired
+        if known is not None and known[0] == expiration_seconds and known[1] == now:
+            return known[2]
+        age = now - self.update_time
+        if float(expiration_seconds) == expiration_seconds:
+            over = age >= float(expiration_seconds)
+        else:  # not a double: compare exactly, as Python's float-int comparison does
+            over = np.array([a >= expiration_seconds for a in age.tolist()], np.bool_).reshape(self.n)
+        out: npt.NDArray[np.bool_] = self.flags[NO_UPDATE_TIME] | over
+        self._expired = (expiration_seconds, now, out)
+        return out
 
 
 class LoadRows:
@@ -127,15 +189,26 @@ class LoadRows:
         # per row: the node dict its Node-derived part was derived from (the scheduler cache replaces
         # node dicts, never mutates them), with that part
         self._static: list[tuple[Mapping[str, Any], Vector, ThresholdProfile] | None] = []
+        # and by content (``profile.content_key``): nodes of one shape share one derivation
+        self._by_content: dict[Hashable, tuple[Vector, ThresholdProfile]] = {}
 
     def _node_static(self, i: int, node: Mapping[str, Any]) -> tuple[Vector, ThresholdProfile]:
         known = self._static[i]
         if known is not None and known[0] is node:
             return known[1], known[2]
-        capacity = node_capacity(self.resources, node)
-        profile = node_profile(self.args, self.resources, node)
-        self._static[i] = (node, capacity, profile)
-        return capacity, profile
+        try:
+            key: Hashable = content_key(self.resources, node)
+        except (TypeError, AttributeError):
+            key = None
+        found = self._by_content.get(key) if key is not None else None
+        if found is None:
+            found = (node_capacity(self.resources, node), node_profile(self.args, self.resources, node))
+            if key is not None:
+                if len(self._by_content) >= _CONTENT_LIMIT:
+                    self._by_content.clear()
+                self._by_content[key] = found
+        self._static[i] = (node, *found)
+        return found
 
     def _row(self, i: int, name: str, node: Mapping[str, Any]) -> Row:
         capacity, profile = self._node_static(i, node)
@@ -146,15 +219,15 @@ class LoadRows:
         zero = (0,) * len(self.resources)
         if entry is None or not entry.has_node_metric:
             update_time = math.nan if entry is None or entry.update_time is None else entry.update_time
-            return Row(capacity, (other, prod), agg2, (zero, zero), zero, zero, entry is not None, False,
-                       update_time)  # fmt: skip
+            return make_row(capacity, (other, prod), agg2, (zero, zero), zero, zero, entry is not None, False,
+                            update_time)  # fmt: skip
         sums = self.assign.sums_of(name)
         e_other = existing_usage(entry, sums, False, profile.agg_type, profile.agg_duration)
         e_prod = existing_usage(entry, sums, True, "", 0)
         e_score = existing_usage(entry, sums, False, *self.score_agg)
         update_time = math.nan if entry.update_time is None else entry.update_time
-        return Row(capacity, (other, prod), agg2, (e_other, e_prod if profile.prod_set else e_other), e_score,
-                   e_prod, True, True, update_time)  # fmt: skip
+        return make_row(capacity, (other, prod), agg2, (e_other, e_prod if profile.prod_set else e_other),
+                        e_score, e_prod, True, True, update_time)  # fmt: skip
 
     # --- RowView ----------------------------------------------------------------------------------
     def rebuild(self, snapshot: Snapshot) -> None:
@@ -162,13 +235,17 @@ class LoadRows:
         self.names = list(snapshot.names)
         self._static = [old.get(name) for name in self.names]
         self.rows = [self._row(i, info.name, info.node) for i, info in enumerate(snapshot.infos)]
-        self.big = [i for i, x in enumerate(self.rows) if not x.exact()]
+        self.big = [i for i, x in enumerate(self.rows) if not x.exact]
         self.block = Block(self.rows, len(self.resources), np.int64)
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        """Rows the snapshot re-copied: only a replaced node dict matters here (the assigned pods the
+        rows depend on are the assign cache's, whose changes come through ``refresh_names``)."""
         infos = snapshot.infos
         for i in rows:
-            self._set(i, self._row(i, infos[i].name, infos[i].node))
+            known = self._static[i]
+            if known is None or known[0] is not infos[i].node:
+                self._set(i, self._row(i, infos[i].name, infos[i].node))
 
     def refresh_names(self, snapshot: Snapshot, names: Iterable[str]) -> None:
         """Rows of nodes whose metric or assigned pods changed (names not in the snapshot are skipped)."""
@@ -179,11 +256,11 @@ class LoadRows:
                 self._set(i, self._row(i, name, infos[i].node))
 
     def _set(self, i: int, x: Row) -> None:
-        was_big = not self.rows[i].exact()
+        was_exact = self.rows[i].exact
         self.rows[i] = x
         self.block.write(i, x)
-        if was_big != (not x.exact()):
-            self.big = [k for k, row in enumerate(self.rows) if not row.exact()]
+        if was_exact != x.exact:
+            self.big = [k for k, row in enumerate(self.rows) if not row.exact]
 
     def big_block(self, all_rows: bool = False) -> Block:
         """The big rows (or every row) as Python ints, in row order."""

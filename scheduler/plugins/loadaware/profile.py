@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,3 +213,29 @@ def node_capacity(resources: Sequence[str], node: Mapping[str, Any]) -> Vector:
         with contextlib.suppress(GoJSONError):  # parse errors ignored: status.allocatable
             values.update(_raw_allocatable(text))
     return tuple(resource_value(r, values[r]) if r in values else 0 for r in resources)
+
+
+_MISSING = object()
+
+
+def content_key(resources: Sequence[str], node: Mapping[str, Any]) -> Hashable:
+    """Every input ``node_capacity`` and ``node_profile`` read of ``node``: the typed allocatable values
+    of the vector's resources and the raw-allocatable and usage-thresholds annotation texts, so equal
+    keys give equal results (nodes of one shape share them). Raises TypeError when not hashable."""
+    allocatable = ((node.get("status") or {}).get("allocatable")) or {}
+    values: list[Hashable] = []
+    if isinstance(allocatable, Mapping):
+        for name in resources:
+            v = allocatable.get(name, _MISSING)
+            values.append(_MISSING if v is _MISSING else (type(v), v))
+    else:
+        values.append("not-a-map")
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    texts: list[str | None] = [None, None]
+    if isinstance(annotations, Mapping):
+        for k, name in enumerate((c.ANNOTATION_NODE_RAW_ALLOCATABLE, c.ANNOTATION_USAGE_THRESHOLDS)):
+            text = annotations.get(name)
+            texts[k] = text if isinstance(text, str) else None
+    key = (tuple(values), texts[0], texts[1])
+    hash(key)
+    return key

@@ -15,7 +15,18 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
-from scheduler.plugins.loadaware.columns import Block
+from scheduler.plugins.loadaware.columns import (
+    ACTIVE,
+    CAP_SAFE,
+    CAP_ZERO,
+    CAPACITY,
+    CHECKED,
+    EVALUATED,
+    HAS_NODE_METRIC,
+    PROD_USAGE,
+    SCORE_USAGE,
+    Block,
+)
 
 Array = npt.NDArray[Any]
 I32 = npt.NDArray[np.int32]
@@ -23,45 +34,50 @@ I64 = npt.NDArray[np.int64]
 
 
 def round_half_away(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Go's ``math.Round`` elementwise: halves away from zero, exact for every double (``x − trunc(x)``
-    is exact); infinities and NaN are returned as they are."""
+    """Go's ``math.Round`` elementwise: halves away from zero, exact for every double. With
+    ``t = trunc(x)``, ``d = x − t`` is exact and ``trunc(2d)`` is −1, 0 or 1 exactly when ``d ≤ −½``,
+    ``|d| < ½`` or ``d ≥ ½``. Infinities (only Python-int rows can overflow a double) stay as they are."""
     t = np.trunc(x)
-    with np.errstate(invalid="ignore"):  # inf - inf: NaN, and the comparisons below are then false
-        d = x - t
-    out: npt.NDArray[np.float64] = t + (d >= 0.5) - (d <= -0.5)
-    return out
+    with np.errstate(invalid="ignore"):  # inf − inf
+        d = np.subtract(x, t)
+    d *= 2
+    np.trunc(d, out=d)
+    t += d
+    if not np.isfinite(x).all():
+        np.copyto(t, x, where=np.isinf(x))
+    return t
 
 
-def expired(b: Block, expiration_seconds: int, now: float) -> npt.NDArray[np.bool_]:
-    """``updateTime`` unset, or ``now − updateTime ≥ nodeMetricExpirationSeconds``."""
-    age = now - b.update_time
-    if float(expiration_seconds) == expiration_seconds:
-        over = age >= float(expiration_seconds)
-    else:  # not a double: compare exactly, as Python's float-int comparison does
-        over = np.array([a >= expiration_seconds for a in age.tolist()], np.bool_).reshape(b.n)
-    return np.isnan(b.update_time) | over
+def _column(values: Sequence[int], dtype: Any, r: int) -> Array:
+    """A per-resource vector as an ``(R, 1)`` column."""
+    return np.array(list(values), dtype).reshape(r, 1)
 
 
 def filter_codes(
     b: Block, args: LoadAwareSchedulingArgs, estimate: Sequence[int], prod: bool, now: float
 ) -> I32:
     """Per row: -1 pass, 0 node metric expired, ``1 + j`` resource j over its usage threshold,
-    ``1 + R + j`` over its aggregated threshold. Daemonset pods are not filtered (the caller's check)."""
-    k = 1 if prod else 0  # Prod pods read the prod thresholds where the node sets them
-    thresholds, cap = b.thresholds[k], b.capacity
-    checked = (thresholds != 0) & (cap != 0)
-    est = np.array(list(estimate), object if cap.dtype == object else np.int64)
-    used = (b.existing[k] + est).astype(np.float64)
-    total = np.where(cap != 0, cap, 1).astype(np.float64)
-    usage = round_half_away(used / total * 100)
-    over = checked & (usage > thresholds)
-    first = over.argmax(axis=1).astype(np.int32)  # the first resource over wins
-    codes = 1 + first + np.where(b.aggregated[k], b.r, 0).astype(np.int32)
-    active = (thresholds != 0).any(axis=1) & b.has_entry  # all-zero thresholds or no metric: pass
-    which: I32 = np.where(active & b.has_node_metric & over.any(axis=1), codes, -1).astype(np.int32)
+    ``1 + R + j`` over its aggregated threshold. Daemonset pods are not filtered (the caller's check).
+    Prod pods read the prod thresholds and usage where the node sets them (``k = 1``)."""
+    k = 1 if prod else 0
+    existing, thresholds = b.nums[k], b.nums[2 + k]
+    # float64(existing + estimate): in the int64 block ``existing`` is float64 and both terms are exact
+    # doubles, so their (correctly rounded) float sum is that very double.
+    used = np.asarray(existing + _column(estimate, existing.dtype, b.r), np.float64)
+    used /= b.total
+    used *= 100
+    over = np.asarray(round_half_away(used) > thresholds, np.bool_)  # (object block: Python bools)
+    over &= b.masks[CHECKED + k]  # (R, n): resource j is over its threshold
+    first = np.zeros(b.n, np.int32)
+    for j in range(b.r - 1, 0, -1):  # the first resource over wins (0 where resource 0 is over)
+        np.copyto(first, j, where=over[j] & ~over[0])
+    failed = np.logical_or.reduce(over, axis=0)
+    failed &= b.flags[EVALUATED + k]  # thresholds set, a metric entry and a node metric
+    which: I32 = np.where(failed, b.codes[k] + first, np.int32(-1))
     if args.filter_expired_node_metrics:
-        gone = active & expired(b, args.node_metric_expiration_seconds, now)
-        which[gone] = -1 if args.enable_schedule_when_node_metrics_expired else 0
+        gone = b.flags[ACTIVE + k] & b.expired(args.node_metric_expiration_seconds, now)
+        if gone.any():
+            which[gone] = -1 if args.enable_schedule_when_node_metrics_expired else 0
     return which
 
 
@@ -77,20 +93,26 @@ def scores(
     dominant_weight = args.dominant_resource_weight
     if dominant_weight == 0 and not any(weights):
         return np.zeros(b.n, np.int64)
-    existing = b.prod_usage if prod and args.score_according_prod_usage else b.score_usage
-    cap = b.capacity
-    big = cap.dtype == object
-    est = np.array(list(estimate), object if big else np.int64)
-    used = existing + est
-    least = np.where((cap == 0) | (used > cap), 0, (cap - used) * 100 // np.where(cap != 0, cap, 1))
-    w = np.array(list(weights), object if big else np.int64)
-    node_score = least @ w
+    existing = b.ints[PROD_USAGE if prod and args.score_according_prod_usage else SCORE_USAGE]
+    cap = b.ints[CAPACITY]
+    used = existing + _column(estimate, cap.dtype, b.r)
+    least = cap - used  # (R, n): leastUsed = (capacity − used) × 100 / capacity, 0 if used > capacity
+    least *= 100
+    least //= b.ints[CAP_SAFE]
+    unfit = used > cap
+    unfit |= b.masks[CAP_ZERO]
+    np.copyto(least, 0, where=unfit)
+    node_score = least[0] * weights[0]
+    for j in range(1, b.r):
+        node_score += least[j] * weights[j]
     weight_sum = sum(weights)
     if dominant_weight > 0:
-        dominant = least.min(axis=1, initial=100)  # min(100, leastUsed of every resource)
-        node_score = node_score + dominant * dominant_weight
+        dominant = np.minimum.reduce(least, axis=0, initial=100)  # min(100, every leastUsed)
+        node_score += dominant * dominant_weight
         weight_sum += dominant_weight
-    out = node_score // weight_sum if weight_sum > 0 else np.zeros(b.n, np.int64)
-    fresh = b.has_entry & b.has_node_metric & ~expired(b, args.node_metric_expiration_seconds, now)
-    result: I64 = np.where(fresh, out, 0).astype(np.int64)
+    node_score //= weight_sum
+    stale = ~b.flags[HAS_NODE_METRIC]
+    stale |= b.expired(args.node_metric_expiration_seconds, now)
+    np.copyto(node_score, 0, where=stale)
+    result: I64 = node_score.astype(np.int64, copy=False)
     return result

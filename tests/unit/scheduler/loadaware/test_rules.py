@@ -16,7 +16,7 @@ from apis.nodemetric import NodeMetric
 from apis.qos import priority_class_with_default
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware import LoadAwareScheduling, LoadAwareSchedulingArgs, estimator, rules
-from scheduler.plugins.loadaware.columns import Block, LoadRows, Row
+from scheduler.plugins.loadaware.columns import Block, LoadRows, Row, make_row
 from tests.oracles.loadaware import least_used
 
 from .test_property import NOW, check_equal, pod_st, world_st
@@ -34,13 +34,13 @@ def fails(total: int, capacity: int, threshold: int) -> bool:
 
 def row(capacity: int, threshold: int, existing: int, update_time: float = NOW) -> Row:
     t, e = (threshold,), (existing,)
-    return Row((capacity,), (t, t), (False, False), (e, e), e, e, True, True, update_time)
+    return make_row((capacity,), (t, t), (False, False), (e, e), e, e, True, True, update_time)
 
 
 def codes(x: Row, est: int) -> list[int]:
     """Filter's code for one row through each block that can hold it."""
     out = [int(rules.filter_codes(Block([x], 1, object), ARGS, (est,), False, NOW)[0])]
-    if x.exact():
+    if x.exact:
         out.append(int(rules.filter_codes(Block([x], 1, np.int64), ARGS, (est,), False, NOW)[0]))
     return out
 
@@ -69,7 +69,7 @@ def test_filter_at_the_smallest_failing_usage(capacity: int, threshold: int, est
 @given(st.integers(0, 2**63 - 1) | st.integers(0, 1000), st.integers(-(2**20), 2**63) | st.integers(0, 1000))
 def test_score_is_the_integer_least_used(capacity: int, used: int) -> None:
     x = row(capacity, 0, used)
-    blocks = [Block([x], 1, object)] + ([Block([x], 1, np.int64)] if x.exact() else [])
+    blocks = [Block([x], 1, object)] + ([Block([x], 1, np.int64)] if x.exact else [])
     for b in blocks:
         assert int(rules.scores(b, ARGS, [1], (0,), False, NOW)[0]) == least_used(used, capacity)
 
@@ -80,7 +80,7 @@ def test_score_is_the_integer_least_used(capacity: int, used: int) -> None:
 def test_expiry(update_time: float, seconds: int, now: float) -> None:
     b = Block([row(1, 1, 0, update_time)], 1, np.int64)
     want = math.isnan(update_time) or now - update_time >= seconds
-    assert bool(rules.expired(b, seconds, now)[0]) == want
+    assert bool(b.expired(seconds, now)[0]) == want
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -97,12 +97,9 @@ def test_incremental_rows_equal_a_rebuild(world: dict[str, Any]) -> None:
     fresh = LoadRows(plugin.args, plugin.resources, plugin.metrics, plugin.assign)
     fresh.rebuild(snapshot)
     assert view.rows == fresh.rows and view.big == fresh.big
-    for attr in ("capacity", "score_usage", "prod_usage", "has_entry", "has_node_metric"):
+    for attr in ("ints", "nums", "total", "masks", "flags", "codes"):
         assert np.array_equal(getattr(view.block, attr), getattr(fresh.block, attr)), attr
     assert np.array_equal(view.block.update_time, fresh.block.update_time, equal_nan=True)
-    for k in (0, 1):
-        assert np.array_equal(view.block.thresholds[k], fresh.block.thresholds[k])
-        assert np.array_equal(view.block.existing[k], fresh.block.existing[k])
 
 
 def _node(name: str, alloc: dict[str, str]) -> dict[str, Any]:

@@ -1,0 +1,28 @@
+"""An oracle scheduler: the production profile with every plugin replaced by its per-node oracle
+(tests/oracles/plugins.py, tests/oracles/loadaware.py). The production Framework runs per-node plugins
+node by node, so this is the readable form of the whole profile; bench/scheduler_throughput.py and the
+scheduler tests compare its decisions with the production plugins'.
+"""
+
+from __future__ import annotations
+
+from scheduler.framework.interfaces import Plugin
+from scheduler.framework.runtime import Framework
+from scheduler.plugins.loadaware import LoadAwareScheduling
+from tests.oracles.loadaware import LoadAwareOracle
+from tests.oracles.plugins import oracle_for
+
+
+def oracle_of(plugin: Plugin) -> Plugin:
+    """The plugin's oracle; a plugin without one (no Filter/Score rule) is kept as it is."""
+    if isinstance(plugin, LoadAwareScheduling):
+        return LoadAwareOracle(plugin)
+    found = oracle_for(plugin)
+    return plugin if found is None else found
+
+
+def oracle_framework(framework: Framework) -> Framework:
+    """A Framework of the oracles of `framework`'s plugins, same order and score weights (the
+    production plugins stay inside where an oracle reads their caches)."""
+    weights = {p.name: w for p, w in zip(framework.scores, framework.weights, strict=True)}
+    return Framework([oracle_of(p) for p in framework.plugins], weights, framework.observer)
