@@ -34,7 +34,7 @@ from kube.httpserver import ProbeServer
 from kube.leaderelection import LeaderElector
 from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, Profile, load_profile
-from scheduler.kubeadapter import APIBinder, EventRouter, UnschedulableReporter, start_informers
+from scheduler.gateway import APIBinder, EventRouter, UnschedulableReporter, start_informers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
 from scheduler.queue import SchedulingQueue

@@ -363,7 +363,7 @@ MANAGER = [
 MANAGER_EMBEDDED = [("create", "pods/binding", "default", "p"), ("patch", "pods/status", "default", "p")]
 
 SCHEDULER = [
-    # scheduler/kubeadapter.py and scheduler/main.py (Lease koord-scheduler)
+    # scheduler/gateway.py and scheduler/main.py (Lease koord-scheduler)
     ("list", "pods", "", "", True), ("watch", "pods", "", "", True),
     ("list", "nodes", "", "", True), ("watch", "nodes", "", "", True),
     ("list", "nodemetrics", "", "", True), ("watch", "nodemetrics", "", "", True),

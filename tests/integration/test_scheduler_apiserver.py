@@ -177,7 +177,7 @@ def test_binds_reuse_pooled_connections(control_plane: Any, kube: Any, namespace
     from kubernetes import client
 
     from kube.client import api_client
-    from scheduler.kubeadapter import APIBinder
+    from scheduler.gateway import APIBinder
 
     core = client.CoreV1Api(kube)
     api = api_client(str(control_plane.kubeconfig_path), connections=4)

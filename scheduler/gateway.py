@@ -1,5 +1,7 @@
-"""koord-scheduler's API adapter: binds through `pods/binding`, reports unschedulable pods
-(PodScheduled=False with the reasons, and a FailedScheduling Event), and routes informer events:
+"""koord-scheduler's Kubernetes gateway, named like the agent's and the manager's: every API call of the
+scheduler but the leader-election Lease (kube.leaderelection). It binds through `pods/binding`, reports
+unschedulable pods (PodScheduled=False with the reasons, and a FailedScheduling Event), and routes
+informer events:
 pending pods of this scheduler to the queue; assigned pods, nodes and NodeMetrics to the cache and
 the plugins; and every change that can unblock pods to the queue as a ClusterEvent.
 
