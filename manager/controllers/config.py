@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from apis import constants as c
 from apis.sloconfig import ConfigKeyError, SLOControllerConfig, parse_slo_controller_config
-from manager.controller.runtime import Controller
+from manager.controllerruntime.runtime import Controller
 from manager.gateway import Gateway, Obj
 from manager.metrics import ManagerMetrics
 

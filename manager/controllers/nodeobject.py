@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 
 from apis.sloconfig import SLOControllerConfig
-from manager.controller.runtime import Controller
+from manager.controllerruntime.runtime import Controller
 from manager.controllers.config import ConfigController
 from manager.controllers.specs import Plan
 from manager.gateway import Gateway, GatewayError, Obj, SharedInformer

@@ -27,7 +27,7 @@ from prometheus_client import Gauge
 from apis import constants as c
 from apis.nodemetric import parse_time
 from apis.sloconfig import node_colocation_enabled, node_colocation_strategy
-from manager.controller.runtime import Controller
+from manager.controllerruntime.runtime import Controller
 from manager.controllers.config import ConfigController
 from manager.gateway import Gateway
 from manager.metrics import ExactCounter, ManagerMetrics

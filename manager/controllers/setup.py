@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from apis import constants as c
 from apis.duration import Duration
 from kube.events import EventRecorder
-from manager.controller.runtime import ControllerManager
+from manager.controllerruntime.runtime import ControllerManager
 from manager.controllers.config import ConfigController
 from manager.controllers.nodemetric import NodeMetricController
 from manager.controllers.noderesource import HubLookup, NodeResourceController

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from apis.constants import NODE_METRIC_PLURAL, NODE_SLO_PLURAL, SLO_API_VERSION, SLO_GROUP, SLO_VERSION
 from kube.events import EventRecorder
-from manager.controller.runtime import ControllerManager
+from manager.controllerruntime.runtime import ControllerManager
 from manager.controllers.config import ConfigController
 from manager.controllers.setup import build_slo_controllers
 from manager.gateway import Gateway

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from kube.leaderelection import LeaderElector
-from manager.controller.runtime import Controller, ControllerManager
+from manager.controllerruntime.runtime import Controller, ControllerManager
 from manager.gateway import Gateway, GatewayError
 from manager.metrics import ManagerMetrics
 from tests.integration.manager.conftest import wait_for

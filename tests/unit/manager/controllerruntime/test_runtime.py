@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from manager.controller.queue import ItemExponentialFailureRateLimiter
-from manager.controller.runtime import Controller, ControllerManager
+from manager.controllerruntime.queue import ItemExponentialFailureRateLimiter
+from manager.controllerruntime.runtime import Controller, ControllerManager
 from manager.metrics import ManagerMetrics
 
 

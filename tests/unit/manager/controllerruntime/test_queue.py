@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from manager.controller.queue import (
+from manager.controllerruntime.queue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     RateLimitingQueue,

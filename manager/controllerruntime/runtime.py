@@ -6,7 +6,7 @@ takes a key and returns ``None`` (done), a float > 0 (process the key again afte
 or a float <= 0 (requeue with rate limiting); an exception is logged, counted and requeued with the
 per-key exponential backoff. Keys may be enqueued at any time, also before ``run``; ``run`` first
 enqueues every key of ``list_keys()`` (the initial sync) and again every ``resync_seconds`` when > 0.
-Imports: the standard library, manager.controller.queue and manager.metrics.
+Imports: the standard library, manager.controllerruntime.queue and manager.metrics.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from manager.controller.queue import RateLimiter, RateLimitingQueue
+from manager.controllerruntime.queue import RateLimiter, RateLimitingQueue
 from manager.metrics import ManagerMetrics
 
 __all__ = ["Controller", "ControllerManager", "Reconcile"]
