@@ -1,6 +1,7 @@
 """Extension points of the scheduling framework, one small Protocol each, as in Kubernetes.
 
-A Filter or Score plugin implements exactly ONE form (docs/architecture.md, "The scheduler's plugin contract"):
+A Filter or Score plugin implements exactly ONE form (docs/architecture.md, "The scheduler's plugin
+contract"):
 - all nodes at once (`FilterAllPlugin.filter_all`, `ScoreAllPlugin.score_all`: numpy arrays over the
   snapshot's rows), the default for rules that are arithmetic over node columns; per-node facts a
   plugin derives from Node objects are kept as snapshot columns (`Snapshot.column`/`Snapshot.view`);
