@@ -25,9 +25,9 @@ import numpy.typing as npt
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
     BindPlugin,
-    FilterResult,
     FilterAllPlugin,
     FilterPlugin,
+    FilterResult,
     IntArray,
     NormalizeScorePlugin,
     PermitPlugin,
@@ -293,7 +293,9 @@ class Framework:
             p.post_bind(state, pod, node)
 
 
-def _filter_rows(p: FilterPlugin, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntArray) -> FilterResult:
+def _filter_rows(
+    p: FilterPlugin, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntArray
+) -> FilterResult:
     """A per-node Filter over `rows` (the others pass), as one FilterResult."""
     which = np.full(snapshot.n, -1, np.int32)
     found: dict[Status, int] = {}
@@ -304,7 +306,9 @@ def _filter_rows(p: FilterPlugin, state: CycleState, pod: Pod, snapshot: Snapsho
     return FilterResult(which, tuple(found))
 
 
-def _score_rows(p: ScorePlugin, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+def _score_rows(
+    p: ScorePlugin, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray
+) -> IntArray:
     out = np.zeros(len(feasible), np.int64)
     for k, i in enumerate(feasible.tolist()):
         score, st = p.score(state, pod, snapshot, i)
