@@ -33,17 +33,21 @@ I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 
 
-def round_half_away(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def round_half_away(x: npt.NDArray[np.float64], finite: bool = False) -> npt.NDArray[np.float64]:
     """Go's ``math.Round`` elementwise: halves away from zero, exact for every double. With
     ``t = trunc(x)``, ``d = x − t`` is exact and ``trunc(2d)`` is −1, 0 or 1 exactly when ``d ≤ −½``,
-    ``|d| < ½`` or ``d ≥ ½``. Infinities (only Python-int rows can overflow a double) stay as they are."""
+    ``|d| < ½`` or ``d ≥ ½``. Infinities stay as they are; ``finite`` says the caller knows there are
+    none (only Python-int rows can overflow a double), which skips that check."""
     t = np.trunc(x)
-    with np.errstate(invalid="ignore"):  # inf − inf
+    if finite:
         d = np.subtract(x, t)
+    else:
+        with np.errstate(invalid="ignore"):  # inf − inf
+            d = np.subtract(x, t)
     d *= 2
     np.trunc(d, out=d)
     t += d
-    if not np.isfinite(x).all():
+    if not finite and not np.isfinite(x).all():
         np.copyto(t, x, where=np.isinf(x))
     return t
 
@@ -66,14 +70,17 @@ def filter_codes(
     used = np.asarray(existing + _column(estimate, existing.dtype, b.r), np.float64)
     used /= b.total
     used *= 100
-    over = np.asarray(round_half_away(used) > thresholds, np.bool_)  # (object block: Python bools)
+    usage = round_half_away(used, finite=b.dtype is not object)  # |used| ≤ 2**54 there: no overflow
+    over = np.asarray(usage > thresholds, np.bool_)  # (the object block compares Python ints)
     over &= b.masks[CHECKED + k]  # (R, n): resource j is over its threshold
     first = np.zeros(b.n, np.int32)
     for j in range(b.r - 1, 0, -1):  # the first resource over wins (0 where resource 0 is over)
         np.copyto(first, j, where=over[j] & ~over[0])
     failed = np.logical_or.reduce(over, axis=0)
     failed &= b.flags[EVALUATED + k]  # thresholds set, a metric entry and a node metric
-    which: I32 = np.where(failed, b.codes[k] + first, np.int32(-1))
+    which: I32 = np.full(b.n, -1, np.int32)
+    first += b.codes[k]
+    np.copyto(which, first, where=failed)
     if args.filter_expired_node_metrics:
         gone = b.flags[ACTIVE + k] & b.expired(args.node_metric_expiration_seconds, now)
         if gone.any():
