@@ -16,11 +16,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -33,20 +31,10 @@ from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
 from agent.metricsadvisor.registry import default_collectors, numa_ids
 from agent.metricsadvisor.runner import CollectorRunner
 from agent.options import Options, parse
-from agent.qosmanager.cgroupreconcile import BatchResourceStrategy, MemoryQoSStrategy
-from agent.qosmanager.cpuburst import CPUBurstOptions, CPUBurstStrategy
-from agent.qosmanager.cpuevict import CPUEvictConfig, CPUEvictStrategy
-from agent.qosmanager.cpusuppress import CPUSuppressConfig, CPUSuppressStrategy
 from agent.qosmanager.framework import Snapshot
-from agent.qosmanager.memoryevict import MemoryEvictConfig, MemoryEvictStrategy
-from agent.qosmanager.resctrl import ResctrlConfig, ResctrlConfigSource, ResctrlReconcileStrategy
-from agent.qosmanager.runner import CacheMetricView, HostCgroupView, QoSManager, StrategyEntry
-from agent.qosmanager.systemconfig import (
-    SystemConfigInput,
-    SystemConfigSource,
-    SystemConfigStrategy,
-    system_roots,
-)
+from agent.qosmanager.registry import StrategyDeps, build_entries
+from agent.qosmanager.runner import CacheMetricView, HostCgroupView, QoSManager
+from agent.qosmanager.systemconfig import system_roots
 from agent.reporter.build import aggregate_duration_seconds
 from agent.reporter.hubpush import HubPusher
 from agent.reporter.loop import ReporterLoop
@@ -54,7 +42,7 @@ from agent.resourceexecutor.audit import AuditLog
 from agent.resourceexecutor.executor import ResourceExecutor, default_roots
 from agent.statesinformer.informer import StatesInformer
 from agent.supervisor import Supervisor
-from agent.system.cgroup import HostPaths, detect_cgroup_version
+from agent.system.cgroup import detect_cgroup_version
 from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
 from apis.nodemetric import NodeMetricCollectPolicy
@@ -72,40 +60,6 @@ NODE_RETENTION_SLACK_SECONDS = 300.0
 DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
 REASSERT_INTERVAL_SECONDS = 10.0
 """How often the executor re-checks every file it wrote, drift counted and rewritten (docs/upstream.md D5)."""
-
-
-def qos_entries(
-    gates: Mapping[str, bool], evictor: Evictor, paths: HostPaths | None = None
-) -> list[StrategyEntry]:
-    """The strategies whose feature gate (any of them, for the evictors) is on, with their configs. A gate
-    missing from ``gates`` takes the strategy's ``gate_default`` (False unless declared). ``paths`` locates
-    resctrl (``<sys>/fs/resctrl``, ``<proc>/cpuinfo``); without it ResctrlReconcile sees no resctrl."""
-    pending = evictor.pending_uids
-    resctrl_config: Callable[[], Any] = (
-        ResctrlConfigSource(paths.sys / "fs" / "resctrl", paths.proc) if paths is not None else ResctrlConfig
-    )
-    candidates: list[tuple[Any, Callable[[], Any]]] = [
-        (CPUSuppressStrategy(), CPUSuppressConfig),
-        (CPUBurstStrategy(), CPUBurstOptions),
-        (MemoryEvictStrategy(), lambda: MemoryEvictConfig(already_evicted=pending())),
-        (CPUEvictStrategy(), lambda: CPUEvictConfig(already_evicted=pending())),
-        (ResctrlReconcileStrategy(), resctrl_config),
-        (BatchResourceStrategy(), lambda: None),
-        (MemoryQoSStrategy(), lambda: None),
-        (
-            SystemConfigStrategy(),
-            SystemConfigSource(paths.proc, paths.sys)
-            if paths is not None
-            else lambda: SystemConfigInput(Path("/proc"), Path("/sys")),
-        ),
-    ]
-    entries = []
-    for strategy, config in candidates:
-        names = getattr(strategy, "gates", (strategy.gate,))
-        default = bool(getattr(strategy, "gate_default", False))
-        if any(gates.get(g, default) for g in names):
-            entries.append(StrategyEntry(strategy, config))
-    return entries
 
 
 class Koordlet:
@@ -192,7 +146,9 @@ class Koordlet:
         )
         self.evictor = Evictor(self.gateway, self.registry, audit=self._audit_eviction)
         self.qos = QoSManager(
-            qos_entries(opts.feature_gates, self.evictor, opts.paths) if opts.enable_qos else [],
+            build_entries(opts.feature_gates, StrategyDeps(opts.paths, self.evictor.pending_uids))
+            if opts.enable_qos
+            else [],
             self._snapshot,
             self.executor,
             self.evictor,
@@ -327,7 +283,7 @@ class Koordlet:
             # (docs/rules/koordlet.md#start-order-and-readiness).
             self.evictor.start()
             self.qos.start(stop)
-            self.runner.add_round_listener(self.qos.kick)  # strategies tick on fresh samples (issue 6)
+            self.runner.add_round_listener(self.qos.kick)  # strategies tick on fresh samples
             if self.reassert_interval_seconds > 0:
                 self.supervisor.spawn("reassert", self._reassert)
             names = ", ".join(e.strategy.name for e in self.qos.entries)

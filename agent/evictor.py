@@ -11,7 +11,7 @@ the same pod at most once a minute. Success increments ``koordlet_pod_eviction{n
 ``koordlet_pod_eviction_detail{node,pod_namespace,pod_name,reason}``; detail series are removed after
 ``detail_ttl_seconds`` without increments.
 
-Imports: standard library, prometheus_client, agent.{gateway,qosmanager.framework}.
+Imports: standard library, prometheus_client, agent.{gateway,resourceexecutor.actions}.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry, Counter
 
 from agent.gateway import GatewayError, KubeGateway
-from agent.qosmanager.framework import Evict
+from agent.resourceexecutor.actions import Evict
 
 __all__ = ["EvictOutcome", "EvictReport", "Evictor"]
 

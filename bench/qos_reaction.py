@@ -66,9 +66,10 @@ from agent.metricsadvisor.runner import CollectorRunner  # noqa: E402
 from agent.options import parse  # noqa: E402
 from agent.podmeta import PodMeta, pod_meta  # noqa: E402
 from agent.qosmanager.cpusuppress import CPUSuppressConfig, CPUSuppressStrategy  # noqa: E402
-from agent.qosmanager.framework import Evict, Snapshot  # noqa: E402
+from agent.qosmanager.framework import Snapshot  # noqa: E402
 from agent.qosmanager.memoryevict import MemoryEvictConfig, MemoryEvictStrategy  # noqa: E402
 from agent.qosmanager.runner import CacheMetricView, HostCgroupView, QoSManager, StrategyEntry  # noqa: E402
+from agent.resourceexecutor.actions import Evict  # noqa: E402
 from agent.resourceexecutor.executor import ResourceExecutor  # noqa: E402
 from agent.system import cgroup as cg  # noqa: E402
 from agent.system.cgroup import CgroupVersion, read_cgroup  # noqa: E402

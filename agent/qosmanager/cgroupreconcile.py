@@ -9,10 +9,11 @@
   container ``memory.high`` from the merged class ``memoryQOS`` overlaid with the pod's
   ``koordinator.sh/memoryQOS`` annotation.
 
-Both return a ``LeveledDecision``: ``levels`` (pods, then containers) go through the executor's leveled update
-(top-down loosening merges, then bottom-up final values). ``decide`` is pure.
+Both return ``leveled_writes`` (pods, then containers) for the executor's leveled update (top-down
+loosening merges, then bottom-up final values). ``decide`` is pure.
 
-Imports: standard library, apis.*, agent.{podmeta,system.*}, agent.qosmanager.framework.
+Imports: standard library, apis.*, agent.{podmeta,system.*,resourceexecutor.actions},
+agent.qosmanager.framework.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from agent.podmeta import PodMeta
-from agent.qosmanager.framework import CgroupWrite, Decision, Snapshot
+from agent.qosmanager.framework import Decision, Snapshot
+from agent.resourceexecutor.actions import CgroupWrite
 from agent.system.cgroup import CPU_QUOTA, CPU_SHARES, MEMORY_HIGH, MEMORY_LIMIT, MEMORY_LOW, MEMORY_MIN
 from apis import constants as c
 from apis.gojson import overlay
@@ -47,7 +49,6 @@ from apis.quantity import QuantityError
 __all__ = [
     "BatchResourceStrategy",
     "BatchSpec",
-    "LeveledDecision",
     "MemoryQoSStrategy",
     "batch_specs",
     "decide_batch",
@@ -65,12 +66,6 @@ MIN_SHARES: Final = 2
 MAX_SHARES: Final = 262144
 MAX_INT64: Final = 9223372036854775807
 PAGE_SIZE: Final = 4096
-
-
-@dataclass(frozen=True)
-class LeveledDecision(Decision[None]):
-    levels: tuple[tuple[CgroupWrite, ...], ...] = ()
-    """``levels[0]`` = parents (pods), ``levels[1]`` = children (containers)."""
 
 
 def milli_cpu_to_quota(milli: int) -> int:
@@ -185,7 +180,7 @@ def _batch_writes(
     ]
 
 
-def decide_batch(snapshot: Snapshot) -> LeveledDecision:
+def decide_batch(snapshot: Snapshot) -> Decision[None]:
     """Pod and container batch-resource cgroup values of every Running/Pending raw-BE pod."""
     suppressed = _cfs_quota_suppressed(snapshot.node_slo)
     ratio = _normalization_ratio(snapshot.node)
@@ -218,19 +213,17 @@ def decide_batch(snapshot: Snapshot) -> LeveledDecision:
                     container_id=ctr.container_id,
                 )
     if not pods:
-        return LeveledDecision()
-    return LeveledDecision(levels=(tuple(pods), tuple(ctrs)))
+        return Decision()
+    return Decision(leveled_writes=(tuple(pods), tuple(ctrs)))
 
 
 class BatchResourceStrategy:
-    """The registered batch-resource reconciler (gate ``BatchResource``, default on, 10 s)."""
+    """The batch-resource reconciler (registered with gate ``BatchResource``, default on), every 10 s."""
 
     name: str = BATCH_NAME
-    gate: str = "BatchResource"
-    gate_default: bool = True
     interval_seconds: float = 10.0
 
-    def decide(self, snapshot: Snapshot, config: None, state: None) -> LeveledDecision:
+    def decide(self, snapshot: Snapshot, config: None, state: None) -> Decision[None]:
         return decide_batch(snapshot)
 
 
@@ -292,11 +285,11 @@ def _node_memory(node: Mapping[str, Any] | None) -> int:
         return 0
 
 
-def decide_memory_qos(snapshot: Snapshot) -> LeveledDecision:
+def decide_memory_qos(snapshot: Snapshot) -> Decision[None]:
     """Pod ``memory.min/low`` and container ``memory.min/low/high`` of every Running/Pending pod."""
     slo = snapshot.node_slo
     if slo is None or slo.resource_qos_strategy is None:
-        return LeveledDecision()
+        return Decision()
     node_mem = _node_memory(snapshot.node)
     pods: list[CgroupWrite] = []
     ctrs: list[CgroupWrite] = []
@@ -334,16 +327,15 @@ def decide_memory_qos(snapshot: Snapshot) -> LeveledDecision:
         except (ValueError, QuantityError):
             continue
     if not pods:
-        return LeveledDecision()
-    return LeveledDecision(levels=(tuple(pods), tuple(ctrs)))
+        return Decision()
+    return Decision(leveled_writes=(tuple(pods), tuple(ctrs)))
 
 
 class MemoryQoSStrategy:
-    """The registered memory-QoS reconcile (gate ``CgroupReconcile``, 1 s)."""
+    """The memory-QoS reconcile (registered with gate ``CgroupReconcile``), every 1 s."""
 
     name: str = MEMORY_QOS_NAME
-    gate: str = "CgroupReconcile"
     interval_seconds: float = 1.0
 
-    def decide(self, snapshot: Snapshot, config: None, state: None) -> LeveledDecision:
+    def decide(self, snapshot: Snapshot, config: None, state: None) -> Decision[None]:
         return decide_memory_qos(snapshot)

@@ -4,7 +4,8 @@ eligible container's and pod's ``cpu.cfs_burst_us`` and scale running containers
 their base and ceiling, rate-limited by a per-container token limiter. ``decide`` is pure: cgroup values
 come from ``snapshot.cgroups``, usages from ``snapshot.metrics``, randomness from ``CPUBurstOptions``.
 
-Imports: standard library, apis.*, agent.{podmeta,system.*}, agent.qosmanager.{framework,cpuburst_limiter}.
+Imports: standard library, apis.*, agent.{podmeta,system.*,resourceexecutor.actions},
+agent.qosmanager.{framework,cpuburst_limiter}.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any, Final
 
 from agent.podmeta import ContainerMeta, PodMeta
 from agent.qosmanager import cpuburst_limiter as lim
-from agent.qosmanager.framework import CgroupWrite, Decision, Snapshot
+from agent.qosmanager.framework import Decision, Snapshot
+from agent.resourceexecutor.actions import CgroupWrite
 from agent.system.cgroup import CPU_BURST, CPU_QUOTA, CgroupFile
 from agent.system.nodeinfo import NodeTopology
 from apis import constants as c
@@ -327,15 +329,14 @@ def decide(
         tick.static(pod, pcfg)
         tick.quota(pod, pcfg, nstate)
     tick.gauges["cpu_burst_node_state_overload"] = 1.0 if nstate is NodeState.OVERLOAD else 0.0
-    return Decision(writes=tuple(tick.writes), state=CPUBurstState(tick.limiters), gauges=tick.gauges)
+    return Decision(cgroup_writes=tuple(tick.writes), state=CPUBurstState(tick.limiters), gauges=tick.gauges)
 
 
 @dataclass(frozen=True)
 class CPUBurstStrategy:
-    """The registered strategy (gate ``CPUBurst``, 1 s)."""
+    """The strategy (registered with gate ``CPUBurst``), every 1 s."""
 
     name: str = NAME
-    gate: str = "CPUBurst"
     interval_seconds: float = RECONCILE_INTERVAL
 
     def decide(

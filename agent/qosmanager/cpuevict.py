@@ -379,11 +379,10 @@ def decide(snapshot: Snapshot, config: CPUEvictConfig, state: EvictState | None)
 
 
 class CPUEvictStrategy:
-    """The cpuEvict loop: one strategy for its three gates (``gate`` is the first)."""
+    """The cpuEvict loop: one strategy for its three gates (registered with ``GATES``; ``decide`` reads
+    which of them are on from the snapshot)."""
 
     name = "cpuEvict"
-    gate = BE_CPU_EVICT
-    gates = GATES
     interval_seconds = 1.0
 
     def __init__(self, interval_seconds: float = 1.0) -> None:

@@ -3,7 +3,8 @@ pods and enforce it on the besteffort QoS cgroup, either as a cpuset (default) o
 both knobs when suppression is off. ``decide`` is pure: cgroup values come from ``snapshot.cgroups``,
 usages from ``snapshot.metrics``; the result is a list of ordered ``CgroupWrite`` actions plus gauges.
 
-Imports: standard library, apis.*, agent.{podmeta,system.*}, agent.qosmanager.{framework,cpuset_policy}.
+Imports: standard library, apis.*, agent.{podmeta,system.*,resourceexecutor.actions},
+agent.qosmanager.{framework,cpuset_policy}.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from agent.qosmanager.cpuset_policy import (
     select_be_cpuset,
     system_exclusive_cpus,
 )
-from agent.qosmanager.framework import CgroupWrite, Decision, Snapshot
+from agent.qosmanager.framework import Decision, Snapshot
+from agent.resourceexecutor.actions import CgroupWrite
 from agent.system.cgroup import CPU_QUOTA, CPUSET_CPUS
 from agent.system.nodeinfo import CpuInfo
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
@@ -253,13 +255,13 @@ def decide(
                     w.add(CPUSET_CPUS, pod.cgroup_dir, value)
                     for ctr in pod.containers:
                         w.add(CPUSET_CPUS, ctr.cgroup_dir, value)
-        return Decision(writes=tuple(w.items), state=st)
+        return Decision(cgroup_writes=tuple(w.items), state=st)
     if threshold is None or threshold.enable is None:
         return Decision(state=st)
     if not threshold.enable:
         st = _recover_quota(w, be_dir, st)
         _recover_cpuset(w, snapshot, be_dir, full)
-        return Decision(writes=tuple(w.items), state=st)
+        return Decision(cgroup_writes=tuple(w.items), state=st)
     if not snapshot.pods:
         return Decision(state=st)
     window = 2 * snapshot.collect_interval_seconds
@@ -285,7 +287,7 @@ def decide(
     else:
         _apply_cpuset(w, snapshot, be_dir, milli, annotated, raw_pods, gauges)
         st = _recover_quota(w, be_dir, st)
-    return Decision(writes=tuple(w.items), state=st, gauges=gauges)
+    return Decision(cgroup_writes=tuple(w.items), state=st, gauges=gauges)
 
 
 def _usages(snapshot: Snapshot, pods: Sequence[PodMeta], window: float) -> dict[str, float]:
@@ -363,10 +365,9 @@ def _apply_cpuset(
 
 @dataclass(frozen=True)
 class CPUSuppressStrategy:
-    """The registered strategy (gate ``BECPUSuppress``, 1 s)."""
+    """The strategy (registered with gate ``BECPUSuppress``), every 1 s."""
 
     name: str = NAME
-    gate: str = "BECPUSuppress"
     interval_seconds: float = 1.0
 
     def decide(

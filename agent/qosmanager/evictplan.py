@@ -9,7 +9,7 @@ Also the allocatable tasks' common parts (config check, tier sums, per-pod credi
 NodeSLO switch (``threshold_strategy``) and the conversion of picks into ``Evict`` actions with the
 cool-down state (``to_decision``, docs/upstream.md D2 guard). Pure, no I/O.
 Imports: standard library, apis.{constants,nodeslo,pod,qos,quantity}, agent.podmeta,
-agent.qosmanager.framework.
+agent.resourceexecutor.actions, agent.qosmanager.framework.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from agent.podmeta import PodMeta
-from agent.qosmanager.framework import Decision, Evict, Snapshot
+from agent.qosmanager.framework import Decision, Snapshot
+from agent.resourceexecutor.actions import Evict
 from apis import constants as c
 from apis.gonum import go_div
 from apis.nodeslo import ResourceThresholdStrategy

@@ -1,36 +1,29 @@
 """The QoS manager's contract (docs/rules/koordlet.md): a strategy is a pure
-``decide(snapshot, config, state)`` that returns actions (cgroup writes for the resource executor,
-evictions for the evictor) and its next state (cool-downs, limiter tokens, "already recovered" flags).
-Everything a strategy may look at is in the ``Snapshot``: the node, the merged NodeSLO, the pods with
-their cgroup dirs, a read-only view of the metric cache and of current cgroup values, the CPU topology and
-the clock. Runners (thin, effectful) build the snapshot, call ``decide`` and hand the actions to the
-executor / evictor.
+``decide(snapshot, config, state)`` that returns a ``Decision``: typed actions (host-file actions for the
+resource executor, evictions for the evictor; the types live in agent.resourceexecutor.actions), its next
+state (cool-downs, limiter tokens, "already recovered" flags) and gauges. Everything a strategy may look
+at is in the ``Snapshot``: the node, the merged NodeSLO, the pods with their cgroup dirs, a read-only view
+of the metric cache and of current cgroup values, the CPU topology and the time. The runner (thin,
+effectful) builds the snapshot, calls ``decide`` and hands the actions to the executor / evictor.
 
-Imports: standard library, apis.*, agent.{podmeta,system.cgroup,system.nodeinfo,system.podcgroup}.
+Imports: standard library, apis.*, agent.{podmeta,system.*,resourceexecutor.actions}.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from agent.podmeta import PodMeta
+from agent.resourceexecutor.actions import Evict, HostActions
 from agent.system.cgroup import CgroupFile, CgroupVersion
 from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver
 from apis.nodeslo import HostApplicationSpec, NodeSLOSpec
 
-__all__ = [
-    "CgroupView",
-    "CgroupWrite",
-    "Decision",
-    "Evict",
-    "MetricView",
-    "Snapshot",
-    "Strategy",
-]
+__all__ = ["CgroupView", "Decision", "MetricView", "Snapshot", "Strategy"]
 
 S = TypeVar("S")
 C = TypeVar("C", contravariant=True)
@@ -78,36 +71,10 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
-class CgroupWrite:
-    """One write for the resource executor. ``order`` sorts writes of one decision (parent-before-child
-    merges, then final values); ``cacheable`` as upstream (skip when the executor's cache already holds
-    the value and is fresh; docs/rules/koordlet.md)."""
+class Decision(HostActions, Generic[S]):
+    """What one tick decided: the host actions (typed fields of ``HostActions``, applied by the resource
+    executor), the evictions (made by the evictor), the strategy's next state and its gauges."""
 
-    strategy: str
-    file: CgroupFile[Any]
-    cgroup_dir: str
-    value: Any
-    pod: PodMeta | None = None
-    container_id: str | None = None
-    cacheable: bool = True
-    order: int = 0
-
-
-@dataclass(frozen=True)
-class Evict:
-    """Evict one pod through the Eviction API (never directly); ``reason`` is upstream's reason string."""
-
-    strategy: str
-    pod: PodMeta
-    reason: str
-    message: str
-    released_bytes: int = 0
-    released_milli_cpu: int = 0
-
-
-@dataclass(frozen=True)
-class Decision(Generic[S]):
-    writes: tuple[CgroupWrite, ...] = ()
     evictions: tuple[Evict, ...] = ()
     state: S | None = None
     gauges: Mapping[str, float] = field(default_factory=dict)
@@ -115,14 +82,12 @@ class Decision(Generic[S]):
 
 
 class Strategy(Protocol[C, S]):
-    """A registered strategy: ``name``, the feature ``gate`` that enables it, its loop ``interval``, and
-    the pure ``decide``."""
+    """A strategy: its ``name``, its loop period and the pure ``decide``. The gates that enable it and its
+    factory are registered in ``agent.qosmanager.registry``."""
 
-    name: str
-    gate: str
-    interval_seconds: float
+    @property
+    def name(self) -> str: ...
+    @property
+    def interval_seconds(self) -> float: ...
 
     def decide(self, snapshot: Snapshot, config: C, state: S | None) -> Decision[S]: ...
-
-
-Clock = Callable[[], datetime]

@@ -267,12 +267,10 @@ def decide(snapshot: Snapshot, config: MemoryEvictConfig, state: EvictState | No
 
 
 class MemoryEvictStrategy:
-    """The memoryEvict loop: one strategy for its three gates (``gate`` is the first; ``decide`` reads
-    every gate of ``gates`` from the snapshot)."""
+    """The memoryEvict loop: one strategy for its three gates (registered with ``GATES``; ``decide`` reads
+    which of them are on from the snapshot)."""
 
     name = "memoryEvict"
-    gate = BE_MEMORY_EVICT
-    gates = GATES
     interval_seconds = 1.0
 
     def __init__(self, interval_seconds: float = 1.0) -> None:

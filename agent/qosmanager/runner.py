@@ -1,11 +1,12 @@
 """The QoS manager's effectful side: builds a ``Snapshot`` per tick (metric-cache and cgroup views at
-``now``), calls each enabled strategy's pure ``decide``, hands the cgroup writes to the resource executor
-(a decision's optional ``levels`` through ``apply_leveled``, its optional ``file_writes`` — resctrl — through
-``write_file``) and the evictions to the evictor, keeps each strategy's state, and publishes its gauges.
-One loop per strategy; as upstream's ``wait.Until``, the next tick starts one period after the previous
-one finished.
+``now``), calls each enabled strategy's pure ``decide``, hands the decision's host actions to the resource
+executor (``execute``: directories, leveled and plain cgroup writes, resctrl and sysctl writes) and its
+evictions to the evictor, keeps each strategy's state, and publishes its gauges. One loop per strategy; as
+upstream's ``wait.Until``, the next tick starts one period after the previous one finished, or right after
+a collection round once the collectors ``kick`` (docs/rules/koordlet.md#start-order-and-readiness).
+Every reading of the time and every wait goes through the injected ``Clock``.
 
-Imports: standard library, agent.{metriccache,podmeta,qosmanager.framework,resourceexecutor,system.*}.
+Imports: standard library, agent.{metriccache,qosmanager.framework,resourceexecutor,system.cgroup}.
 """
 
 from __future__ import annotations
@@ -21,14 +22,44 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent.metriccache import MetricCache, MetricCacheError
-from agent.podmeta import PodMeta
-from agent.qosmanager.framework import CgroupWrite, Decision, Evict, Snapshot, Strategy
+from agent.qosmanager.framework import Decision, Snapshot, Strategy
+from agent.resourceexecutor.actions import Evict
 from agent.resourceexecutor.executor import ResourceExecutor, WriteResult
 from agent.system.cgroup import CgroupFile, CgroupUnsupportedError, CgroupVersion, HostPaths, read_cgroup
 
-__all__ = ["CacheMetricView", "EvictorLike", "FileWrite", "HostCgroupView", "QoSManager", "StrategyEntry"]
+__all__ = [
+    "CacheMetricView",
+    "Clock",
+    "EvictorLike",
+    "HostCgroupView",
+    "QoSManager",
+    "StrategyEntry",
+    "SystemClock",
+]
 
 log = logging.getLogger(__name__)
+
+
+class Clock(Protocol):
+    """The QoS loop's time: ``now`` stamps snapshots, ``monotonic`` measures waits, ``wait`` blocks until
+    ``event`` is set or ``timeout`` seconds passed (returns whether it is set)."""
+
+    def now(self) -> datetime: ...
+    def monotonic(self) -> float: ...
+    def wait(self, event: threading.Event, timeout: float) -> bool: ...
+
+
+class SystemClock:
+    """The host's clocks."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def wait(self, event: threading.Event, timeout: float) -> bool:
+        return event.wait(timeout)
 
 
 class CacheMetricView:
@@ -92,39 +123,6 @@ class EvictorLike(Protocol):
     def evict(self, evictions: Sequence[Evict]) -> Any: ...
 
 
-class FileWrite(Protocol):
-    """A raw host-file write (e.g. resctrl ``ResctrlWrite``) carried in a decision's ``file_writes``."""
-
-    @property
-    def strategy(self) -> str: ...
-    @property
-    def path(self) -> Path: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def cacheable(self) -> bool: ...
-    @property
-    def pod(self) -> PodMeta | None: ...
-    @property
-    def container_id(self) -> str | None: ...
-    @property
-    def make_dir(self) -> bool: ...
-
-
-def _make_dir(executor: ResourceExecutor, path: Path) -> None:
-    """Create a missing resctrl group dir (0755) — only under one of the executor's allowed roots."""
-    if path.is_dir() or ".." in path.parts:
-        return
-    real = Path(os.path.realpath(path.parent))
-    if any(real == root or real.is_relative_to(root) for root in executor.allowed_roots) and not (
-        executor.dry_run
-    ):
-        try:
-            path.mkdir(mode=0o755)
-        except OSError as exc:
-            log.warning("cannot create %s: %s", path, exc)
-
-
 @dataclass
 class StrategyEntry:
     strategy: Strategy[Any, Any]
@@ -134,6 +132,8 @@ class StrategyEntry:
     ticks: int = 0
     failures: int = 0
     last_results: list[WriteResult] = field(default_factory=list)
+    kicked: threading.Event = field(default_factory=threading.Event)
+    """A kick arrived since this entry's last tick (see ``QoSManager.kick``)."""
 
 
 SnapshotSource = Callable[[datetime], Snapshot]
@@ -148,45 +148,25 @@ class QoSManager:
         evictor: EvictorLike | None,
         *,
         on_gauges: Callable[[str, Mapping[str, float]], None] | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock | None = None,
     ) -> None:
         self.entries = list(entries)
         self._snapshot = snapshot
         self._executor = executor
         self._evictor = evictor
         self._on_gauges = on_gauges
-        self._clock = clock
+        self._clock: Clock = clock if clock is not None else SystemClock()
         self._lock = threading.Lock()  # the executor's cache and the evictor are shared by the loops
 
     def tick(self, entry: StrategyEntry) -> Decision[Any]:
         """One round of one strategy: snapshot → decide → writes → evictions → gauges."""
-        snapshot = self._snapshot(self._clock())
+        snapshot = self._snapshot(self._clock.now())
         decision = entry.strategy.decide(snapshot, entry.config(), entry.state)
         entry.state = decision.state if decision.state is not None else entry.state
         entry.ticks += 1
         with self._lock:
-            results: list[WriteResult] = []
-            levels: Sequence[Sequence[CgroupWrite]] | None = getattr(decision, "levels", None)
-            if levels:
-                results += self._executor.apply_leveled(levels)
-            if decision.writes:
-                results += self._executor.apply(decision.writes)
-            file_writes: Sequence[FileWrite] = getattr(decision, "file_writes", ())
-            for fw in file_writes:
-                if fw.make_dir:
-                    _make_dir(self._executor, fw.path.parent)
-                results.append(
-                    self._executor.write_file(
-                        fw.strategy,
-                        fw.path,
-                        fw.text,
-                        cacheable=fw.cacheable,
-                        pod=fw.pod,
-                        container_id=fw.container_id,
-                    )
-                )
-            if levels or decision.writes or file_writes:
-                entry.last_results = results
+            if decision.has_host_actions():
+                entry.last_results = self._executor.execute(decision)
             if decision.evictions and self._evictor is not None:
                 self._evictor.evict(decision.evictions)
         if decision.gauges and self._on_gauges is not None:
@@ -214,13 +194,11 @@ class QoSManager:
             threads.append(t)
         return threads
 
-    # ------------------------------------------------------------ trigger: tick on fresh data (issue 6)
+    # ------------------------------------------------------------ trigger: tick on fresh data
     # Without it the collector and each strategy are independent 1 s timers: a crossing waits up to one
     # collect interval for a sample, then up to one strategy period for a tick. ``kick()`` (the collector
     # runner's round listener) makes each loop tick right after a collection round, at its own rate.
 
-    _kick_events: dict[int, threading.Event]
-    """Per entry (by id): a kick arrived since that entry's last tick. Created lazily by ``_kick_event``."""
     kicked: bool = False
     """True once ``kick()`` was called: the loops then wait for kicks (with a timer fallback)."""
     KICK_SLACK_RATIO: float = 0.5
@@ -231,37 +209,33 @@ class QoSManager:
     KICK_FALLBACK_RATIO: float = 1.5
     """Without a kick, a kicked loop still ticks ``ratio × period`` after its last tick (no collection)."""
     KICK_STOP_POLL_SECONDS: float = 0.25
-    """How often a loop waiting for a kick checks its stop event."""
+    """How often a loop waiting for a kick checks its stop event (it waits on the kick event)."""
 
     def kick(self, *_args: object) -> None:
         """New data is in the metric cache: every strategy loop ticks as soon as its period allows. Any
         arguments are ignored (so it can be a ``CollectorRunner`` round listener directly)."""
         self.kicked = True
         for entry in self.entries:
-            self._kick_event(entry).set()
-
-    def _kick_event(self, entry: StrategyEntry) -> threading.Event:
-        events = self.__dict__.setdefault("_kick_events", {})
-        ev: threading.Event = events.setdefault(id(entry), threading.Event())
-        return ev
+            entry.kicked.set()
 
     def _wait_next(self, entry: StrategyEntry, stop: threading.Event, period: float) -> bool:
         """Wait for ``entry``'s next tick; True when ``stop`` was set. Never kicked: ``period`` (upstream's
         ``wait.Until``). Kicked: until a kick arrives (not before ``period`` minus the slack), at the latest
         ``KICK_FALLBACK_RATIO × period``."""
+        clock = self._clock
         if not self.kicked:
-            return stop.wait(period)
-        ev = self._kick_event(entry)
-        start = time.monotonic()
+            return clock.wait(stop, period)
+        ev = entry.kicked
+        start = clock.monotonic()
         earliest = start + period - min(self.KICK_SLACK_RATIO * period, self.KICK_SLACK_MAX_SECONDS)
         deadline = start + self.KICK_FALLBACK_RATIO * period
         while not stop.is_set():
-            now = time.monotonic()
+            now = clock.monotonic()
             if now >= deadline or (ev.is_set() and now >= earliest):
                 ev.clear()
                 return False
             if ev.is_set():  # kicked early: wait out the rest of the period (still waking on stop)
-                stop.wait(min(earliest - now, self.KICK_STOP_POLL_SECONDS))
+                clock.wait(stop, earliest - now)
             else:
-                ev.wait(min(deadline - now, self.KICK_STOP_POLL_SECONDS))
+                clock.wait(ev, min(deadline - now, self.KICK_STOP_POLL_SECONDS))
         return True

@@ -5,8 +5,9 @@ watermark, page-cache limit and ``sched_features`` toggles.
 
 ``decide`` is pure: which files exist and the current ``sched_features`` come in the config, built each tick
 by ``SystemConfigSource`` (the only part that looks at the host). Values outside the koordlet's ranges are
-silently not written; nothing is restored when a field is later unset (as upstream).
-Imports: standard library, apis.*, agent.qosmanager.{framework,resctrl (the raw-file write action)}.
+silently not written; nothing is restored when a field is later unset (as upstream). The decision carries
+``sysctl_writes`` (``FileWrite``).
+Imports: standard library, apis.*, agent.resourceexecutor.actions, agent.qosmanager.framework.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from agent.qosmanager.framework import Decision, Snapshot
-from agent.qosmanager.resctrl import ResctrlWrite
+from agent.resourceexecutor.actions import FileWrite
 from apis.gonum import go_div as _go_div
 from apis.quantity import Quantity, QuantityError
 
 __all__ = [
     "NAME",
-    "SystemConfigDecision",
     "SystemConfigInput",
     "SystemConfigSource",
     "SystemConfigStrategy",
@@ -63,11 +63,6 @@ class SystemConfigInput:
         return (self.proc if root == "proc" else self.sys) / rel
 
 
-@dataclass(frozen=True)
-class SystemConfigDecision(Decision[None]):
-    file_writes: tuple[ResctrlWrite, ...] = ()
-
-
 def min_free_kbytes(capacity_bytes: int, factor: int) -> int:
     """``(capacityBytes/1024) × factor / 10000`` with Go int64 integer divisions, left to right."""
     return _go_div(_go_div(capacity_bytes, 1024) * factor, 10000)
@@ -94,17 +89,17 @@ def parse_sched_features(text: str) -> dict[str, bool]:
     return out
 
 
-def decide(snapshot: Snapshot, config: SystemConfigInput, state: None = None) -> SystemConfigDecision:
+def decide(snapshot: Snapshot, config: SystemConfigInput, state: None = None) -> Decision[None]:
     slo = snapshot.node_slo
     strategy = slo.system_strategy if slo is not None else None
     capacity = _capacity_memory(snapshot.node)
     if strategy is None or snapshot.node is None or capacity <= 0:
-        return SystemConfigDecision()
-    writes: list[ResctrlWrite] = []
+        return Decision()
+    writes: list[FileWrite] = []
 
     def write(knob: str, value: int | str) -> None:
         if knob in config.existing:
-            writes.append(ResctrlWrite(NAME, config.path(knob), str(value), cacheable=True))
+            writes.append(FileWrite(NAME, config.path(knob), str(value), cacheable=True))
 
     if strategy.min_free_kbytes_factor is not None:
         v = min_free_kbytes(capacity, strategy.min_free_kbytes_factor)
@@ -126,7 +121,7 @@ def decide(snapshot: Snapshot, config: SystemConfigInput, state: None = None) ->
         current = config.sched_features.get(name)
         if current is not None and current != wanted:
             write("sched_features", name if wanted else f"NO_{name}")
-    return SystemConfigDecision(file_writes=tuple(writes))
+    return Decision(sysctl_writes=tuple(writes))
 
 
 class SystemConfigSource:
@@ -155,9 +150,10 @@ def system_roots(proc: Path, sys: Path) -> tuple[Path, ...]:
 
 @dataclass(frozen=True)
 class SystemConfigStrategy:
+    """The strategy (registered with gate ``SystemConfig``, default off), every 1 s."""
+
     name: str = NAME
-    gate: str = "SystemConfig"
     interval_seconds: float = 1.0
 
-    def decide(self, snapshot: Snapshot, config: SystemConfigInput, state: None) -> SystemConfigDecision:
+    def decide(self, snapshot: Snapshot, config: SystemConfigInput, state: None) -> Decision[None]:
         return decide(snapshot, config, state)

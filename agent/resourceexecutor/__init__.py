@@ -1,7 +1,8 @@
-"""The resource executor package: the only writer of host files (cgroups, resctrl); see
-docs/rules/koordlet.md.
+"""The resource executor package: the only writer of host files (cgroups, resctrl, kernel knobs); see
+docs/rules/koordlet.md. ``actions`` holds the action types the QoS strategies return and the executor and
+the evictor consume.
 
-Imports: standard library, agent.system.*, agent.qosmanager.framework, agent.podmeta.
+Imports: standard library, agent.system.*, agent.podmeta; never agent.qosmanager.
 """
 
 from agent.resourceexecutor.audit import AuditLog

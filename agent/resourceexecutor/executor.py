@@ -1,18 +1,20 @@
-"""The resource executor: the koordlet's ONLY writer of host files (cgroups, resctrl); see
+"""The resource executor: the koordlet's ONLY writer of host files (cgroups, resctrl, kernel knobs); see
 docs/rules/koordlet.md and docs/upstream.md D5, D8.
 
-Strategies return ``CgroupWrite`` actions; the executor validates and formats each value (``format_cgroup``),
-resolves the path and refuses anything that, after ``os.path.realpath``, is outside its allowed roots (the
-cgroup root and the resctrl root by default; any ``..`` component is refused too), reads the file first and
-skips equal values, consults its cache for cacheable writes (key = path; fresh for
-``force_update_seconds``, entries expire after ``cache_ttl_seconds``), treats a vanished cgroup / missing
-file / unsupported knob as ``skipped``, times every write into ``on_write`` and audits every real change
-(also in dry-run mode, where nothing is written). It remembers what it last wrote per file: a current value
-that differs from it is *drift* (someone else, e.g. the kubelet, changed it) and is counted through
-``on_drift`` before the desired value is re-written; ``reassert()`` re-checks every remembered file.
+``execute`` applies one decision's ``HostActions`` (agent.resourceexecutor.actions) in a fixed order:
+directories, leveled cgroup writes, cgroup writes, resctrl writes, sysctl writes. The executor validates
+and formats each cgroup value (``format_cgroup``), resolves the path and refuses anything that, after
+``os.path.realpath``, is outside its allowed roots (the cgroup root and the resctrl root by default; any
+``..`` component is refused too), reads the file first and skips equal values, consults its cache for
+cacheable writes (key = path; fresh for ``force_update_seconds``, entries expire after
+``cache_ttl_seconds``), treats a vanished cgroup / missing file / unsupported knob as ``skipped``, times
+every write into ``on_write`` and audits every real change, a created directory included (also in dry-run
+mode, where nothing is changed). It remembers what it last wrote per file: a current value that differs
+from it is *drift* (someone else, e.g. the kubelet, changed it) and is counted through ``on_drift`` before
+the desired value is re-written; ``reassert()`` re-checks every remembered file.
 
-Imports: standard library, agent.system.cgroup, agent.qosmanager.framework (``CgroupWrite``),
-agent.resourceexecutor.audit.
+Imports: standard library, agent.podmeta, agent.system.cgroup, agent.resourceexecutor.{actions,audit}; never
+the QoS strategy framework.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.podmeta import PodMeta
-from agent.qosmanager.framework import CgroupWrite
+from agent.resourceexecutor.actions import CgroupWrite, FileWrite, HostActions, MakeDir
 from agent.resourceexecutor.audit import AuditLog
 from agent.system.cgroup import (
     CgroupFile,
@@ -71,7 +73,7 @@ class WriteStatus(enum.Enum):
 @dataclass(frozen=True)
 class WriteResult:
     write: CgroupWrite | None
-    """The action (None for ``write_file``)."""
+    """The cgroup action (None for a file write or a directory)."""
     status: WriteStatus
     path: str
     """The resolved path (the unresolved one when refused or unresolvable)."""
@@ -169,18 +171,51 @@ class ResourceExecutor:
                 results.append(self._apply_one(replace(w, cacheable=False) if key in loosened else w))
         return results
 
-    def write_file(
-        self,
-        strategy: str,
-        path: Path,
-        text: str,
-        *,
-        cacheable: bool = False,
-        pod: PodMeta | None = None,
-        container_id: str | None = None,
-    ) -> WriteResult:
-        """Write raw ``text`` to a host file under an allowed root (e.g. resctrl ``schemata`` / ``tasks``)."""
-        return self._execute(_Job(strategy, None, path, text, cacheable, None, pod, container_id))
+    def write_file(self, action: FileWrite) -> WriteResult:
+        """Write raw text to a host file under an allowed root (resctrl ``schemata`` / ``tasks``, a kernel
+        knob)."""
+        return self._execute(
+            _Job(
+                action.strategy, None, action.path, action.text, action.cacheable, None, action.pod,
+                action.container_id,
+            )
+        )  # fmt: skip
+
+    def make_dir(self, action: MakeDir) -> WriteResult:
+        """Create a missing directory (one level) whose parent is under an allowed root; audited with
+        ``"old": null, "new": "mkdir <mode>"``. An existing directory is ``unchanged``."""
+        start = time.perf_counter()
+        text = f"mkdir {action.mode:04o}"
+        job = _Job(action.strategy, None, action.path, text, False, None, None, None)
+        parent = self._resolve(action.path.parent) if action.path.name not in ("", ".", "..") else None
+        if parent is None:
+            reason = f"{action.path} resolves outside the allowed roots"
+            return self._done(job, WriteStatus.REFUSED, str(action.path), reason, start)
+        real = parent / action.path.name
+        key = str(real)
+        with self._lock:
+            if real.is_dir():
+                return self._done(job, WriteStatus.UNCHANGED, key, "", start)
+            now = self.clock()
+            if self.dry_run:
+                self._audit(job, key, None, now, dry_run=True)
+                return self._done(job, WriteStatus.DRY_RUN, key, "", start)
+            try:
+                real.mkdir(mode=action.mode)
+            except FileExistsError:
+                return self._done(job, WriteStatus.UNCHANGED, key, "", start)
+            except OSError as exc:
+                return self._os_error(job, key, exc, start)
+            self._audit(job, key, None, now, dry_run=False)
+            return self._done(job, WriteStatus.WRITTEN, key, "", start)
+
+    def execute(self, actions: HostActions) -> list[WriteResult]:
+        """Every host action of one decision, in ``HostActions`` field order; one result per action."""
+        results = [self.make_dir(d) for d in actions.mkdirs]
+        results += self.apply_leveled(actions.leveled_writes)
+        results += self.apply(actions.cgroup_writes)
+        results += [self.write_file(w) for w in (*actions.resctrl_writes, *actions.sysctl_writes)]
+        return results
 
     def reassert(self) -> list[WriteResult]:
         """Re-check every file this executor last wrote (bypassing the cache): drift is counted and the
@@ -304,7 +339,7 @@ class ResourceExecutor:
         for k in stale:
             del self._cache[k]
 
-    def _audit(self, job: _Job, key: str, old: str, now: datetime, *, dry_run: bool) -> None:
+    def _audit(self, job: _Job, key: str, old: str | None, now: datetime, *, dry_run: bool) -> None:
         if self.audit is None:
             return
         pod = job.pod

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from agent.evictor import Evictor, EvictOutcome
 from agent.gateway import KubeGateway
 from agent.podmeta import pod_meta
-from agent.qosmanager.framework import Evict
+from agent.resourceexecutor.actions import Evict
 from agent.system.podcgroup import CgroupDriver
 from koord.localcluster.controlplane import ControlPlane
 from kube.rest import KubeRest

@@ -1,5 +1,6 @@
-"""Batch resources → BE cgroups and memory QoS (SPEC §7.7): hand-computed shares / quotas / limits from the
-pure decide, and the runner writing them leveled through the executor on the fake tree (v1 and v2)."""
+"""Batch resources → BE cgroups and memory QoS (docs/rules/koordlet.md): hand-computed shares / quotas /
+limits from the pure decide, and the runner writing them leveled through the executor on the fake tree (v1
+and v2)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from agent.system.podcgroup import CgroupDriver
 from apis.nodeslo import NodeSLOSpec
 from apis.nodeslo_defaults import merge_node_slo_spec
 from tests.fixtures.hosttree import HostTree
+from tests.unit.agent.qosmanager.fakeclock import FakeClock
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 GI = 1 << 30
@@ -75,7 +77,7 @@ def _values(levels: Any) -> list[list[tuple[str, str, int]]]:
 def test_batch_pod_and_containers() -> None:
     pod = pod_meta(_be_pod(), CgroupDriver.CGROUPFS)
     d = decide_batch(_snapshot([pod], None))
-    assert _values(d.levels) == [
+    assert _values(d.leveled_writes) == [
         # shares (1500+500)×1024/1000; quota (2500+500)×100; memory 2Gi+1Gi
         [("podu-be", "cpu_shares", 2048), ("podu-be", "cpu_cfs_quota_us", 300000),
          ("podu-be", "memory_limit_bytes", 3 * GI)],
@@ -91,11 +93,19 @@ def test_batch_suppress_and_normalization() -> None:
     slo = NodeSLOSpec.from_dict(
         {"resourceUsedThresholdWithBE": {"enable": True, "cpuSuppressPolicy": "cfsQuota"}}
     )
-    quotas = [w.value for lv in decide_batch(_snapshot([pod], slo)).levels for w in lv if w.file is CPU_QUOTA]
+    quotas = [
+        w.value
+        for lv in decide_batch(_snapshot([pod], slo)).leveled_writes
+        for w in lv
+        if w.file is CPU_QUOTA
+    ]
     assert quotas == [-1, -1, -1]
     node = {"metadata": {"annotations": {"node.koordinator.sh/cpu-normalization-ratio": "1.5"}}}
     quotas = [
-        w.value for lv in decide_batch(_snapshot([pod], None, node)).levels for w in lv if w.file is CPU_QUOTA
+        w.value
+        for lv in decide_batch(_snapshot([pod], None, node)).leveled_writes
+        for w in lv
+        if w.file is CPU_QUOTA
     ]
     assert quotas == [200000, 166667, 33334]  # ceil(q / 1.5)
 
@@ -103,11 +113,13 @@ def test_batch_suppress_and_normalization() -> None:
 def test_batch_skips_non_be_and_unlisted() -> None:
     raw = _be_pod()
     raw["metadata"]["labels"] = {}
-    assert decide_batch(_snapshot([pod_meta(raw, CgroupDriver.CGROUPFS)], None)).levels == ()
+    assert decide_batch(_snapshot([pod_meta(raw, CgroupDriver.CGROUPFS)], None)).leveled_writes == ()
     raw = _be_pod()
     raw["spec"]["containers"][1]["resources"]["limits"].pop("kubernetes.io/batch-cpu")
     d = decide_batch(_snapshot([pod_meta(raw, CgroupDriver.CGROUPFS)], None))
-    assert [w.value for w in d.levels[0] if w.file is CPU_QUOTA] == [-1]  # a listed container is unlimited
+    assert [w.value for w in d.leveled_writes[0] if w.file is CPU_QUOTA] == [
+        -1
+    ]  # a listed container is unlimited
 
 
 def test_memory_qos_pod_and_container() -> None:
@@ -119,7 +131,7 @@ def test_memory_qos_pod_and_container() -> None:
         {"resourceQOSStrategy": {"beClass": {"memoryQOS": {"enable": True, "throttlingPercent": 50}}}}
     ))  # fmt: skip
     d = decide_memory_qos(_snapshot([pod_meta(raw, CgroupDriver.CGROUPFS)], slo))
-    vals = _values(d.levels)
+    vals = _values(d.leveled_writes)
     # pod request Σ batch-memory requests = 1Gi: min 512Mi, low 20 % = 204.8Mi → raised to min? no: 0<low<min
     assert vals[0] == [("podu-be", "memory_min", GI // 2), ("podu-be", "memory_low", GI // 2)]
     # c1: req 1Gi, limit 2Gi, throttling 50 % → high = 1.5Gi (page aligned)
@@ -143,7 +155,7 @@ def test_runner_writes_batch_cgroups(tmp_path: Path, version: CgroupVersion) -> 
 
     executor = ResourceExecutor(host.paths, version, "n1")
     entry = StrategyEntry(BatchResourceStrategy(), lambda: None)
-    QoSManager([entry], snapshot, executor, None, clock=lambda: NOW).tick(entry)
+    QoSManager([entry], snapshot, executor, None, clock=FakeClock(NOW)).tick(entry)
     root = host.paths.cgroup_root
 
     def rd(f: Any, d: str) -> Any:

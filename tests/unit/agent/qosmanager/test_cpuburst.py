@@ -1,5 +1,5 @@
-"""CPU burst ``decide`` (SPEC §7.3): eligibility, cfs_burst_us writes, the CFS quota burst with node
-state, limiter and write orders, with fake metric/cgroup views and a seeded random source."""
+"""CPU burst ``decide`` (docs/rules/koordlet.md, CPU burst): eligibility, cfs_burst_us writes, the CFS quota
+burst with node state, limiter and write orders, with fake metric/cgroup views and a seeded random source."""
 
 from __future__ import annotations
 
@@ -125,16 +125,16 @@ OPT = CPUBurstOptions(rand=random.Random(1).random)
 
 
 def writes(d: Any) -> list[tuple[str, str, Any]]:
-    return [(w.file.name, w.cgroup_dir, w.value) for w in sorted(d.writes, key=lambda w: w.order)]
+    return [(w.file.name, w.cgroup_dir, w.value) for w in sorted(d.cgroup_writes, key=lambda w: w.order)]
 
 
 def test_strategy_identity() -> None:
     s = CPUBurstStrategy()
-    assert (s.name, s.gate, s.interval_seconds) == ("CPUBurst", "CPUBurst", 1.0)
+    assert (s.name, s.interval_seconds) == ("CPUBurst", 1.0)
 
 
 def test_no_config_skips() -> None:
-    assert decide(snap(None), OPT, None).writes == ()
+    assert decide(snap(None), OPT, None).cgroup_writes == ()
 
 
 def test_none_policy_resets_burst_and_quota() -> None:
@@ -188,8 +188,8 @@ def test_quota_read_errors() -> None:
 
 def test_ineligible_pods_untouched() -> None:
     pods = (pod("lsr", "LSR"), pod("be", "BE"), pod("lse", "LSE"), pod("done", phase="Succeeded"))
-    assert decide(snap(cfg(), pods=pods), OPT, None).writes == ()
-    assert decide(snap(cfg(), pods=(pod("none", None), pod("sys", "SYSTEM"))), OPT, None).writes != ()
+    assert decide(snap(cfg(), pods=pods), OPT, None).cgroup_writes == ()
+    assert decide(snap(cfg(), pods=(pod("none", None), pod("sys", "SYSTEM"))), OPT, None).cgroup_writes != ()
 
 
 def test_annotation_overrides_policy() -> None:

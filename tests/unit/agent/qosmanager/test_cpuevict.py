@@ -141,9 +141,9 @@ def test_disabled_and_strategy_object() -> None:
     assert ce.decide(snap(be_series(), threshold=off), CONFIG, RUNNING).evictions == ()
     assert ce.decide(snap(be_series(), gates={"CPUEvict": False}), CONFIG, RUNNING).evictions == ()
     s = ce.CPUEvictStrategy()
-    assert (s.name, s.gate, s.gates) == (
+    assert (s.name, s.interval_seconds, ce.GATES) == (
         "cpuEvict",
-        "BECPUEvict",
+        1.0,
         ("BECPUEvict", "CPUAllocatableEvict", "CPUEvict"),
     )
     assert names(s.decide(snap(be_series()), CONFIG, RUNNING)) == ["b2", "b1"]

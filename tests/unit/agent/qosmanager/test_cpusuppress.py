@@ -1,5 +1,5 @@
-"""CPU suppress ``decide`` (SPEC §7.2): order of checks, recovery, cpuset and cfsQuota policies, write
-orders, gauges, with fake metric/cgroup views."""
+"""CPU suppress ``decide`` (docs/rules/koordlet.md, CPU suppress): order of checks, recovery, cpuset and
+cfsQuota policies, write orders, gauges, with fake metric/cgroup views."""
 
 from __future__ import annotations
 
@@ -127,22 +127,22 @@ CFG = CPUSuppressConfig()
 
 
 def writes(d: Any) -> list[tuple[str, str, Any]]:
-    return [(w.file.name, w.cgroup_dir, w.value) for w in sorted(d.writes, key=lambda w: w.order)]
+    return [(w.file.name, w.cgroup_dir, w.value) for w in sorted(d.cgroup_writes, key=lambda w: w.order)]
 
 
 def test_strategy_identity() -> None:
     s = CPUSuppressStrategy()
-    assert (s.name, s.gate, s.interval_seconds) == ("CPUSuppress", "BECPUSuppress", 1.0)
+    assert (s.name, s.interval_seconds) == ("CPUSuppress", 1.0)
 
 
 def test_no_nodeslo_skips_everything() -> None:
     d = decide(snap(slo=False), CFG, None)
-    assert d.writes == () and d.state == CPUSuppressState()
+    assert d.cgroup_writes == () and d.state == CPUSuppressState()
 
 
 def test_enable_unset_skips() -> None:
     d = decide(snap(ResourceThresholdStrategy()), CFG, None)
-    assert d.writes == ()
+    assert d.cgroup_writes == ()
 
 
 def test_disabled_recovers_quota_once_and_cpuset_every_tick() -> None:
@@ -156,7 +156,7 @@ def test_disabled_recovers_quota_once_and_cpuset_every_tick() -> None:
         ("cpuset_cpus", f"{BE_DIR}podbe/bec/", full),
     ]
     assert d.state == CPUSuppressState(cfs_quota_recovered=True)
-    assert not d.writes[0].cacheable and d.writes[1].cacheable
+    assert not d.cgroup_writes[0].cacheable and d.cgroup_writes[1].cacheable
     d2 = decide(snap(thr), CFG, d.state)
     assert [w[0] for w in writes(d2)] == ["cpuset_cpus"] * 3
 
@@ -190,8 +190,8 @@ def test_be_cpu_manager_gate_wins_before_enable() -> None:
 
 
 def test_no_pods_or_no_node_sample_skips() -> None:
-    assert decide(snap(pods=()), CFG, None).writes == ()
-    assert decide(snap(metrics={("pod_cpu_usage", "ls"): 4}), CFG, None).writes == ()
+    assert decide(snap(pods=()), CFG, None).cgroup_writes == ()
+    assert decide(snap(metrics={("pod_cpu_usage", "ls"): 4}), CFG, None).cgroup_writes == ()
 
 
 def test_cpuset_policy_none_manager_union_then_bottom_up() -> None:
@@ -274,7 +274,7 @@ def test_cfs_quota_policy_writes_quota_and_recovers_cpuset() -> None:
     d = decide(snap(thr), CFG, CPUSuppressState(True))
     w = writes(d)
     assert w[0] == ("cpu_cfs_quota_us", BE_DIR, 260000)  # 340000 limited to 100000 + 160000
-    assert not d.writes[0].cacheable
+    assert not d.cgroup_writes[0].cacheable
     assert [x[2] for x in w[1:]] == ["0-15"] * 3
     assert d.state == CPUSuppressState(False)
     assert d.gauges['be_suppress_cpu_cores{type="cfsQuota"}'] == 2.6

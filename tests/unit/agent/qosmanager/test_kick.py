@@ -1,13 +1,13 @@
-"""The collection → QoS trigger (issue 6): ``CollectorRunner.add_round_listener`` calls its listeners after
-every tick that ran collectors; ``QoSManager.kick`` makes a waiting strategy loop tick at once (once its
-period minus the slack has passed), latches early kicks, falls back to a timer, and still stops promptly."""
+"""The collection → QoS trigger (docs/rules/koordlet.md#start-order-and-readiness): ``CollectorRunner``
+calls its round listeners after every tick that ran collectors; ``QoSManager.kick`` makes a waiting strategy
+loop tick at once (once its period minus the slack has passed), latches early kicks, falls back to a timer,
+and still stops promptly. The loops run on a ``FakeClock``: every tick time below is exact, virtual time."""
 
 from __future__ import annotations
 
+import functools
 import threading
-import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,11 @@ from agent.metricsadvisor.framework import BaseCollector, CollectContext
 from agent.metricsadvisor.runner import CollectorRunner
 from agent.podmeta import PodMeta
 from agent.qosmanager.framework import Decision, Snapshot
-from agent.qosmanager.runner import QoSManager, StrategyEntry
+from agent.qosmanager.runner import QoSManager, StrategyEntry, SystemClock
 from agent.resourceexecutor.executor import ResourceExecutor
 from agent.system.cgroup import CgroupVersion, HostPaths
 from agent.system.podcgroup import CgroupDriver
+from tests.unit.agent.qosmanager.fakeclock import EPOCH, FakeClock
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -40,9 +41,12 @@ class _Collector(BaseCollector):
         return []
 
 
+def _paths(tmp_path: Path) -> HostPaths:
+    return HostPaths(cgroup_root=tmp_path / "cgroup", proc=tmp_path / "proc", sys=tmp_path / "sys")
+
+
 def _runner(tmp_path: Path, *collectors: _Collector) -> CollectorRunner:
-    paths = HostPaths(cgroup_root=tmp_path / "cgroup", proc=tmp_path / "proc", sys=tmp_path / "sys")
-    ctx = CollectContext(paths, CgroupVersion.V1, CgroupDriver.CGROUPFS, _NoPods())
+    ctx = CollectContext(_paths(tmp_path), CgroupVersion.V1, CgroupDriver.CGROUPFS, _NoPods())
     return CollectorRunner(collectors, ctx, MetricCache())
 
 
@@ -62,10 +66,9 @@ def test_round_listeners_run_after_a_tick_that_collected(tmp_path: Path) -> None
 
 
 class _Counting:
-    """A strategy that records when it ticked."""
+    """A strategy that records the (virtual) time of each tick, in seconds since the clock's start."""
 
     name = "counting"
-    gate = "Counting"
 
     def __init__(self, interval_seconds: float) -> None:
         self.interval_seconds = interval_seconds
@@ -73,119 +76,120 @@ class _Counting:
         self.ticked = threading.Event()
 
     def decide(self, snapshot: Snapshot, config: Any, state: Any) -> Decision[Any]:
-        self.times.append(time.monotonic())
+        self.times.append((snapshot.now - EPOCH).total_seconds())
         self.ticked.set()
         return Decision()
 
 
-def _manager(tmp_path: Path, strategy: _Counting) -> QoSManager:
-    paths = HostPaths(cgroup_root=tmp_path / "cgroup", proc=tmp_path / "proc", sys=tmp_path / "sys")
-    executor = ResourceExecutor(paths, CgroupVersion.V1, "n1")
+def _manager(tmp_path: Path, strategy: _Counting, clock: FakeClock | SystemClock) -> QoSManager:
+    executor = ResourceExecutor(_paths(tmp_path), CgroupVersion.V1, "n1")
 
-    def snapshot(now: datetime) -> Snapshot:
+    def snapshot(now: Any) -> Snapshot:
         return Snapshot(
             now=now, node=None, node_slo=None, pods=(), metrics=None,  # type: ignore[arg-type]
             cgroups=None, cgroup_version=CgroupVersion.V1,  # type: ignore[arg-type]
             cgroup_driver=CgroupDriver.CGROUPFS, topology=None,
         )  # fmt: skip
 
-    return QoSManager([StrategyEntry(strategy, lambda: None)], snapshot, executor, None,
-                      clock=lambda: datetime.now(UTC))  # fmt: skip
+    return QoSManager([StrategyEntry(strategy, lambda: None)], snapshot, executor, None, clock=clock)
 
 
-def _wait_ticks(strategy: _Counting, n: int, timeout: float) -> None:
-    end = time.monotonic() + timeout
-    while len(strategy.times) < n and time.monotonic() < end:
-        time.sleep(0.005)
-    assert len(strategy.times) >= n, f"{len(strategy.times)} ticks, wanted {n}"
+def _run(manager: QoSManager, clock: FakeClock, stop_at: float) -> None:
+    """Run the (single) loop in this thread until ``stop_at`` virtual seconds."""
+    stop = threading.Event()
+    clock.at(stop_at, stop.set)
+    manager.run_entry(manager.entries[0], stop)
+
+
+def _kicked_mode(manager: QoSManager) -> None:
+    """Kicked mode with nothing latched, as when the daemon's first round has been consumed."""
+    manager.kick()
+    manager.entries[0].kicked.clear()
 
 
 def test_never_kicked_loops_keep_the_plain_timer(tmp_path: Path) -> None:
-    strategy = _Counting(0.2)
-    manager = _manager(tmp_path, strategy)
-    stop = threading.Event()
-    manager.start(stop)
-    _wait_ticks(strategy, 3, 2.0)
-    stop.set()
-    gaps = [b - a for a, b in zip(strategy.times, strategy.times[1:], strict=False)]
-    assert all(g >= 0.19 for g in gaps)
+    clock = FakeClock()
+    strategy = _Counting(0.25)
+    manager = _manager(tmp_path, strategy, clock)
+    _run(manager, clock, stop_at=1.0)
+    assert strategy.times == [0.0, 0.25, 0.5, 0.75]
     assert not manager.kicked
 
 
 def test_kick_ticks_at_once_after_the_period_minus_slack(tmp_path: Path) -> None:
+    clock = FakeClock()
     strategy = _Counting(1.0)
-    manager = _manager(tmp_path, strategy)
-    manager.kick()  # kicked mode from the start (the daemon registers the listener as the loops start)
-    stop = threading.Event()
-    manager.start(stop)
-    _wait_ticks(strategy, 1, 2.0)
-    time.sleep(0.65)  # past period − slack (0.5 s)
-    t_kick = time.monotonic()
-    manager.kick()
-    _wait_ticks(strategy, 2, 1.0)
-    assert strategy.times[1] - t_kick < 0.1  # at once, not at the 1.5 s fallback
-    stop.set()
+    manager = _manager(tmp_path, strategy, clock)
+    _kicked_mode(manager)
+    clock.at(1.25, manager.kick)  # past period − slack (0.5 s): honoured at once, not at the 1.5 s fallback
+    _run(manager, clock, stop_at=1.375)
+    assert strategy.times == [0.0, 1.25]
 
 
-def test_an_early_kick_is_latched_until_period_minus_slack(tmp_path: Path) -> None:
+def test_early_kicks_are_latched_then_a_timer_falls_back(tmp_path: Path) -> None:
+    clock = FakeClock()
     strategy = _Counting(1.0)
-    manager = _manager(tmp_path, strategy)
-    manager.kick()
-    stop = threading.Event()
-    manager.start(stop)
-    _wait_ticks(strategy, 1, 2.0)
-    for _ in range(5):  # a burst of kicks right after a tick: one tick, not five
-        manager.kick()
-    _wait_ticks(strategy, 2, 1.5)
-    gap = strategy.times[1] - strategy.times[0]
-    assert 0.45 <= gap < 0.8
-    time.sleep(0.2)
-    assert len(strategy.times) == 2
-    stop.set()
+    manager = _manager(tmp_path, strategy, clock)
+    _kicked_mode(manager)
+    for _ in range(5):  # a burst of kicks right after a tick: one tick, at period − slack
+        clock.at(0.125, manager.kick)
+    _run(manager, clock, stop_at=2.25)
+    # 0.5: the latched burst; 2.0: no kick for 1.5 × period after it
+    assert strategy.times == [0.0, 0.5, 2.0]
 
 
-def test_without_kicks_a_kicked_loop_falls_back_to_a_timer(tmp_path: Path) -> None:
-    strategy = _Counting(0.2)
-    manager = _manager(tmp_path, strategy)
-    manager.kick()
-    stop = threading.Event()
-    manager.start(stop)
-    _wait_ticks(strategy, 1, 1.0)
-    manager._kick_event(manager.entries[0]).clear()  # drop the latched start-up kick
-    _wait_ticks(strategy, 3, 2.0)
-    gaps = [b - a for a, b in zip(strategy.times[1:], strategy.times[2:], strict=False)]
-    assert all(0.29 <= g < 0.5 for g in gaps)  # 1.5 × period
-    stop.set()
+def test_the_slack_is_capped_for_long_periods(tmp_path: Path) -> None:
+    clock = FakeClock()
+    strategy = _Counting(4.0)
+    manager = _manager(tmp_path, strategy, clock)
+    _kicked_mode(manager)
+    clock.at(1.0, manager.kick)  # latched until 4 − min(0.5 × 4, 0.5) = 3.5
+    _run(manager, clock, stop_at=3.75)
+    assert strategy.times == [0.0, 3.5]
 
 
-def test_stop_wakes_a_loop_waiting_for_a_kick(tmp_path: Path) -> None:
+@pytest.mark.parametrize("latched", [False, True], ids=["waiting-for-a-kick", "kick-latched"])
+def test_stop_wakes_a_kicked_loop(tmp_path: Path, latched: bool) -> None:
+    clock = FakeClock()
     strategy = _Counting(10.0)
-    manager = _manager(tmp_path, strategy)
-    manager.kick()
-    stop = threading.Event()
-    (thread,) = manager.start(stop)
-    _wait_ticks(strategy, 1, 1.0)
-    t0 = time.monotonic()
-    stop.set()
-    thread.join(2.0)
-    assert not thread.is_alive()
-    assert time.monotonic() - t0 < 0.6
+    manager = _manager(tmp_path, strategy, clock)
+    _kicked_mode(manager)
+    if latched:  # the loop then waits on the stop event itself, until 9.5
+        clock.at(0.125, manager.kick)
+    _run(manager, clock, stop_at=1.0)
+    assert strategy.times == [0.0]
+    # waiting for a kick, the loop looks at its stop event every KICK_STOP_POLL_SECONDS
+    assert 1.0 <= clock.monotonic() <= 1.0 + QoSManager.KICK_STOP_POLL_SECONDS
 
 
 def test_runner_rounds_drive_the_strategy(tmp_path: Path) -> None:
-    """End to end: the runner's round listener is ``kick``; each round is followed by one tick."""
-    strategy = _Counting(0.4)
-    manager = _manager(tmp_path, strategy)
-    runner = _runner(tmp_path, _Collector("a", 0.4))
+    """End to end: the runner's round listener is ``kick``; once aligned, each round is followed at once
+    by one tick, with no timer ticks in between."""
+    clock = FakeClock()
+    strategy = _Counting(0.5)
+    manager = _manager(tmp_path, strategy, clock)
+    runner = _runner(tmp_path, _Collector("a", 0.5))
+    rounds: list[float] = []
+    runner.add_round_listener(lambda _names: rounds.append(clock.monotonic()))
     runner.add_round_listener(manager.kick)
+    for k in range(8):  # collector rounds out of phase with the strategy's timer
+        t = 0.125 + 0.5 * k
+        clock.at(t, functools.partial(runner.tick, now=t))
+    _run(manager, clock, stop_at=4.0)
+    assert rounds == [0.125 + 0.5 * k for k in range(8)]
+    # 0: start; 0.5: plain timer (the first kick arrives mid-wait); 0.75: the latched kick of round 0.625,
+    # at period − slack; from round 1.125 on, one tick per round
+    assert strategy.times == [0.0, 0.5, 0.75, *rounds[2:]]
+
+
+def test_start_runs_one_thread_per_strategy_on_the_system_clock(tmp_path: Path) -> None:
+    strategy = _Counting(10.0)
+    manager = _manager(tmp_path, strategy, SystemClock())
     stop = threading.Event()
-    runner.start()
-    assert runner.wait_started(2.0)
-    time.sleep(0.1)  # a strategy timer out of phase with the collector
-    manager.start(stop)
-    time.sleep(1.8)
-    rounds = runner.rounds["a"]
-    runner.stop()
-    stop.set()
-    assert len(strategy.times) <= rounds + 1  # no extra timer ticks on top of the rounds
-    assert len(strategy.times) >= rounds - 2
+    (thread,) = manager.start(stop)
+    assert thread.name == "qos-counting"
+    assert strategy.ticked.wait(5.0)
+    stop.set()  # the loop waits on the stop event for its 10 s period: it returns at once
+    thread.join(5.0)
+    assert not thread.is_alive()
+    assert len(strategy.times) == 1

@@ -215,5 +215,5 @@ def test_helpers() -> None:
     assert not eviction_allowed({"metadata": {"annotations": {"koordinator.sh/eviction-policy": "{"}}}, "X")
     assert eviction_allowed({"metadata": {"annotations": {"koordinator.sh/eviction-policy": '["X"]'}}}, "X")
     assert not eviction_allowed({"metadata": {"annotations": {"koordinator.sh/eviction-policy": "[]"}}}, "X")
-    assert me.MemoryEvictStrategy().gates == ("BEMemoryEvict", "MemoryAllocatableEvict", "MemoryEvict")
+    assert me.GATES == ("BEMemoryEvict", "MemoryAllocatableEvict", "MemoryEvict")
     assert me.MemoryEvictStrategy().name == "memoryEvict"

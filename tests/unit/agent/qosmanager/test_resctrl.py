@@ -1,5 +1,6 @@
-"""ResctrlReconcile (SPEC §7.6): hand-computed CAT masks / MBA values, the pure decide on a fake view, and
-the runner writing schemata and tasks through the executor on a fake resctrl tree (cgroup v1 and v2)."""
+"""ResctrlReconcile (docs/rules/koordlet.md, Resctrl): hand-computed CAT masks / MBA values, the pure decide
+on a fake view, and the runner writing schemata and tasks through the executor on a fake resctrl tree
+(cgroup v1 and v2)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Any
 import pytest
 
 from agent.podmeta import PodMeta, pod_meta
-from agent.qosmanager.framework import Snapshot
-from agent.qosmanager.resctrl import (
+from agent.qosmanager.framework import Decision, Snapshot
+from agent.qosmanager.resctrlqos import (
     ResctrlConfig,
     ResctrlConfigSource,
     ResctrlInfo,
@@ -30,6 +31,7 @@ from agent.system.podcgroup import CgroupDriver
 from apis.nodeslo import NodeSLOSpec
 from apis.nodeslo_defaults import merge_node_slo_spec
 from tests.fixtures.hosttree import HostTree
+from tests.unit.agent.qosmanager.fakeclock import FakeClock
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 ROOT = Path("/sys/fs/resctrl")
@@ -139,7 +141,8 @@ def test_decide_schemata_and_tasks() -> None:
     })  # fmt: skip
     info = ResctrlInfo(ROOT, "7ff", (0, 1), "GenuineIntel", {"BE": frozenset({10})})
     d = decide(_snapshot([be, ls, skip, done], _slo(), view), ResctrlConfig(info))
-    got = [(str(w.path), w.text, w.cacheable) for w in d.file_writes]
+    assert [(str(m.path), m.mode) for m in d.mkdirs] == [(f"{ROOT}/{g}", 0o755) for g in ("LSR", "LS", "BE")]
+    got = [(str(w.path), w.text, w.cacheable) for w in d.resctrl_writes]
     # LSR/LS: the None values 0/100/100 (disabled classes are still written); BE: 0–30 % → f, MBA 55 → 60.
     assert got == [
         ("/sys/fs/resctrl/LSR/schemata", "L3:0=7ff;1=7ff;\n", True),
@@ -152,14 +155,13 @@ def test_decide_schemata_and_tasks() -> None:
         ("/sys/fs/resctrl/BE/tasks", "20", False),
         ("/sys/fs/resctrl/BE/tasks", "30", False),
     ]
-    assert all(w.make_dir for w in d.file_writes[:6])
-    assert d.file_writes[-1].pod is be
+    assert d.resctrl_writes[-1].pod is be
 
 
 def test_decide_skips_without_resctrl_or_slo() -> None:
     info = ResctrlInfo(ROOT, "7ff", (0,), "GenuineIntel")
-    assert decide(_snapshot([], _slo(), FakeView({})), ResctrlConfig(None)).file_writes == ()
-    assert decide(_snapshot([], None, FakeView({})), ResctrlConfig(info)).file_writes == ()
+    assert decide(_snapshot([], _slo(), FakeView({})), ResctrlConfig(None)) == Decision()
+    assert decide(_snapshot([], None, FakeView({})), ResctrlConfig(info)) == Decision()
 
 
 def test_read_info_not_mounted(tmp_path: Path) -> None:
@@ -181,7 +183,7 @@ def test_runner_writes_resctrl_files(tmp_path: Path, version: CgroupVersion) -> 
 
     executor = ResourceExecutor(host.paths, version, "n1")
     entry = StrategyEntry(ResctrlReconcileStrategy(), ResctrlConfigSource(root, host.paths.proc))
-    manager = QoSManager([entry], snapshot, executor, None, clock=lambda: NOW)
+    manager = QoSManager([entry], snapshot, executor, None, clock=FakeClock(NOW))
     manager.tick(entry)
     by_path = {(r.path, r.new): r.status for r in entry.last_results}
     assert by_path[(str(root / "BE" / "schemata"), "L3:0=f;1=f;\n")] is WriteStatus.WRITTEN

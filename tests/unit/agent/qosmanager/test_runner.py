@@ -26,6 +26,7 @@ from agent.system.podcgroup import CgroupDriver, KubeQOS, qos_cgroup_dir
 from apis.nodeslo import NodeSLOSpec
 from apis.nodeslo_defaults import merge_node_slo_spec
 from tests.fixtures.hosttree import HostTree
+from tests.unit.agent.qosmanager.fakeclock import FakeClock
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -82,11 +83,11 @@ def test_suppress_shrinks_the_be_cpuset(tmp_path: Path, version: CgroupVersion, 
         )
         manager = QoSManager(
             [StrategyEntry(CPUSuppressStrategy(), CPUSuppressConfig)], snapshot, executor, None,
-            on_gauges=metrics.on_qos_gauges, clock=lambda: NOW,
+            on_gauges=metrics.on_qos_gauges, clock=FakeClock(NOW),
         )  # fmt: skip
         decision = manager.tick(manager.entries[0])
     # allowance = 4000 × 65 % − 2500 (LS) − 200 (system: 3.0 − 2.8) = −100 milli → the floor of 2 CPUs.
-    assert decision.writes
+    assert decision.cgroup_writes
     if version is CgroupVersion.V1:
         got = read_cgroup(host.paths.cgroup_root, version, CPUSET_CPUS, be_dir)
     else:  # the fake tree has no kernel to propagate cpuset.cpus into cpuset.cpus.effective

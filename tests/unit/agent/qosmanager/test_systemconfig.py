@@ -1,6 +1,6 @@
-"""SystemConfig (SPEC §7.8, §3.4): min_free_kbytes arithmetic and range, watermark range, flags written only
-when the file exists, sched_features toggles, skips; and through the runner + executor on a fake /proc and
-/sys (allowed only under the strategy's own directories)."""
+"""SystemConfig (docs/configuration.md#system-config): min_free_kbytes arithmetic and range, watermark range,
+flags written only when the file exists, sched_features toggles, skips; and through the runner + executor
+on a fake /proc and /sys (allowed only under the strategy's own directories)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_min_free_kbytes_arithmetic() -> None:
 def test_values_and_ranges() -> None:
     d = decide(_snapshot({"minFreeKbytesFactor": 100, "watermarkScaleFactor": 150, "memcgReapBackGround": 1,
                           "schedIdleSaverWmark": 7}), _all())  # fmt: skip
-    got = {str(w.path): w.text for w in d.file_writes}
+    got = {str(w.path): w.text for w in d.sysctl_writes}
     assert got == {
         "/p/sys/vm/min_free_kbytes": "671088",
         "/p/sys/vm/watermark_scale_factor": "150",
@@ -68,14 +68,16 @@ def test_values_and_ranges() -> None:
     }
     # 2 Gi × 100 → 20971 kB: in range; 1 Gi × 10 → 1048 kB: below 10240, not written; watermark 5 < 10.
     small = decide(_snapshot({"minFreeKbytesFactor": 10, "watermarkScaleFactor": 5}, memory="1Gi"), _all())
-    assert small.file_writes == ()
+    assert small.sysctl_writes == ()
 
 
 def test_missing_files_and_skips() -> None:
     none = SystemConfigInput(Path("/p"), Path("/s"))
-    assert decide(_snapshot({"memcgReapBackGround": 1, "watermarkScaleFactor": 100}), none).file_writes == ()
-    assert decide(_snapshot(None), _all()).file_writes == ()  # default strategy: nothing set
-    assert decide(_snapshot({"watermarkScaleFactor": 100}, memory="0"), _all()).file_writes == ()
+    assert (
+        decide(_snapshot({"memcgReapBackGround": 1, "watermarkScaleFactor": 100}), none).sysctl_writes == ()
+    )
+    assert decide(_snapshot(None), _all()).sysctl_writes == ()  # default strategy: nothing set
+    assert decide(_snapshot({"watermarkScaleFactor": 100}, memory="0"), _all()).sysctl_writes == ()
 
 
 def test_sched_features_toggle_only_changes() -> None:
@@ -86,7 +88,7 @@ def test_sched_features_toggle_only_changes() -> None:
     features = {"GENTLE_FAIR_SLEEPERS": True, "HRTICK": False}
     wanted = {"GENTLE_FAIR_SLEEPERS": False, "HRTICK": False, "UNKNOWN": True}
     d = decide(_snapshot({"schedFeatures": wanted}), _all(features=features))
-    assert [w.text for w in d.file_writes] == ["NO_GENTLE_FAIR_SLEEPERS"]
+    assert [w.text for w in d.sysctl_writes] == ["NO_GENTLE_FAIR_SLEEPERS"]
 
 
 def test_runner_writes_the_knobs_under_allowed_roots(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """ResourceExecutor on a fake host tree (cgroup v1 and v2): allow-list, read-before-write, cache, audit,
-dry run, vanished cgroups, v2 formatting, leveled updates and drift."""
+dry run, vanished cgroups, v2 formatting, leveled updates, drift, raw file writes, directories and the
+order of ``execute``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import os
 from typing import Any
 
 from agent.podmeta import PodMeta
-from agent.qosmanager.framework import CgroupWrite
 from agent.resourceexecutor import WriteStatus
+from agent.resourceexecutor.actions import CgroupWrite, FileWrite, HostActions, MakeDir
 from agent.system import cgroup as cg
 from agent.system.podcgroup import KubeQOS
 from tests.unit.agent.resourceexecutor.conftest import Env
@@ -237,8 +238,77 @@ def test_write_file_under_resctrl_root(env: Env, tmp_path: Any) -> None:
     schemata = root / "BE" / "schemata"
     schemata.write_text("L3:0=fff\n")
     ex = env.executor()
-    assert ex.write_file("ResctrlReconcile", schemata, "L3:0=f").status is WriteStatus.WRITTEN
+    assert ex.write_file(FileWrite("ResctrlReconcile", schemata, "L3:0=f")).status is WriteStatus.WRITTEN
     assert schemata.read_text() == "L3:0=f"
     outside = tmp_path / "x"
     outside.write_text("1")
-    assert ex.write_file("ResctrlReconcile", outside, "2").status is WriteStatus.REFUSED
+    assert ex.write_file(FileWrite("ResctrlReconcile", outside, "2")).status is WriteStatus.REFUSED
+    assert outside.read_text() == "1"
+
+
+def test_make_dir_under_an_allowed_root_is_audited(env: Env, tmp_path: Any) -> None:
+    root = env.host.write_resctrl({"BE": {"0": (1, 2, 3)}})
+    ex = env.executor()
+    made = ex.make_dir(MakeDir("ResctrlReconcile", root / "LS"))
+    assert made.status is WriteStatus.WRITTEN and (root / "LS").is_dir()
+    assert (root / "LS").stat().st_mode & 0o777 == 0o755 & ~_umask()
+    [line] = env.audit_lines()
+    assert (line["file"], line["old"], line["new"], line["dry_run"]) == (
+        str(root / "LS"),
+        None,
+        "mkdir 0755",
+        False,
+    )
+    assert ex.make_dir(MakeDir("ResctrlReconcile", root / "LS")).status is WriteStatus.UNCHANGED
+    assert len(env.audit_lines()) == 1
+    for bad in (tmp_path / "elsewhere", root / ".." / "escape", root / "LS" / ".."):
+        assert ex.make_dir(MakeDir("ResctrlReconcile", bad)).status is WriteStatus.REFUSED
+        assert not (tmp_path / "elsewhere").exists() and not (root.parent / "escape").exists()
+
+
+def test_make_dir_dry_run_audits_and_creates_nothing(env: Env) -> None:
+    root = env.host.write_resctrl({"BE": {"0": (1, 2, 3)}})
+    res = env.executor(dry_run=True).make_dir(MakeDir("ResctrlReconcile", root / "LSR"))
+    assert res.status is WriteStatus.DRY_RUN and not (root / "LSR").exists()
+    [line] = env.audit_lines()
+    assert line["dry_run"] is True and line["new"] == "mkdir 0755"
+
+
+def test_execute_creates_directories_before_writing_into_them(env: Env) -> None:
+    root = env.host.write_resctrl({"BE": {"0": (1, 2, 3)}})
+    parent = "kubepods/besteffort/"
+    env.put(cg.CPU_SHARES, "2\n")
+    env.put(cg.CPU_QUOTA, _quota_text(env, 100000), parent)
+    group = root / "LS"
+    actions = HostActions(
+        mkdirs=(MakeDir("ResctrlReconcile", group),),
+        leveled_writes=((_w(env, cg.CPU_QUOTA, 50000, cgroup_dir=parent),),),
+        cgroup_writes=(_w(env, cg.CPU_SHARES, 1024),),
+        resctrl_writes=(FileWrite("ResctrlReconcile", group / "tasks", "42"),),
+    )
+    assert actions.has_host_actions() and not HostActions().has_host_actions()
+    # the fake tree has no kernel to create a group's files: the test does it when the dir appears
+    ex = env.executor()
+    real_make_dir = ex.make_dir
+
+    def make_dir_with_files(action: MakeDir) -> Any:
+        res = real_make_dir(action)
+        (action.path / "tasks").write_text("")
+        return res
+
+    ex.make_dir = make_dir_with_files  # type: ignore[method-assign]
+    results = ex.execute(actions)
+    assert [r.path.rsplit("/", 1)[-1] for r in results] == [
+        "LS",
+        "cpu.max" if env.v2 else "cpu.cfs_quota_us",
+        "cpu.weight" if env.v2 else "cpu.shares",
+        "tasks",
+    ]
+    assert all(r.status is WriteStatus.WRITTEN for r in results)
+    assert (group / "tasks").read_text() == "42"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.qosmanager.framework import CgroupWrite
 from agent.resourceexecutor import ResourceExecutor, WriteStatus
+from agent.resourceexecutor.actions import CgroupWrite
 from agent.system import cgroup as cg
 from agent.system.cgroup import CgroupVersion, HostPaths
 

@@ -1,16 +1,18 @@
-"""Resctrl / RDT reconcile (docs/rules/koordlet.md, gate ``RdtResctrl``): each tick, for the control
-groups LSR/LS/BE, the L3 CAT ``schemata`` line from the class's ``resctrlQOS`` cat range over the root
-cache bit mask and the MBA line from its ``mbaPercent`` (Intel: round up to a multiple of 10; AMD:
-160 Gbps scale, 100 → 2048), then the thread ids of the containers of pods whose class enables resctrl,
-appended to the group's ``tasks``.
+"""The RDT QoS strategy, ResctrlReconcile (docs/rules/koordlet.md#resctrl-gate-rdtresctrl-every-1-s): L3
+cache (CAT) and memory bandwidth (MBA) isolation of the QoS classes. Each tick, for the control groups
+LSR/LS/BE, the L3 CAT ``schemata`` line from the class's ``resctrlQOS`` cat range over the root cache bit
+mask and the MBA line from its ``mbaPercent`` (Intel: round up to a multiple of 10; AMD: 160 Gbps scale,
+100 → 2048), then the thread ids of the containers of pods whose class enables resctrl, appended to the
+group's ``tasks``.
 
 ``decide`` is pure: the resctrl host facts (mounted root, ``cbm_mask``, cache ids, CPU vendor, current group
 ``tasks``) come in the config as a ``ResctrlInfo`` (None = not mounted → no actions), container thread ids
-from ``snapshot.cgroups``. Resctrl files are not cgroup files, so the actions are ``ResctrlWrite`` values
-carried by a ``ResctrlDecision`` (``file_writes``); the runner hands them to ``executor.write_file``.
-``read_resctrl_info`` is the (effectful) reader the daemon uses to build the config.
+from ``snapshot.cgroups``. Resctrl files are not cgroup files: the decision carries ``mkdirs`` (a missing
+group dir) and ``resctrl_writes`` (``FileWrite``). ``ResctrlConfigSource`` (effectful, through
+``read_resctrl_info``) builds the config each tick.
 
-Imports: standard library, apis.*, agent.{podmeta,system.*}, agent.qosmanager.framework.
+Imports: standard library, apis.*, agent.{podmeta,system.*,resourceexecutor.actions},
+agent.qosmanager.framework.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Final
 
 from agent.podmeta import PodMeta
 from agent.qosmanager.framework import Decision, Snapshot
+from agent.resourceexecutor.actions import FileWrite, MakeDir
 from agent.system.cgroup import TASKS
 from agent.system.resctrl import RESCTRL_GROUPS, is_resctrl_mounted
 from apis.nodeslo import ResctrlQOSCfg, ResourceQOS, ResourceQOSStrategy
@@ -32,10 +35,8 @@ from apis.qos import QoSClass, qos_class_with_default
 __all__ = [
     "ResctrlConfig",
     "ResctrlConfigSource",
-    "ResctrlDecision",
     "ResctrlInfo",
     "ResctrlReconcileStrategy",
-    "ResctrlWrite",
     "decide",
     "l3_mask",
     "l3_schemata",
@@ -45,7 +46,6 @@ __all__ = [
 ]
 
 NAME: Final = "ResctrlReconcile"
-GATE: Final = "RdtResctrl"
 ANNOTATION_POD_RESCTRL: Final = "node.koordinator.sh/resctrl"
 VENDOR_AMD: Final = "AuthenticAMD"
 AMD_MBA_UNLIMITED: Final = 2048
@@ -71,25 +71,6 @@ class ResctrlInfo:
 class ResctrlConfig:
     info: ResctrlInfo | None = None
     """None: resctrl not mounted (or unreadable) → the strategy does nothing."""
-
-
-@dataclass(frozen=True)
-class ResctrlWrite:
-    """A raw write of ``text`` to ``path`` (a resctrl ``schemata`` or ``tasks`` file) through
-    ``executor.write_file``; ``make_dir``: create the parent (group) dir, mode 0755, when missing."""
-
-    strategy: str
-    path: Path
-    text: str
-    cacheable: bool = False
-    pod: PodMeta | None = None
-    container_id: str | None = None
-    make_dir: bool = False
-
-
-@dataclass(frozen=True)
-class ResctrlDecision(Decision[None]):
-    file_writes: tuple[ResctrlWrite, ...] = ()
 
 
 # --- pure building blocks ---------------------------------------------------------------------------
@@ -164,9 +145,9 @@ _POD_GROUP: Final[Mapping[QoSClass, str]] = {
 }
 
 
-def schemata_writes(strategy: ResourceQOSStrategy, info: ResctrlInfo) -> list[ResctrlWrite]:
+def schemata_writes(strategy: ResourceQOSStrategy, info: ResctrlInfo) -> list[FileWrite]:
     """The L3 then MB line of every group LSR/LS/BE (whether or not the class enables resctrl)."""
-    out: list[ResctrlWrite] = []
+    out: list[FileWrite] = []
     for group in RESCTRL_GROUPS:
         cfg = _resctrl_cfg(strategy, _GROUP_QOS[group])
         if cfg is None:
@@ -176,11 +157,11 @@ def schemata_writes(strategy: ResourceQOSStrategy, info: ResctrlInfo) -> list[Re
         if start is not None and end is not None and info.cache_ids:
             mask = l3_mask(info.cbm_mask, start, end)
             if mask is not None:
-                out.append(ResctrlWrite(NAME, path, l3_schemata(info.cache_ids, mask), True, make_dir=True))
+                out.append(FileWrite(NAME, path, l3_schemata(info.cache_ids, mask), True))
         if cfg.mba_percent is not None and info.cache_ids:
             mba = mba_value(cfg.mba_percent, info.vendor)
             if mba is not None:
-                out.append(ResctrlWrite(NAME, path, mb_schemata(info.cache_ids, mba), True, make_dir=True))
+                out.append(FileWrite(NAME, path, mb_schemata(info.cache_ids, mba), True))
     return out
 
 
@@ -198,9 +179,9 @@ def pod_group(pod: PodMeta, strategy: ResourceQOSStrategy) -> str | None:
     return _POD_GROUP.get(qos)
 
 
-def task_writes(snapshot: Snapshot, strategy: ResourceQOSStrategy, info: ResctrlInfo) -> list[ResctrlWrite]:
+def task_writes(snapshot: Snapshot, strategy: ResourceQOSStrategy, info: ResctrlInfo) -> list[FileWrite]:
     """Per group, the container thread ids not yet in its ``tasks``, ascending, one uncached write each."""
-    out: list[ResctrlWrite] = []
+    out: list[FileWrite] = []
     for group in RESCTRL_GROUPS:
         present = info.group_tasks.get(group, frozenset())
         owners: dict[int, tuple[PodMeta, str]] = {}
@@ -217,18 +198,23 @@ def task_writes(snapshot: Snapshot, strategy: ResourceQOSStrategy, info: Resctrl
         path = info.root / group / "tasks"
         for tid in sorted(owners):
             pod, cid = owners[tid]
-            out.append(ResctrlWrite(NAME, path, str(tid), False, pod, cid))
+            out.append(FileWrite(NAME, path, str(tid), False, pod, cid))
     return out
 
 
-def decide(snapshot: Snapshot, config: ResctrlConfig) -> ResctrlDecision:
+def decide(snapshot: Snapshot, config: ResctrlConfig) -> Decision[None]:
+    """The group dirs the schemata lines need (created when missing), then the schemata and tasks writes."""
     slo = snapshot.node_slo
     strategy = slo.resource_qos_strategy if slo is not None else None
     info = config.info
     if strategy is None or info is None:
-        return ResctrlDecision()
-    writes = schemata_writes(strategy, info) + task_writes(snapshot, strategy, info)
-    return ResctrlDecision(file_writes=tuple(writes))
+        return Decision()
+    schemata = schemata_writes(strategy, info)
+    groups = dict.fromkeys(w.path.parent for w in schemata)
+    return Decision(
+        mkdirs=tuple(MakeDir(NAME, group) for group in groups),
+        resctrl_writes=(*schemata, *task_writes(snapshot, strategy, info)),
+    )
 
 
 # --- the effectful reader (daemon side) ----------------------------------------------------------------
@@ -285,13 +271,12 @@ def read_resctrl_info(root: Path, proc: Path, static: ResctrlInfo | None = None)
 
 
 class ResctrlReconcileStrategy:
-    """The registered strategy (gate ``RdtResctrl``, 1 s)."""
+    """The strategy (registered with gate ``RdtResctrl``), every 1 s."""
 
     name: str = NAME
-    gate: str = GATE
     interval_seconds: float = 1.0
 
-    def decide(self, snapshot: Snapshot, config: ResctrlConfig, state: None) -> ResctrlDecision:
+    def decide(self, snapshot: Snapshot, config: ResctrlConfig, state: None) -> Decision[None]:
         return decide(snapshot, config)
 
 
