@@ -13,17 +13,16 @@ a value not a label value, In/NotIn without values, Exists/DoesNotExist with val
 exactly one integer) makes its whole term match nothing. ``matchFields`` support In/NotIn with exactly
 one value over the node's fields, which are only ``metadata.name`` (any other field reads as "").
 
-All-nodes form: per label key a column of value codes aligned to the snapshot rows (built on first use,
-kept per snapshot layout and patched for rows whose generation moved); each distinct requirement is
-turned into a lookup table over the key's distinct values and gathered over all rows.
+Vectorised: per label key a snapshot view of value codes aligned to the rows (made on first use,
+kept up to date by the snapshot); each distinct requirement becomes a lookup table over the key's
+distinct values, gathered over all rows.
 Imports: numpy, scheduler.framework.
 """
 
 from __future__ import annotations
 
 import re
-import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -33,7 +32,7 @@ import numpy.typing as npt
 from apis.labelselector import is_label_value, is_qualified_name
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, Pod
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 
 NAME: Final = "NodeAffinity"
@@ -81,22 +80,6 @@ class LabelReq:
     op: str
     values: frozenset[str] = frozenset()
     bound: int = 0
-
-    def holds(self, present: bool, value: str) -> bool:
-        """Whether a node whose label ``key`` is ``value`` (or absent) satisfies the requirement."""
-        op = self.op
-        if op == IN:
-            return present and value in self.values
-        if op == NOT_IN:
-            return not present or value not in self.values
-        if op == EXISTS:
-            return present
-        if op == DOES_NOT_EXIST:
-            return not present
-        v = parse_int64(value) if present else None
-        if v is None:
-            return False
-        return v > self.bound if op == GT else v < self.bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,46 +171,39 @@ def compile_pod(pod: Pod) -> RequiredAffinity:
     return RequiredAffinity(selector, terms)
 
 
-def node_matches(req: RequiredAffinity, labels: Mapping[str, str], name: str) -> bool:
-    """The per-node rule (reference form)."""
-    if not all(r.holds(r.key in labels, labels.get(r.key, "")) for r in req.selector):
-        return False
-    if req.terms is None:
-        return True
-    fields = {FIELD_NODE_NAME: name}
-    for term in req.terms:
-        if term.labels is not None and not all(
-            r.holds(r.key in labels, labels.get(r.key, "")) for r in term.labels
-        ):
-            continue
-        if term.fields is not None and not all(
-            (fields.get(f.key, "") == f.value) == f.equal for f in term.fields
-        ):
-            continue
-        return True
-    return False
+class LabelColumn:
+    """Label ``key`` over all rows (a snapshot view): ``codes[i]`` indexes ``values`` (-1: row i lacks
+    the key). Values no row carries any more stay until a rebuild (they only widen the tables)."""
 
-
-class _Column:
-    """One label key over all rows: ``codes[i]`` indexes ``values`` (-1: row lacks the key)."""
-
-    __slots__ = ("codes", "index", "values")
-
-    def __init__(self, n: int) -> None:
-        self.codes: npt.NDArray[np.int32] = np.full(n, -1, np.int32)
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.codes: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self.values: list[str] = []
         self.index: dict[str, int] = {}
 
-    def code(self, value: str | None) -> int:
-        if value is None:
+    def _code(self, info: NodeInfo) -> int:
+        labels = node_labels(info.node)
+        if self.key not in labels:
             return -1
+        value = labels[self.key]
         c = self.index.get(value)
         if c is None:
             c = self.index[value] = len(self.values)
             self.values.append(value)
         return c
 
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self.values, self.index = [], {}
+        self.codes = np.fromiter((self._code(info) for info in snapshot.infos), np.int32, snapshot.n)
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        for i in rows:
+            self.codes[i] = self._code(snapshot.infos[i])
+        if len(self.values) > 2 * snapshot.n + 64:  # values no row carries any more piled up: drop them
+            self.rebuild(snapshot)
+
     def mask(self, req: LabelReq) -> BoolArray:
+        """The rows whose label satisfies ``req``."""
         if req.op == EXISTS:
             return self.codes >= 0
         if req.op == DOES_NOT_EXIST:
@@ -240,7 +216,9 @@ class _Column:
                 if c is not None:
                     table[c] = True
             return table[self.codes] if req.op == IN else ~table[self.codes]
-        table[:-1] = np.fromiter((req.holds(True, v) for v in self.values), np.bool_, len(self.values))
+        for c, v in enumerate(self.values):  # Gt/Lt: the label must parse as an int64; absent fails
+            x = parse_int64(v)
+            table[c] = x is not None and (x > req.bound if req.op == GT else x < req.bound)
         return table[self.codes]
 
 
@@ -249,11 +227,6 @@ class NodeAffinity:
 
     def __init__(self) -> None:
         self._status = Status.unresolvable(ERR_REASON_POD, plugin=NAME)
-        self._snap: weakref.ref[Snapshot] | None = None
-        self._layout = -1
-        self._gen: npt.NDArray[np.int64] = np.zeros(0, np.int64)
-        self._labels: list[dict[str, str]] = []
-        self._cols: dict[str, _Column] = {}
 
     @property
     def name(self) -> str:
@@ -270,24 +243,18 @@ class NodeAffinity:
             state.write(STATE_KEY, req)
         return req
 
-    def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
-        req = self._required(state, pod)
-        if req.is_empty() or node_matches(req, node_labels(snapshot.infos[i].node), snapshot.names[i]):
-            return Status.success()
-        return self._status
-
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         req = self._required(state, pod)
         n = snapshot.n
         if req.is_empty():
             return FilterResult.all_pass(n)
-        self._sync(snapshot)
         masks: dict[LabelReq, BoolArray] = {}
 
         def label_mask(r: LabelReq) -> BoolArray:
             m = masks.get(r)
             if m is None:
-                m = masks[r] = self._column(r.key, snapshot).mask(r)
+                column = snapshot.view((NAME, "label", r.key), lambda: LabelColumn(r.key))
+                m = masks[r] = column.mask(r)
             return m
 
         ok = np.ones(n, np.bool_)
@@ -315,29 +282,3 @@ class NodeAffinity:
         else:  # no such field on a node: it reads as ""
             eq = np.full(snapshot.n, f.value == "", np.bool_)
         return eq if f.equal else ~eq
-
-    def _column(self, key: str, snapshot: Snapshot) -> _Column:
-        col = self._cols.get(key)
-        if col is None:
-            col = self._cols[key] = _Column(snapshot.n)
-            col.codes[:] = [col.code(labels.get(key)) for labels in self._labels]
-        return col
-
-    def _sync(self, snapshot: Snapshot) -> None:
-        """Align the label cache with the snapshot rows: all of it on a new snapshot or layout, else the
-        rows whose generation moved (and whose labels changed)."""
-        same = self._snap is not None and self._snap() is snapshot and self._layout == snapshot.layout
-        if not same or len(self._gen) != snapshot.n:
-            self._snap = weakref.ref(snapshot)
-            self._layout = snapshot.layout
-            self._gen = snapshot.generation.copy()
-            self._labels = [node_labels(info.node) for info in snapshot.infos]
-            self._cols = {}
-            return
-        for i in np.flatnonzero(self._gen != snapshot.generation).tolist():
-            self._gen[i] = snapshot.generation[i]
-            labels = node_labels(snapshot.infos[i].node)
-            if labels != self._labels[i]:
-                self._labels[i] = labels
-                for key, col in self._cols.items():
-                    col.codes[i] = col.code(labels.get(key))

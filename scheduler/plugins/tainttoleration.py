@@ -9,12 +9,11 @@ taint's, a non-empty key must equal the taint's; operator ``Exists`` then matche
 (or empty) needs equal values, other operators match nothing. So ``{operator: Exists}`` without key
 tolerates every taint.
 
-All-nodes form: each row's list of NoSchedule/NoExecute taints is interned as a "signature" (rows
-share signatures, and there are few distinct ones); a pod is checked once per distinct signature and
-the verdicts are spread over the rows with one numpy gather. When every signature is empty (no row
-has such a taint), every row passes without that work. A row is re-read when the snapshot layout
-or its generation changes (found by the shared ``resourcemath.RowWatch``).
-Imports: numpy, scheduler.framework, scheduler.plugins.resourcemath (RowWatch).
+Vectorised: each row's list of NoSchedule/NoExecute taints is interned as a "signature" (rows share
+signatures, and there are few distinct ones) in a snapshot view; a pod is checked once per distinct
+signature and the verdicts are spread over the rows with one numpy gather. When every signature is
+empty (no row has such a taint), every row passes without that work.
+Imports: numpy, scheduler.framework.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
-from scheduler.plugins.resourcemath import RowWatch, watch
 
 NAME: Final = "TaintToleration"
 FILTERED_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute"})
@@ -91,35 +89,50 @@ def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Mapping[str
     return None
 
 
-class TaintToleration:
-    """Filter plugin; see the module docstring."""
+class Signatures:
+    """Row-aligned signature ids (a snapshot view): ``ids[i]`` indexes ``sigs``, the interned taint lists."""
 
     def __init__(self) -> None:
-        self._watch: RowWatch | None = None  # the snapshot's, when the signatures were synced
-        self._epoch = 0  # the RowWatch epoch the signatures were synced at
-        self._sig_of_row: npt.NDArray[np.int32] = np.zeros(0, np.int32)
-        self._sigs: list[Signature] = []
-        self._sig_index: dict[Signature, int] = {}
+        self.ids: npt.NDArray[np.int32] = np.zeros(0, np.int32)
+        self.sigs: list[Signature] = []
+        self.index: dict[Signature, int] = {}
+
+    def _intern(self, sig: Signature) -> int:
+        s = self.index.get(sig)
+        if s is None:
+            s = self.index[sig] = len(self.sigs)
+            self.sigs.append(sig)
+        return s
+
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self.sigs, self.index = [], {}
+        self.ids = np.fromiter(
+            (self._intern(node_filtered_taints(info.node)) for info in snapshot.infos), np.int32, snapshot.n
+        )
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        for i in rows:
+            self.ids[i] = self._intern(node_filtered_taints(snapshot.infos[i].node))
+        if len(self.sigs) > 64 + snapshot.n // 8:  # signatures no row uses any more piled up: drop them
+            self.rebuild(snapshot)
+
+
+class TaintToleration:
+    """Filter plugin; see the module docstring."""
 
     @property
     def name(self) -> str:
         return NAME
 
-    def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
-        taint = first_untolerated(node_filtered_taints(snapshot.infos[i].node), pod_tolerations(pod))
-        if taint is None:
-            return Status.success()
-        return Status.unresolvable(reason(taint), plugin=NAME)
-
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
-        sig_of_row = self._signatures(snapshot)
-        if not any(self._sigs):  # no row has a NoSchedule/NoExecute taint
+        view = snapshot.view((NAME, "signatures"), Signatures)
+        if not any(view.sigs):  # no row has a NoSchedule/NoExecute taint
             return FilterResult.all_pass(snapshot.n)
         tolerations = pod_tolerations(pod)
         statuses: list[Status] = []
         status_of_taint: dict[Taint, int] = {}
-        verdict = np.full(len(self._sigs), -1, np.int32)  # per signature: status index or -1
-        for s, sig in enumerate(self._sigs):
+        verdict = np.full(len(view.sigs), -1, np.int32)  # per signature: status index or -1
+        for s, sig in enumerate(view.sigs):
             taint = first_untolerated(sig, tolerations)
             if taint is not None:
                 k = status_of_taint.get(taint)
@@ -129,30 +142,4 @@ class TaintToleration:
                 verdict[s] = k
         if not statuses:
             return FilterResult.all_pass(snapshot.n)
-        return FilterResult(verdict[sig_of_row], tuple(statuses))
-
-    def _intern(self, sig: Signature) -> int:
-        s = self._sig_index.get(sig)
-        if s is None:
-            s = self._sig_index[sig] = len(self._sigs)
-            self._sigs.append(sig)
-        return s
-
-    def _signatures(self, snapshot: Snapshot) -> npt.NDArray[np.int32]:
-        """The signature id of every row, re-reading only rows whose generation moved."""
-        w = watch(snapshot, self._watch)
-        # Signatures no row uses any more are dropped on a full rebuild; force one when they pile up.
-        same = w is self._watch and len(self._sigs) <= 2 * snapshot.n + 64
-        rows = w.since(self._epoch) if same else None
-        self._watch, self._epoch = w, w.epoch
-        if rows is None:
-            self._sigs, self._sig_index = [], {}
-            self._sig_of_row = np.fromiter(
-                (self._intern(node_filtered_taints(info.node)) for info in snapshot.infos),
-                np.int32,
-                snapshot.n,
-            )
-            return self._sig_of_row
-        for i in rows:
-            self._sig_of_row[i] = self._intern(node_filtered_taints(snapshot.infos[i].node))
-        return self._sig_of_row
+        return FilterResult(verdict[view.ids], tuple(statuses))

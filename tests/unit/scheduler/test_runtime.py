@@ -1,5 +1,6 @@
 """The framework runtime: first rejecting filter per node, FitError text, weights, tie-break,
-single-feasible shortcut, Reserve rollback, and the array path equal to the per-node path."""
+single-feasible shortcut, Reserve rollback; per-node plugins adapted (called only on the rows still
+feasible, same result as vectorised ones); a plugin with both forms is refused."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def node(name: str, cpu: str = "4", labels: dict[str, str] | None = None) -> dic
 POD: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": []}}
 
 
-class NeedsLabel:
+class LabelRule:
     """Rejects nodes without label `key` (UNSCHEDULABLE, reason names the key)."""
 
     def __init__(self, key: str, name: str | None = None) -> None:
@@ -38,22 +39,34 @@ class NeedsLabel:
     def name(self) -> str:
         return self._name
 
-    def _status(self) -> Status:
+    def status(self, snapshot: Snapshot, i: int) -> Status:
+        if self.key in snapshot.infos[i].node["metadata"].get("labels", {}):
+            return Status.success()
         return Status.unschedulable(f"node(s) lack label {self.key}")
 
+
+class NeedsLabel(LabelRule):
+    """The rule as a per-node Filter; records the rows it was called on."""
+
+    def __init__(self, key: str, name: str | None = None) -> None:
+        super().__init__(key, name)
+        self.rows: list[int] = []
+
     def filter(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, i: int) -> Status:
-        labels = snapshot.infos[i].node["metadata"].get("labels", {})
-        return Status.success() if self.key in labels else self._status()
+        self.rows.append(i)
+        return self.status(snapshot, i)
+
+
+class NeedsLabelAll(LabelRule):
+    """The rule as a vectorised Filter."""
 
     def filter_all(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot) -> FilterResult:
-        failed = np.array(
-            [self.key not in i.node["metadata"].get("labels", {}) for i in snapshot.infos], bool
-        )
-        return FilterResult.from_mask(failed, self._status())
+        failed = np.array([not self.status(snapshot, i).is_success() for i in range(snapshot.n)], bool)
+        return FilterResult.from_mask(failed, Status.unschedulable(f"node(s) lack label {self.key}"))
 
 
 class CPUScore:
-    """Scores allocatable cpu in cores, capped at 100."""
+    """Per-node Score: allocatable cpu in cores, capped at 100."""
 
     calls = 0
 
@@ -65,11 +78,25 @@ class CPUScore:
         CPUScore.calls += 1
         return min(100, int(snapshot.allocatable[i, snapshot.col["cpu"]]) // 1000), Status.success()
 
+
+class CPUScoreAll:
+    """The same rule vectorised."""
+
+    @property
+    def name(self) -> str:
+        return "CPUScore"
+
     def score_all(
         self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, feasible: IntArray
     ) -> IntArray:
         CPUScore.calls += 1
-        return np.minimum(100, snapshot.allocatable[feasible, snapshot.col["cpu"]] // 1000)
+        scores: IntArray = np.minimum(100, snapshot.allocatable[feasible, snapshot.col["cpu"]] // 1000)
+        return scores
+
+
+class BothForms(NeedsLabelAll):
+    def filter(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, i: int) -> Status:
+        return Status.success()
 
 
 class Recorder:
@@ -88,18 +115,16 @@ class Recorder:
         self.log.append(f"unreserve {self._name}")
 
 
-def test_first_rejecting_filter_decides_and_the_fit_error_is_kube_text() -> None:
+@pytest.mark.parametrize("kind", [NeedsLabel, NeedsLabelAll])
+def test_first_rejecting_filter_decides_and_the_fit_error_is_kube_text(kind: type[LabelRule]) -> None:
     snap = Snapshot.build([node("a", labels={"x": "1"}), node("b"), node("c", labels={"y": "1"})])
-    fw = Framework([NeedsLabel("x"), NeedsLabel("y")])
-    for reference in (False, True):
-        res = fw.schedule(CycleState(0), POD, snap, reference=reference)
-        assert res.node is None and res.status.code == Code.UNSCHEDULABLE
-        assert res.diagnosis["a"].plugin == "NeedsLabel-y"
-        assert res.diagnosis["b"].plugin == "NeedsLabel-x"
-        assert res.diagnosis["c"].plugin == "NeedsLabel-x"
-        assert (
-            res.status.message() == "0/3 nodes are available: 1 node(s) lack label y, 2 node(s) lack label x."
-        )
+    fw = Framework([kind("x"), kind("y")])
+    res = fw.schedule(CycleState(0), POD, snap)
+    assert res.node is None and res.status.code == Code.UNSCHEDULABLE
+    assert res.diagnosis["a"].plugin == "NeedsLabel-y"
+    assert res.diagnosis["b"].plugin == "NeedsLabel-x"
+    assert res.diagnosis["c"].plugin == "NeedsLabel-x"
+    assert res.status.message() == "0/3 nodes are available: 1 node(s) lack label y, 2 node(s) lack label x."
 
 
 def test_fit_error_sorts_count_reason_strings() -> None:
@@ -109,11 +134,11 @@ def test_fit_error_sorts_count_reason_strings() -> None:
 
 def test_weights_and_first_in_name_order_among_ties() -> None:
     snap = Snapshot.build([node("c", "8"), node("a", "8"), node("b", "2")])
-    fw = Framework([CPUScore()], {"CPUScore": 3})
-    assert fw.schedule(CycleState(0), POD, snap).node == "a"
-    assert fw.schedule(CycleState(0), POD, snap, reference=True).node == "a"
-    total = fw.score_all(CycleState(0), POD, snap, np.arange(3, dtype=np.int64))
-    assert total.tolist() == [24, 6, 24]
+    for plugin in (CPUScore(), CPUScoreAll()):
+        fw = Framework([plugin], {"CPUScore": 3})
+        assert fw.schedule(CycleState(0), POD, snap).node == "a"
+        total = fw.score_all(CycleState(0), POD, snap, np.arange(3, dtype=np.int64))
+        assert total.tolist() == [24, 6, 24]
 
 
 def test_a_single_feasible_node_is_not_scored() -> None:
@@ -121,6 +146,38 @@ def test_a_single_feasible_node_is_not_scored() -> None:
     CPUScore.calls = 0
     res = Framework([NeedsLabel("x"), CPUScore()]).schedule(CycleState(0), POD, snap)
     assert (res.node, res.feasible, CPUScore.calls) == ("a", 1, 0)
+
+
+def test_a_per_node_filter_sees_only_the_rows_still_feasible() -> None:
+    snap = Snapshot.build(
+        [node("a", labels={"x": "1"}), node("b"), node("c", labels={"x": "1", "y": "1"}), node("d")]
+    )
+    first, second = NeedsLabelAll("x"), NeedsLabel("y")
+    res = Framework([first, second]).schedule(CycleState(0), POD, snap)
+    assert second.rows == [0, 2]  # b and d were rejected by the first filter
+    assert res.node == "c"
+    assert res.diagnosis["a"].plugin == "NeedsLabel-y" and res.diagnosis["b"].plugin == "NeedsLabel-x"
+
+
+def test_a_per_node_score_is_called_on_the_feasible_rows_only() -> None:
+    snap = Snapshot.build([node("a", "8", {"x": "1"}), node("b", "16"), node("c", "2", {"x": "1"})])
+    CPUScore.calls = 0
+    res = Framework([NeedsLabel("x"), CPUScore()]).schedule(CycleState(0), POD, snap)
+    assert (res.node, res.feasible, CPUScore.calls) == ("a", 2, 2)
+
+
+def test_a_plugin_with_both_forms_is_refused() -> None:
+    with pytest.raises(ValueError, match="NeedsLabel-x: implements both filter and filter_all"):
+        Framework([BothForms("x")])
+
+    class BothScores(CPUScoreAll):
+        def score(
+            self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, i: int
+        ) -> tuple[int, Status]:
+            return 0, Status.success()
+
+    with pytest.raises(ValueError, match="CPUScore: implements both score and score_all"):
+        Framework([BothScores()])
 
 
 def test_reserve_failure_unreserves_everything_in_reverse() -> None:
@@ -146,15 +203,18 @@ def test_profile_errors_name_the_plugin() -> None:
         st.tuples(st.integers(1, 64), st.sets(st.sampled_from(["x", "y", "z"]))), min_size=1, max_size=12
     )
 )
-def test_array_path_equals_per_node_path(spec: list[tuple[int, set[str]]]) -> None:
+def test_per_node_plugins_schedule_as_vectorised_ones(spec: list[tuple[int, set[str]]]) -> None:
     nodes = [
         node(f"n{k:02d}", str(cpu), {lab: "1" for lab in labels}) for k, (cpu, labels) in enumerate(spec)
     ]
     snap = Snapshot.build(nodes)
-    fw = Framework([NeedsLabel("x"), NeedsLabel("y"), CPUScore()], {"CPUScore": 2})
-    fast = fw.schedule(CycleState(0), POD, snap)
-    ref = fw.schedule(CycleState(0), POD, snap, reference=True)
-    assert (fast.node, fast.status, fast.diagnosis) == (ref.node, ref.status, ref.diagnosis)
+    vectorised = Framework([NeedsLabelAll("x"), NeedsLabelAll("y"), CPUScoreAll()], {"CPUScore": 2})
+    per_node = Framework([NeedsLabel("x"), NeedsLabel("y"), CPUScore()], {"CPUScore": 2})
+    mixed = Framework([NeedsLabel("x"), NeedsLabelAll("y"), CPUScoreAll()], {"CPUScore": 2})
+    want = vectorised.schedule(CycleState(0), POD, snap)
+    for fw in (per_node, mixed):
+        got = fw.schedule(CycleState(0), POD, snap)
+        assert (got.node, got.status, got.diagnosis) == (want.node, want.status, want.diagnosis)
 
 
 def test_snapshot_refresh_with_a_new_resource_keeps_every_changed_row() -> None:

@@ -1,16 +1,19 @@
-"""Shared helpers for the plugin tests: object builders, Hypothesis strategies for nodes and pods, and
-the check that a plugin's all-nodes form equals its per-node form on every row."""
+"""Shared helpers for the plugin tests: object builders, snapshot changes (rows refreshed, rows added),
+Hypothesis strategies for nodes and pods, and the checks that a production plugin's Filter and Score
+equal its oracle's (tests/oracles/plugins.py) on every row."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import strategies as st
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import FilterPlugin
-from scheduler.framework.snapshot import PodInfo, Snapshot
+from scheduler.framework.interfaces import FilterAllPlugin, FilterPlugin, ScoreAllPlugin, ScorePlugin
+from scheduler.framework.snapshot import NodeInfo, PodInfo, Snapshot
 from scheduler.framework.status import Code, Status
+from tests.oracles.plugins import oracle_for
 
 Obj = dict[str, Any]
 
@@ -67,27 +70,47 @@ def run_pre_filter(plugin: object, state: CycleState, pod: Obj, snapshot: Snapsh
         assert isinstance(st_, Status)
 
 
-def filter_one(plugin: FilterPlugin, pod: Obj, node: Obj, pods: list[Obj] | None = None) -> Status:
-    """The status of a one-node snapshot, after checking the all-nodes form agrees."""
+def filter_one(plugin: FilterAllPlugin, pod: Obj, node: Obj, pods: list[Obj] | None = None) -> Status:
+    """The status of a one-node snapshot, after checking the plugin agrees with its oracle."""
     snap = Snapshot.build([node], pods or [])
-    statuses = assert_forms_agree(plugin, pod, snap)
+    statuses = assert_matches_oracle(plugin, pod, snap)
     return statuses[0]
 
 
-def assert_forms_agree(plugin: FilterPlugin, pod: Obj, snap: Snapshot) -> list[Status]:
-    """filter_all equals filter on every row (code, reasons, plugin); returns the per-node statuses."""
-    state = CycleState(0.0)
+def assert_matches_oracle(plugin: FilterAllPlugin, pod: Obj, snap: Snapshot) -> list[Status]:
+    """filter_all equals the oracle's per-node filter on every row (code, reasons, plugin), with and
+    without PreFilter; returns the statuses."""
+    oracle = oracle_for(plugin)
+    assert isinstance(oracle, FilterPlugin)
+    state, oracle_state = CycleState(0.0), CycleState(0.0)
     run_pre_filter(plugin, state, pod, snap)
+    run_pre_filter(oracle, oracle_state, pod, snap)
     res = plugin.filter_all(state, pod, snap)
     assert res.which.shape == (snap.n,)
-    ref = [plugin.filter(state, pod, snap, i) for i in range(snap.n)]
-    got = [res.status_of(i) for i in range(snap.n)]
-    assert got == ref
+    want = [oracle.filter(oracle_state, pod, snap, i) for i in range(snap.n)]
+    assert [res.status_of(i) for i in range(snap.n)] == want
     assert all(s.is_rejected() or s.code == Code.ERROR for s in res.statuses)
-    # a fresh cycle without PreFilter gives the same answer too
-    fresh = CycleState(0.0)
-    assert [plugin.filter(fresh, pod, snap, i) for i in range(snap.n)] == ref
-    return ref
+    fresh = plugin.filter_all(CycleState(0.0), pod, snap)
+    assert [fresh.status_of(i) for i in range(snap.n)] == want
+    assert [oracle.filter(CycleState(0.0), pod, snap, i) for i in range(snap.n)] == want
+    return want
+
+
+def assert_scores_match_oracle(
+    plugin: ScoreAllPlugin, pod: Obj, snap: Snapshot, rows: list[int]
+) -> list[int]:
+    """score_all over `rows` equals the oracle's per-node score of each; returns the scores."""
+    oracle = oracle_for(plugin)
+    assert isinstance(oracle, ScorePlugin)
+    got = plugin.score_all(CycleState(0.0), pod, snap, np.asarray(rows, np.int64))
+    assert got.shape == (len(rows),)
+    want = []
+    for i in rows:
+        score, st_ = oracle.score(CycleState(0.0), pod, snap, i)
+        assert st_.is_success()
+        want.append(score)
+    assert got.tolist() == want
+    return want
 
 
 def refresh_nodes(snap: Snapshot, changes: dict[int, Obj], generation: int) -> None:
@@ -108,6 +131,11 @@ def add_pods(snap: Snapshot, pods: list[Obj], generation: int) -> None:
         info.add_pod(pi, generation)
         infos.append(info)
     snap.refresh(infos)
+
+
+def add_nodes(snap: Snapshot, nodes: list[Obj], generation: int) -> None:
+    """New rows (a new layout: every row-aligned view is rebuilt)."""
+    snap.rebuild([*snap.infos, *(NodeInfo.of(n, generation) for n in nodes)], snap.resources)
 
 
 # --- strategies ---------------------------------------------------------------------------------

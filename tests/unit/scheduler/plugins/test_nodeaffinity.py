@@ -1,6 +1,6 @@
 """NodeAffinity: nodeSelector and required node affinity (terms ORed, requirements ANDed, every
-operator, invalid requirements, matchFields); the all-nodes form equals the per-node form, also after
-rows change."""
+operator, invalid requirements, matchFields); the plugin equals its oracle (tests/oracles/plugins.py),
+also after rows change or are added."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.plugins.nodeaffinity import NodeAffinity, parse_int64
+from scheduler.plugins.nodeaffinity import LabelColumn, NodeAffinity, parse_int64
 
 from ._support import (
     LABEL_KEYS,
     LABEL_VALUES,
+    add_nodes,
     add_pods,
-    assert_forms_agree,
+    assert_matches_oracle,
     filter_one,
     label_sets,
     make_node,
@@ -167,7 +168,7 @@ def test_many_nodes_each_matches_its_rule() -> None:
     nodes = [make_node(f"n{i}", labels={"idx": str(i), "even": str(i % 2 == 0).lower()}) for i in range(20)]
     snap = Snapshot.build(nodes)
     pod = make_pod(affinity=affinity(term(expr("idx", "Gt", "14")), term(expr("even", "In", "true"))))
-    got = assert_forms_agree(NodeAffinity(), pod, snap)
+    got = assert_matches_oracle(NodeAffinity(), pod, snap)
     passed = {snap.names[i] for i, s in enumerate(got) if s.is_success()}
     assert passed == {f"n{i}" for i in range(20) if i > 14 or i % 2 == 0}
 
@@ -176,14 +177,14 @@ def test_cache_follows_label_changes_and_pod_only_changes() -> None:
     plugin = NodeAffinity()
     snap = Snapshot.build([make_node("a", labels={"zone": "z1"}), make_node("b", labels={"zone": "z2"})])
     pod = make_pod(nodeSelector={"zone": "z1"})
-    assert assert_forms_agree(plugin, pod, snap) == [OK, REJECT]
+    assert assert_matches_oracle(plugin, pod, snap) == [OK, REJECT]
     refresh_nodes(
         snap, {0: make_node("a", labels={"zone": "z3"}), 1: make_node("b", labels={"zone": "z1"})}, 4
     )
-    assert assert_forms_agree(plugin, pod, snap) == [REJECT, OK]
+    assert assert_matches_oracle(plugin, pod, snap) == [REJECT, OK]
     add_pods(snap, [make_pod("q", node="a")], 5)  # generation moves, labels do not
-    assert assert_forms_agree(plugin, pod, snap) == [REJECT, OK]
-    assert assert_forms_agree(plugin, make_pod(nodeSelector={"zone": "z3"}), snap) == [OK, REJECT]
+    assert assert_matches_oracle(plugin, pod, snap) == [REJECT, OK]
+    assert assert_matches_oracle(plugin, make_pod(nodeSelector={"zone": "z3"}), snap) == [OK, REJECT]
 
 
 def test_pre_filter_state_is_used() -> None:
@@ -192,8 +193,18 @@ def test_pre_filter_state_is_used() -> None:
     state = CycleState(0)
     assert plugin.pre_filter(state, make_pod(nodeSelector={"zone": "z1"}), snap).is_success()
     # the cycle's precomputed terms win over the pod passed in later
-    assert plugin.filter(state, make_pod(nodeSelector={"zone": "nope"}), snap, 0).is_success()
     assert plugin.filter_all(state, make_pod(nodeSelector={"zone": "nope"}), snap).passed.all()
+
+
+def test_label_values_no_row_carries_are_dropped() -> None:
+    plugin = NodeAffinity()
+    snap = Snapshot.build([make_node("a"), make_node("b", labels={"v": "1"})])
+    pod = make_pod(affinity=affinity(term(expr("v", "Gt", "40"))))
+    for k in range(80):  # 80 values come and go on row a
+        refresh_nodes(snap, {0: make_node("a", labels={"v": str(k)})}, k + 1)
+        assert assert_matches_oracle(plugin, pod, snap) == [OK if k > 40 else REJECT, REJECT]
+    column = snap.view(("NodeAffinity", "label", "v"), lambda: LabelColumn("v"))
+    assert len(column.values) <= 2 * snap.n + 64
 
 
 # --- property -------------------------------------------------------------------------------------
@@ -229,16 +240,16 @@ pod_specs = st.fixed_dictionaries(
 
 @settings(max_examples=300, deadline=None)
 @given(node_lists(), pod_specs, st.data())
-def test_all_nodes_form_equals_per_node_form(
-    nodes: list[dict[str, Any]], spec: Any, data: st.DataObject
-) -> None:
+def test_plugin_equals_oracle(nodes: list[dict[str, Any]], spec: Any, data: st.DataObject) -> None:
     plugin = NodeAffinity()
     snap = Snapshot.build(nodes)
     pod = make_pod(**spec)
-    assert_forms_agree(plugin, pod, snap)
+    assert_matches_oracle(plugin, pod, snap)
     if nodes:
         rows = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
         refresh_nodes(snap, {i: make_node(snap.names[i], labels=data.draw(label_sets)) for i in rows}, 11)
-        assert_forms_agree(plugin, pod, snap)
+        assert_matches_oracle(plugin, pod, snap)
         other: dict[str, Any] = data.draw(pod_specs)
-        assert_forms_agree(plugin, make_pod(**other), snap)
+        assert_matches_oracle(plugin, make_pod(**other), snap)
+    add_nodes(snap, [make_node("m", labels=data.draw(label_sets))], 12)
+    assert_matches_oracle(plugin, pod, snap)

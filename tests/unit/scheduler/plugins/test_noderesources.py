@@ -1,6 +1,7 @@
 """NodeResourcesFit: Filter reasons (Too many pods, Insufficient <resource> in order, extended
-resources, zero requests, unchecked names) and the LeastAllocated score with non-zero defaults; the
-all-nodes forms equal the per-node forms, also after rows change."""
+resources, zero requests, unchecked names) and the LeastAllocated score with non-zero defaults, in Go's
+int64 arithmetic; the plugin equals its oracle (tests/oracles/plugins.py), also after rows change or are
+added."""
 
 from __future__ import annotations
 
@@ -16,9 +17,17 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.noderesources import NodeResourcesFit
-from scheduler.plugins.resourcemath import is_checked_resource, nonzero_requests
+from scheduler.plugins.resourcemath import go_div_all, is_checked_resource, nonzero_requests
 
-from ._support import add_pods, assert_forms_agree, filter_one, make_node, make_pod
+from ._support import (
+    add_nodes,
+    add_pods,
+    assert_matches_oracle,
+    assert_scores_match_oracle,
+    filter_one,
+    make_node,
+    make_pod,
+)
 
 OK = Status.success()
 GI = 1024**3
@@ -117,7 +126,7 @@ def test_filter_resource_no_node_has_rejects_every_node() -> None:
     snap = Snapshot.build([node("a"), node("b")])
     pod = make_pod(requests=[{"vendor.io/fpga": "1"}])
     assert "vendor.io/fpga" not in snap.col
-    assert assert_forms_agree(NodeResourcesFit(), pod, snap) == [unfit("Insufficient vendor.io/fpga")] * 2
+    assert assert_matches_oracle(NodeResourcesFit(), pod, snap) == [unfit("Insufficient vendor.io/fpga")] * 2
 
 
 def test_malformed_request_is_an_error() -> None:
@@ -128,7 +137,7 @@ def test_malformed_request_is_an_error() -> None:
     assert st_.code == Code.ERROR
     res = plugin.filter_all(CycleState(0), pod, snap)
     assert [res.status_of(i).code for i in range(2)] == [Code.ERROR, Code.ERROR]
-    assert plugin.filter(CycleState(0), pod, snap, 0).code == Code.ERROR
+    assert assert_matches_oracle(plugin, pod, snap) == [res.status_of(0)] * 2
 
 
 @pytest.mark.parametrize(
@@ -160,13 +169,7 @@ def score_one(
 ) -> int:
     pods = [make_pod(f"e{i}", node="n", requests=r) for i, r in enumerate(existing)]
     snap = Snapshot.build([the_node], pods)
-    plugin = NodeResourcesFit()
-    state = CycleState(0)
-    score, st_ = plugin.score(state, pod, snap, 0)
-    assert st_.is_success()
-    all_scores = plugin.score_all(CycleState(0), pod, snap, np.array([0], np.int64))
-    assert all_scores.tolist() == [score]
-    return score
+    return assert_scores_match_oracle(NodeResourcesFit(), pod, snap, [0])[0]
 
 
 @pytest.mark.parametrize(
@@ -224,9 +227,32 @@ def test_score_cache_follows_pod_changes() -> None:
     assert first[0] == first[1]
     add_pods(snap, [make_pod("x", node="a", requests=[{"cpu": "2", "memory": "2Gi"}])], 3)
     after = plugin.score_all(CycleState(0), pod, snap, rows).tolist()
-    assert after == [plugin.score(CycleState(0), pod, snap, i)[0] for i in range(2)]
+    assert after == assert_scores_match_oracle(plugin, pod, snap, [0, 1])
     assert after[0] < after[1] == first[1]
     assert plugin.score_all(CycleState(0), pod, snap, np.array([1], np.int64)).tolist() == [after[1]]
+
+
+def test_kept_scores_follow_row_changes_for_every_kept_pod_and_evict_the_oldest() -> None:
+    plugin = NodeResourcesFit()
+    snap = Snapshot.build([node("a"), node("b", cpu="8"), node("c", memory="2Gi")])
+    pods = [make_pod(f"p{k}", requests=[{"cpu": f"{100 + 10 * k}m", "memory": "1Gi"}]) for k in range(70)]
+    for k, pod in enumerate(pods):  # more distinct pods than scores are kept for (64 at 3 rows)
+        assert_scores_match_oracle(plugin, pod, snap, [0, 1, 2])
+        if k % 7 == 0:
+            existing = make_pod(
+                f"x{k}", node=snap.names[k % 3], requests=[{"cpu": "150m", "memory": "100Mi"}]
+            )
+            add_pods(snap, [existing], k + 1)
+    for pod in pods:  # every pod again: kept ones were re-scored on each change, evicted ones recomputed
+        assert_scores_match_oracle(plugin, pod, snap, [0, 1, 2])
+        assert_scores_match_oracle(plugin, pod, snap, [1])
+
+
+def test_go_div_all_truncates_and_wraps_like_go() -> None:
+    a = np.array([7, -7, 7, -7, -(2**63), -(2**63), 0, -1], np.int64)
+    b = np.array([2, 2, -2, -2, -1, 2**61, 5, 5], np.int64)
+    assert go_div_all(a, b).tolist() == [3, -3, -3, 3, -(2**63), -4, 0, 0]
+    assert go_div_all(np.array([-3, 3], np.int64), 2).tolist() == [-1, 1]
 
 
 # --- property -------------------------------------------------------------------------------------
@@ -262,26 +288,17 @@ incoming = st.builds(
 )
 
 
-def assert_scores_agree(
-    plugin: NodeResourcesFit, pod: dict[str, Any], snap: Snapshot, rows: list[int]
-) -> None:
-    feasible = np.asarray(rows, np.int64)
-    got = plugin.score_all(CycleState(0), pod, snap, feasible)
-    assert got.shape == (len(rows),)
-    assert got.tolist() == [plugin.score(CycleState(0), pod, snap, i)[0] for i in rows]
-
-
 @settings(max_examples=250, deadline=None)
 @given(clusters(), incoming, st.data())
-def test_all_nodes_forms_equal_per_node_forms(
+def test_plugin_equals_oracle(
     cluster: tuple[list[dict[str, Any]], list[dict[str, Any]]], pod: dict[str, Any], data: st.DataObject
 ) -> None:
     nodes, pods = cluster
     plugin = NodeResourcesFit()
     snap = Snapshot.build(nodes, pods)
-    assert_forms_agree(plugin, pod, snap)
+    assert_matches_oracle(plugin, pod, snap)
     rows = sorted(data.draw(st.sets(st.integers(0, max(len(nodes) - 1, 0)))) if nodes else [])
-    assert_scores_agree(plugin, pod, snap, rows)
+    assert_scores_match_oracle(plugin, pod, snap, rows)
     if nodes:
         more = [
             make_pod(
@@ -292,23 +309,29 @@ def test_all_nodes_forms_equal_per_node_forms(
             for k in range(data.draw(st.integers(1, 4)))
         ]
         add_pods(snap, more, 13)
-        assert_forms_agree(plugin, pod, snap)
-        assert_scores_agree(plugin, pod, snap, list(range(len(nodes))))
+        assert_matches_oracle(plugin, pod, snap)
+        assert_scores_match_oracle(plugin, pod, snap, list(range(len(nodes))))
+    alloc = data.draw(
+        st.dictionaries(st.sampled_from(RES), st.sampled_from(["0", "2", "16", "8Gi"]), max_size=4)
+    )
+    add_nodes(snap, [make_node("m", allocatable=alloc)], 14)
+    assert_matches_oracle(plugin, pod, snap)
+    assert_scores_match_oracle(plugin, pod, snap, list(range(snap.n)))
 
 
 def test_many_insufficient_resources_in_one_status() -> None:
-    # more reasons than fit in a 62-bit failure code: the grouping falls back to row patterns
+    # 70 reasons: failure patterns wider than a machine word still group rows correctly
     names = [f"example.com/r{k:02d}" for k in range(70)]
     half = {n: "1" for n in names[:35]}
     snap = Snapshot.build([node("a", extra=half), node("b"), node("c", extra=half)])
     pod = make_pod(requests=[dict.fromkeys(names, "1")])
-    got = assert_forms_agree(NodeResourcesFit(), pod, snap)
+    got = assert_matches_oracle(NodeResourcesFit(), pod, snap)
     assert got[0] == got[2] == unfit(*(f"Insufficient {n}" for n in names[35:]))
     assert got[1] == unfit(*(f"Insufficient {n}" for n in names))
 
 
-def test_cached_scores_and_fit_follow_generations_that_go_back() -> None:
-    # rows re-read with a smaller generation must not revive scores or free amounts cached before
+def test_rows_refreshed_with_a_generation_that_goes_back_are_re_read() -> None:
+    # the snapshot re-derives every row it re-copies, whatever its generation
     plugin = NodeResourcesFit()
     snap = Snapshot.build([node("a"), node("b")])
     pod = make_pod(requests=[{"cpu": "1", "memory": "1Gi"}])
@@ -317,5 +340,41 @@ def test_cached_scores_and_fit_follow_generations_that_go_back() -> None:
     add_pods(snap, [make_pod("x", node="a", requests=[{"cpu": "3500m", "memory": "2Gi"}])], 9)
     plugin.score_all(CycleState(0), pod, snap, rows)
     add_pods(snap, [make_pod("y", node="a", requests=[{"cpu": "100m", "memory": "1Gi"}])], 0)
-    assert_forms_agree(plugin, pod, snap)
-    assert_scores_agree(plugin, pod, snap, [0, 1])
+    assert_matches_oracle(plugin, pod, snap)
+    assert_scores_match_oracle(plugin, pod, snap, [0, 1])
+
+
+# --- Go int64 arithmetic --------------------------------------------------------------------------
+
+
+def test_score_wraps_like_go_int64() -> None:
+    # (2^61 - 0) * 100 wraps to -2^63 in Go's int64, and -2^63 / 2^61 = -4: cpu scores -4, memory
+    # 100 (nothing requested), the node (-4 + 100) / 2 = 48
+    the_node = node(cpu=f"{2**61}m")
+    assert score_one(the_node, [], make_pod(requests=[{"cpu": "0", "memory": "0"}])) == 48
+
+
+HUGE = ["0", "1", "-3", "100", f"{2**61}m", str(2**62), str(2**63 - 1), str(-(2**62)), "9223372036854775807m"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.dictionaries(st.sampled_from(["cpu", "memory", "pods"]), st.sampled_from(HUGE)), max_size=4),
+    st.lists(
+        st.one_of(
+            st.none(), st.fixed_dictionaries({"cpu": st.sampled_from(HUGE), "memory": st.sampled_from(HUGE)})
+        )
+    ),
+    st.fixed_dictionaries({"cpu": st.sampled_from(HUGE), "memory": st.sampled_from(HUGE)}),
+)
+def test_huge_and_negative_values_match_oracle(
+    allocs: list[dict[str, str]], existing: list[dict[str, str] | None], request: dict[str, str]
+) -> None:
+    # at most one existing pod per node and one container per pod keep every sum an int64, as the
+    # snapshot requires; the differences and products of Filter and Score overflow as Go's do
+    nodes = [make_node(f"n{i}", allocatable=a) for i, a in enumerate(allocs)]
+    pods = [make_pod(f"e{i}", node=f"n{i}", requests=[r]) for i, r in enumerate(existing[: len(nodes)])]
+    snap = Snapshot.build(nodes, pods)
+    plugin, pod = NodeResourcesFit(), make_pod(requests=[request])
+    assert_matches_oracle(plugin, pod, snap)
+    assert_scores_match_oracle(plugin, pod, snap, list(range(snap.n)))

@@ -1,5 +1,5 @@
 """NodeUnschedulable: cordoned nodes reject pods that do not tolerate the unschedulable taint; the
-all-nodes form equals the per-node form, also after rows change."""
+plugin equals its oracle (tests/oracles/plugins.py), also after rows change or are added."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from scheduler.framework.status import Code, Status
 from scheduler.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
 
 from ._support import (
-    assert_forms_agree,
+    add_nodes,
+    assert_matches_oracle,
     filter_one,
     make_node,
     make_pod,
@@ -63,24 +64,24 @@ def test_cache_follows_row_changes() -> None:
     plugin = NodeUnschedulable()
     snap = Snapshot.build([make_node("a"), make_node("b", unschedulable=True)])
     pod = make_pod()
-    assert assert_forms_agree(plugin, pod, snap) == [Status.success(), REJECT]
+    assert assert_matches_oracle(plugin, pod, snap) == [Status.success(), REJECT]
     refresh_nodes(snap, {0: make_node("a", unschedulable=True), 1: make_node("b")}, 5)
-    assert assert_forms_agree(plugin, pod, snap) == [REJECT, Status.success()]
+    assert assert_matches_oracle(plugin, pod, snap) == [REJECT, Status.success()]
     other = Snapshot.build([make_node("a"), make_node("b", unschedulable=True)])  # same layout number
-    assert assert_forms_agree(plugin, pod, other) == [Status.success(), REJECT]
+    assert assert_matches_oracle(plugin, pod, other) == [Status.success(), REJECT]
 
 
 @settings(max_examples=150, deadline=None)
 @given(node_lists(), tolerations, st.data())
-def test_all_nodes_form_equals_per_node_form(
-    nodes: list[dict[str, Any]], tols: Any, data: st.DataObject
-) -> None:
+def test_plugin_equals_oracle(nodes: list[dict[str, Any]], tols: Any, data: st.DataObject) -> None:
     plugin = NodeUnschedulable()
     snap = Snapshot.build(nodes)
     pod = make_pod(tolerations=tols)
-    assert_forms_agree(plugin, pod, snap)
+    assert_matches_oracle(plugin, pod, snap)
     if nodes:
         rows = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
         flips = {i: make_node(snap.names[i], unschedulable=data.draw(st.booleans())) for i in rows}
         refresh_nodes(snap, flips, 7)
-        assert_forms_agree(plugin, pod, snap)
+        assert_matches_oracle(plugin, pod, snap)
+    add_nodes(snap, [make_node("m", unschedulable=data.draw(st.booleans()))], 8)
+    assert_matches_oracle(plugin, pod, snap)

@@ -1,5 +1,6 @@
 """TaintToleration: NoSchedule/NoExecute taints must be tolerated; the first untolerated taint names
-the rejection; the all-nodes form equals the per-node form, also after rows change."""
+the rejection; the plugin equals its oracle (tests/oracles/plugins.py), also after rows change or are
+added."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from hypothesis import strategies as st
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.plugins.tainttoleration import Signatures, TaintToleration
 
 from ._support import (
-    assert_forms_agree,
+    add_nodes,
+    assert_matches_oracle,
     filter_one,
     make_node,
     make_pod,
@@ -101,7 +103,12 @@ def test_rows_share_statuses_by_taint() -> None:
     ]
     snap = Snapshot.build(nodes)
     pod = make_pod(tolerations=[{"key": "x", "operator": "Exists"}])
-    assert assert_forms_agree(plugin, pod, snap) == [reject("k", "v"), OK, reject("k", "v"), reject("k", "v")]
+    assert assert_matches_oracle(plugin, pod, snap) == [
+        reject("k", "v"),
+        OK,
+        reject("k", "v"),
+        reject("k", "v"),
+    ]
     res = plugin.filter_all(CycleState(0), pod, snap)
     assert len(res.statuses) == 1
 
@@ -110,22 +117,35 @@ def test_cache_follows_row_changes() -> None:
     plugin = TaintToleration()
     snap = Snapshot.build([make_node("a"), make_node("b", taints=[taint("k", "v", "NoSchedule")])])
     pod = make_pod()
-    assert assert_forms_agree(plugin, pod, snap) == [OK, reject("k", "v")]
+    assert assert_matches_oracle(plugin, pod, snap) == [OK, reject("k", "v")]
     refresh_nodes(snap, {0: make_node("a", taints=[taint("j", "w", "NoExecute")]), 1: make_node("b")}, 3)
-    assert assert_forms_agree(plugin, pod, snap) == [reject("j", "w"), OK]
+    assert assert_matches_oracle(plugin, pod, snap) == [reject("j", "w"), OK]
 
 
 @settings(max_examples=200, deadline=None)
 @given(node_lists(), tolerations, st.data())
-def test_all_nodes_form_equals_per_node_form(
-    nodes: list[dict[str, Any]], tols: Any, data: st.DataObject
-) -> None:
+def test_plugin_equals_oracle(nodes: list[dict[str, Any]], tols: Any, data: st.DataObject) -> None:
     plugin = TaintToleration()
     snap = Snapshot.build(nodes)
     pod = make_pod(tolerations=tols)
-    assert_forms_agree(plugin, pod, snap)
+    assert_matches_oracle(plugin, pod, snap)
     if nodes:
         rows = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
         refresh_nodes(snap, {i: make_node(snap.names[i], taints=data.draw(taints)) for i in rows}, 9)
-        assert_forms_agree(plugin, pod, snap)
-        assert_forms_agree(plugin, make_pod(tolerations=data.draw(tolerations)), snap)
+        assert_matches_oracle(plugin, pod, snap)
+        assert_matches_oracle(plugin, make_pod(tolerations=data.draw(tolerations)), snap)
+    add_nodes(snap, [make_node("m", taints=data.draw(taints))], 10)
+    assert_matches_oracle(plugin, pod, snap)
+
+
+def test_signatures_no_row_uses_are_dropped() -> None:
+    plugin = TaintToleration()
+    snap = Snapshot.build([make_node("a"), make_node("b")])
+    pod = make_pod(tolerations=[{"key": "k0", "operator": "Exists"}])
+    for k in range(80):  # 80 distinct taint lists come and go on row a
+        refresh_nodes(snap, {0: make_node("a", taints=[taint(f"k{k}", "v", "NoSchedule")])}, k + 1)
+        want = OK if k == 0 else reject(f"k{k}", "v")
+        assert assert_matches_oracle(plugin, pod, snap) == [want, OK]
+    view = snap.view(("TaintToleration", "signatures"), Signatures)
+    assert len(view.sigs) <= 64 + snap.n // 8
+    assert set(view.ids.tolist()) <= set(range(len(view.sigs)))
