@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -145,6 +146,8 @@ class Framework:
         self._normalizers: list[NormalizeScorePlugin | None] = [
             p if isinstance(p, NormalizeScorePlugin) else None for p in self.scores
         ]
+        self._filter_all = [p if isinstance(p, FilterAllPlugin) else None for p in self.filters]
+        self._score_all = [p if isinstance(p, ScoreAllPlugin) else None for p in self.scores]
 
     # --- filtering --------------------------------------------------------------------------------
     def _pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
@@ -161,12 +164,14 @@ class Framework:
             return np.arange(n, dtype=np.int64), Rejections.none(snapshot.names)
         rejected_by = np.full(n, -1, np.int32)  # index into `found` of the first rejecting status
         found: list[Status] = []
-        for p in self.filters:
+        for p, vectorised in zip(self.filters, self._filter_all, strict=True):
             t0 = time.perf_counter()
-            if isinstance(p, FilterAllPlugin):
-                res = p.filter_all(state, pod, snapshot)
+            if vectorised is not None:
+                res = vectorised.filter_all(state, pod, snapshot)
             else:
-                res = _filter_rows(p, state, pod, snapshot, np.flatnonzero(rejected_by < 0))
+                res = _filter_rows(
+                    cast(FilterPlugin, p), state, pod, snapshot, np.flatnonzero(rejected_by < 0)
+                )
             if self.observer is not None:
                 self.observer(p.name, "Filter", time.perf_counter() - t0)
             if not res.statuses:  # rejected nothing
@@ -191,12 +196,14 @@ class Framework:
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         total: IntArray | None = None
-        for p, w, norm in zip(self.scores, self.weights, self._normalizers, strict=True):
+        for p, w, norm, vectorised in zip(
+            self.scores, self.weights, self._normalizers, self._score_all, strict=True
+        ):
             t0 = time.perf_counter()
-            if isinstance(p, ScoreAllPlugin):
-                s = np.asarray(p.score_all(state, pod, snapshot, feasible), np.int64)
+            if vectorised is not None:
+                s = np.asarray(vectorised.score_all(state, pod, snapshot, feasible), np.int64)
             else:
-                s = _score_rows(p, state, pod, snapshot, feasible)
+                s = _score_rows(cast(ScorePlugin, p), state, pod, snapshot, feasible)
             if self.observer is not None:
                 self.observer(p.name, "Score", time.perf_counter() - t0)
             if norm is not None:
