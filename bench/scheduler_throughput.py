@@ -17,19 +17,25 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from apis.nodemetric import NodeMetric
-from scheduler.cache import SchedulerCache
-from scheduler.config import Profile
-from scheduler.framework.status import Status
-from scheduler.queue import SchedulingQueue
-from scheduler.registry import Handle, build_framework
-from scheduler.scheduler import Decision, Scheduler, freeze_heap
-from tests.oracles.framework import oracle_framework
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # the oracles live under tests/
+    sys.path.insert(0, str(REPO))
+
+from apis.nodemetric import NodeMetric  # noqa: E402
+from scheduler.cache import SchedulerCache  # noqa: E402
+from scheduler.config import Profile  # noqa: E402
+from scheduler.framework.status import Status  # noqa: E402
+from scheduler.queue import SchedulingQueue  # noqa: E402
+from scheduler.registry import Handle, build_framework  # noqa: E402
+from scheduler.scheduler import Decision, Scheduler, freeze_heap  # noqa: E402
+from tests.oracles.framework import oracle_framework  # noqa: E402
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 GI = 1024**3

@@ -25,9 +25,7 @@ cores) and ignored sidecars, which is not reproduced.
 
 The rule is docs/rules/scheduler.md#noderesourcesfit. Its arithmetic is Go's int64: numpy's int64
 wraps where Go's does, and divisions truncate (``resourcemath.go_div_all``). Vectorised over
-``FitRows``, a snapshot view of what the rule reads per node; scores of every row are kept for the
-pods' non-zero requests seen lately, and the rows the snapshot re-copies are re-scored for all of them
-at once.
+``FitRows``, a snapshot view of what the rule reads per node.
 Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins.resourcemath.
 """
 
@@ -43,6 +41,7 @@ from apis.pod import pod_requests, resources_key
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
+from scheduler.framework.rowresults import RowResults
 from scheduler.framework.snapshot import NodeInfo, Snapshot, to_values
 from scheduler.framework.status import MAX_NODE_SCORE, Status
 from scheduler.plugins.resourcemath import (
@@ -104,71 +103,64 @@ def least_allocated(capacity: IntArray, nonzero: IntArray, pod: IntArray) -> Int
     """LeastAllocated (see the module docstring). Axis 0 runs over SCORE_WEIGHTS' resources; the
     others broadcast: the node's allocatable, its pods' non-zero requests, the incoming pod's."""
     requested = nonzero + pod
-    fits = (capacity != 0) & (requested <= capacity)
+    fits = requested <= capacity
+    fits &= capacity != 0
     score = go_div_all((capacity - requested) * MAX_NODE_SCORE, np.where(fits, capacity, 1))
-    weighted = np.where(fits, score, 0) * WEIGHTS.reshape(-1, *[1] * (score.ndim - 1))
-    return go_div_all(weighted.sum(axis=0), WEIGHT_SUM)
+    np.copyto(score, 0, where=~fits)
+    total = score[0] * SCORE_WEIGHTS[0][1]
+    for k in range(1, len(SCORE_WEIGHTS)):
+        total += score[k] * SCORE_WEIGHTS[k][1]
+    return go_div_all(total, WEIGHT_SUM)
 
 
 class FitRows:
     """NodeResourcesFit's row-aligned data (a snapshot view), resource-major so that a resource is one
     contiguous array: ``free`` (allocatable - requested per snapshot column), ``too_many`` (one more pod
     exceeds allocatable pods), and per score resource the allocatable (``capacity``) and the node's pods'
-    non-zero requests (``nonzero``). ``scores[k]`` holds the LeastAllocated score of every row for a pod
-    whose non-zero requests are ``pods[:, k]``; ``slots`` maps those requests to k, least recently used
-    first."""
+    non-zero requests (``nonzero``). ``scores`` keeps LeastAllocated per pod non-zero requests."""
 
     def __init__(self) -> None:
+        self.scores = RowResults(0)
         self.free: IntArray = np.zeros((0, 0), np.int64)
         self.too_many: BoolArray = np.zeros(0, np.bool_)
         self.capacity: IntArray = np.zeros((len(SCORE_WEIGHTS), 0), np.int64)
         self.nonzero: IntArray = np.zeros((len(SCORE_WEIGHTS), 0), np.int64)
-        self.scores: IntArray = np.zeros((0, 0), np.int64)
-        self.pods: IntArray = np.zeros((len(SCORE_WEIGHTS), 0), np.int64)
-        self.slots: dict[tuple[int, int], int] = {}
-
-    def _derive(self, snapshot: Snapshot, at: slice | IntArray, infos: Sequence[NodeInfo]) -> None:
-        alloc = snapshot.allocatable[at]
-        self.free[:, at] = (alloc - snapshot.requested[at]).T
-        pods = snapshot.col.get("pods")
-        self.too_many[at] = snapshot.pod_count[at] + 1 > (alloc[:, pods] if pods is not None else 0)
-        for k, (r, _) in enumerate(SCORE_WEIGHTS):
-            j = snapshot.col.get(r)
-            self.capacity[k, at] = alloc[:, j] if j is not None else 0
-        self.nonzero[:, at] = np.array([nonzero_requested(info) for info in infos], np.int64).reshape(-1, 2).T
 
     def rebuild(self, snapshot: Snapshot) -> None:
-        n, k = snapshot.n, len(SCORE_WEIGHTS)
-        self.free = np.zeros((len(snapshot.resources), n), np.int64)
-        self.too_many = np.zeros(n, np.bool_)
-        self.capacity, self.nonzero = np.zeros((k, n), np.int64), np.zeros((k, n), np.int64)
-        self._derive(snapshot, slice(None), snapshot.infos)
-        limit = max(4, min(64, 2_000_000 // max(n, 1)))  # score arrays kept, n int64 each
-        self.scores, self.pods = np.zeros((limit, n), np.int64), np.zeros((k, limit), np.int64)
-        self.slots = {}
+        alloc = snapshot.allocatable
+        self.free = (alloc - snapshot.requested).T.copy()
+        pods = snapshot.col.get("pods")
+        self.too_many = snapshot.pod_count + 1 > (alloc[:, pods] if pods is not None else 0)
+        cols = [snapshot.col.get(r) for r, _ in SCORE_WEIGHTS]
+        self.capacity = np.array(
+            [alloc[:, j] if j is not None else np.zeros(snapshot.n, np.int64) for j in cols]
+        )
+        self.capacity = self.capacity.reshape(len(SCORE_WEIGHTS), snapshot.n)
+        nonzero = [nonzero_requested(info) for info in snapshot.infos]
+        self.nonzero = np.array(nonzero, np.int64).reshape(snapshot.n, len(SCORE_WEIGHTS)).T.copy()
+        self.scores = RowResults(snapshot.n)
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
-        at = np.asarray(rows, np.int64)
-        self._derive(snapshot, at, [snapshot.infos[i] for i in rows])
-        if self.slots:  # re-score the rows for every kept pod at once: (resource, row, pod)
-            e = len(self.slots)
-            fresh = least_allocated(
-                self.capacity[:, at, None], self.nonzero[:, at, None], self.pods[:, None, :e]
-            )
-            self.scores[:e, at] = fresh.T
+        """The same values as ``rebuild`` for ``rows`` only (one row in a scheduling cycle)."""
+        alloc, pods = snapshot.allocatable, snapshot.col.get("pods")
+        cols = [snapshot.col.get(r) for r, _ in SCORE_WEIGHTS]
+        for i in rows:
+            self.free[:, i] = alloc[i] - snapshot.requested[i]
+            self.too_many[i] = snapshot.pod_count[i] + 1 > (alloc[i, pods] if pods is not None else 0)
+            self.capacity[:, i] = [int(alloc[i, j]) if j is not None else 0 for j in cols]
+            self.nonzero[:, i] = nonzero_requested(snapshot.infos[i])
+        self.scores.changed(rows)
 
     def least_allocated(self, pod: tuple[int, int]) -> IntArray:
         """The scores of every row for a pod of non-zero requests ``pod`` (kept: callers copy)."""
-        k = self.slots.pop(pod, None)
-        if k is None:
-            k = len(self.slots)
-            if k == len(self.scores):  # full: the least recently used slot is reused
-                k = self.slots.pop(next(iter(self.slots)))
-            self.pods[:, k] = pod
-            self.scores[k] = least_allocated(self.capacity, self.nonzero, self.pods[:, k, None])
-        self.slots[pod] = k
-        scores: IntArray = self.scores[k]
-        return scores
+        requests = np.array(pod, np.int64).reshape(-1, 1)
+
+        def rule(rows: IntArray | None) -> IntArray:
+            if rows is None:
+                return least_allocated(self.capacity, self.nonzero, requests)
+            return least_allocated(self.capacity[:, rows], self.nonzero[:, rows], requests)
+
+        return self.scores.get(pod, rule)
 
 
 class NodeResourcesFit:

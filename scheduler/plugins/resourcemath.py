@@ -39,11 +39,14 @@ def reason_order(name: str) -> tuple[int, str]:
 def go_div_all(a: IntArray, b: IntArray | int) -> IntArray:
     """Go's int64 ``a / b`` element-wise: truncates toward zero, and ``MinInt64 / -1`` wraps to
     ``MinInt64`` as Go's does. A floor quotient below zero that is not exact is one less than the
-    truncated one (``q * b`` cannot wrap to ``a`` unless equal: they differ by less than ``|b|``)."""
+    truncated one (``q * b`` cannot wrap to ``a`` unless equal: they differ by less than ``|b|``);
+    quotients that are not negative need no correction."""
     with np.errstate(over="ignore"):
         q: IntArray = np.floor_divide(a, b)
-    truncated: IntArray = q + ((q < 0) & (q * b != a))
-    return truncated
+    negative = q < 0
+    if negative.any():
+        q += negative & (q * b != a)
+    return q
 
 
 def with_default_requests(c: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.framework.rowresults import RowResults
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.assign_cache import AssignCache
@@ -74,47 +75,34 @@ def _clip(v: Vector) -> Vector:
     return tuple(max(-EXACT_LIMIT, min(EXACT_LIMIT, e)) for e in v)
 
 
-# Block field groups (first axis of each array)
-CAPACITY, CAP_SAFE, SCORE_USAGE, PROD_USAGE, EXISTING, THRESHOLDS = 0, 1, 2, 3, 4, 6  # ints
-CAP_ZERO, CHECKED = 0, 1  # masks: (R,) bools
-HAS_NODE_METRIC, ACTIVE, EVALUATED, NO_UPDATE_TIME = 0, 1, 3, 5  # flags
-
-
-def _ints(x: Row, clip: bool) -> list[Vector]:
+def _ints(x: Row, clip: bool) -> list[int]:
+    """capacity, capacity with 0 → 1, Score's usage (node or aggregated), Score's Prod usage, Filter's
+    usage [k], thresholds [k] (R values each); Filter's code of resource 0 [k]."""
     fit = _clip if clip and not x.exact else tuple
     cap_safe = tuple(c if c != 0 else 1 for c in x.capacity)
     vectors = [x.capacity, cap_safe, x.score_usage, x.prod_usage, *x.existing2, *x.thresholds2]
-    return [fit(v) for v in vectors]
+    codes = [1 + len(x.capacity) if x.aggregated2[k] else 1 for k in (0, 1)]
+    return [v for vector in vectors for v in fit(vector)] + codes
 
 
-def _masks(x: Row) -> list[tuple[bool, ...]]:
-    zero = tuple(c == 0 for c in x.capacity)
-    checked = [tuple(t != 0 and not z for t, z in zip(x.thresholds2[k], zero, strict=True)) for k in (0, 1)]
-    return [zero, *checked]
-
-
-def _flags(x: Row) -> list[bool]:
+def _bools(x: Row) -> list[bool]:
+    """capacity 0, threshold and capacity non-zero [k] (R each); has a node metric; some threshold
+    set and a metric entry [k]; that and a node metric [k]; no updateTime."""
+    zero = [c == 0 for c in x.capacity]
+    checked = [t != 0 and not z for k in (0, 1) for t, z in zip(x.thresholds2[k], zero, strict=True)]
     active = [x.has_entry and any(t != 0 for t in x.thresholds2[k]) for k in (0, 1)]
     evaluated = [a and x.has_node_metric for a in active]
-    return [x.has_node_metric, *active, *evaluated, math.isnan(x.update_time)]
-
-
-def _codes(x: Row, r: int) -> list[int]:
-    return [1 + r if x.aggregated2[k] else 1 for k in (0, 1)]
+    return [*zero, *checked, x.has_node_metric, *active, *evaluated, math.isnan(x.update_time)]
 
 
 class Block:
     """The rows' arrays, resource-major so that a rule's per-resource steps are elementwise operations
-    over contiguous ``(R, n)`` slices, grouped so that writing a row is a few assignments:
-
-    - ``ints`` (8, R, n), int64 or object (Python ints): capacity, capacity with 0 → 1 (a divisor),
-      Score's existing usage (node or aggregated; Prod), Filter's existing usage [k], thresholds [k];
-    - ``nums`` (4, R, n): Filter's existing usage [k] and thresholds [k] as it compares them: float64
-      in the int64 block (every value is an exact double there), the Python ints in the object block;
-      ``total`` (R, n) float64: the capacity as Filter's divisor (1 where it is 0);
-    - ``masks`` (3, R, n): capacity 0; threshold and capacity both non-zero [k];
-    - ``flags`` (6, n): has a node metric; some threshold set and a metric entry [k]; that and a node
-      metric [k]; no updateTime; ``codes`` (2, n): Filter's code of resource 0 [k]; ``update_time``.
+    over contiguous ``(R, n)`` slices, packed by type so that writing a row is four assignments:
+    ``ints`` (8R + 2, n), int64 or object (Python ints), see ``_ints``; ``nums`` (4R, n): Filter's usage
+    and thresholds [k] as it compares them, float64 in the int64 block (every value is an exact double
+    there), the Python ints in the object block; ``floats`` (R + 1, n): the capacity as Filter's
+    divisor (1 where it is 0; float(int) of the Python int in the object block) and ``update_time``; ``bools`` (3R + 6, n), see ``_bools``. The rules
+    read named views of these (``capacity``, ``existing[k]``, ``checked[k]``, ...).
 
     [k]: k = 0 other pods, 1 Prod pods. In the int64 block a big row's values are clipped only so that
     they fit: they are never read from there."""
@@ -123,33 +111,51 @@ class Block:
         n = len(rows)
         self.n, self.r, self.dtype = n, r, dtype
         num = np.float64 if dtype is not object else object
-
-        def stack(values: list[Any], kind: Any, shape: tuple[int, ...]) -> npt.NDArray[Any]:
-            out = np.empty((n, *shape), kind)
-            for i, v in enumerate(values):
-                out[i] = v
-            return np.ascontiguousarray(np.moveaxis(out, 0, -1))
-
         ints = [_ints(x, dtype is not object) for x in rows]
-        self.ints = stack(ints, dtype, (8, r))
-        self.nums = stack([v[EXISTING:] for v in ints], num, (4, r))
-        self.total = self.ints[CAP_SAFE].astype(np.float64)
-        self.masks = stack([_masks(x) for x in rows], np.bool_, (3, r))
-        self.flags = stack([_flags(x) for x in rows], np.bool_, (6,))
-        self.codes = stack([_codes(x, r) for x in rows], np.int32, (2,))
-        self.update_time = np.array([x.update_time for x in rows], np.float64).reshape(n)
+        self.ints = _columns(ints, dtype, 8 * r + 2, n)
+        self.nums = _columns([v[4 * r : 8 * r] for v in ints], num, 4 * r, n)
+        floats = [[*v[r : 2 * r], x.update_time] for v, x in zip(ints, rows, strict=True)]
+        self.floats = _columns(floats, np.float64, r + 1, n)
+        self.bools = _columns([_bools(x) for x in rows], np.bool_, 3 * r + 6, n)
+        self._views()
+
+    def _views(self) -> None:
+        r, ints, nums, bools = self.r, self.ints, self.nums, self.bools
+        self.capacity, self.cap_safe = ints[0:r], ints[r : 2 * r]
+        self.score_usage, self.prod_usage = ints[2 * r : 3 * r], ints[3 * r : 4 * r]
+        self.existing = [ints[4 * r : 5 * r], ints[5 * r : 6 * r]]
+        self.thresholds = [ints[6 * r : 7 * r], ints[7 * r : 8 * r]]
+        self.code_base = [ints[8 * r], ints[8 * r + 1]]
+        self.existing_num, self.limit = (
+            [nums[0:r], nums[r : 2 * r]],
+            [nums[2 * r : 3 * r], nums[3 * r : 4 * r]],
+        )
+        self.total, self.update_time = self.floats[0:r], self.floats[r]
+        self.cap_zero, self.checked = bools[0:r], [bools[r : 2 * r], bools[2 * r : 3 * r]]
+        self.has_node_metric = bools[3 * r]
+        self.active, self.evaluated = (
+            [bools[3 * r + 1], bools[3 * r + 2]],
+            [bools[3 * r + 3], bools[3 * r + 4]],
+        )
+        self.no_update_time = bools[3 * r + 5]
         self._expired: tuple[int, float, npt.NDArray[np.bool_]] | None = None
+
+    def select(self, rows: npt.NDArray[np.intp]) -> Block:
+        """A block of ``rows`` only (copies)."""
+        out = object.__new__(Block)
+        out.n, out.r, out.dtype = len(rows), self.r, self.dtype
+        out.ints, out.nums = self.ints.take(rows, axis=1), self.nums.take(rows, axis=1)
+        out.floats, out.bools = self.floats.take(rows, axis=1), self.bools.take(rows, axis=1)
+        out._views()
+        return out
 
     def write(self, i: int, x: Row) -> None:
         """Row ``i`` (of an int64 block)."""
         ints = _ints(x, True)
-        self.ints[:, :, i] = ints
-        self.nums[:, :, i] = ints[EXISTING:]
-        self.total[:, i] = ints[CAP_SAFE]
-        self.masks[:, :, i] = _masks(x)
-        self.flags[:, i] = _flags(x)
-        self.codes[:, i] = _codes(x, self.r)
-        self.update_time[i] = x.update_time
+        self.ints[:, i] = ints
+        self.nums[:, i] = ints[4 * self.r : 8 * self.r]
+        self.floats[:, i] = [*ints[self.r : 2 * self.r], x.update_time]
+        self.bools[:, i] = _bools(x)
         self._expired = None
 
     def expired(self, expiration_seconds: int, now: float) -> npt.NDArray[np.bool_]:
@@ -163,7 +169,7 @@ class Block:
             over = age >= float(expiration_seconds)
         else:  # not a double: compare exactly, as Python's float-int comparison does
             over = np.array([a >= expiration_seconds for a in age.tolist()], np.bool_).reshape(self.n)
-        out: npt.NDArray[np.bool_] = self.flags[NO_UPDATE_TIME] | over
+        out: npt.NDArray[np.bool_] = self.no_update_time | over
         self._expired = (expiration_seconds, now, out)
         return out
 
@@ -183,6 +189,7 @@ class LoadRows:
             ("", 0) if agg is None else (agg.score_aggregation_type, agg.score_aggregated_duration)
         )
         self.names: list[str] = []
+        self.results = RowResults(0)  # the rules' results per estimate (``columns`` users' keys)
         self.rows: list[Row] = []
         self.block = Block([], len(self.resources), np.int64)
         self.big: list[int] = []
@@ -237,6 +244,7 @@ class LoadRows:
         self.rows = [self._row(i, info.name, info.node) for i, info in enumerate(snapshot.infos)]
         self.big = [i for i, x in enumerate(self.rows) if not x.exact]
         self.block = Block(self.rows, len(self.resources), np.int64)
+        self.results = RowResults(len(self.rows))
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         """Rows the snapshot re-copied: only a replaced node dict matters here (the assigned pods the
@@ -259,6 +267,7 @@ class LoadRows:
         was_exact = self.rows[i].exact
         self.rows[i] = x
         self.block.write(i, x)
+        self.results.changed((i,))
         if was_exact != x.exact:
             self.big = [k for k, row in enumerate(self.rows) if not row.exact]
 
@@ -266,3 +275,13 @@ class LoadRows:
         """The big rows (or every row) as Python ints, in row order."""
         rows = self.rows if all_rows else [self.rows[i] for i in self.big]
         return Block(rows, len(self.resources), object)
+
+
+def _columns(values: list[list[Any]], dtype: Any, width: int, n: int) -> npt.NDArray[Any]:
+    """Per-row lists of ``width`` values as a C-contiguous (width, n) array."""
+    if dtype is object:
+        out = np.empty((width, n), object)
+        for i, v in enumerate(values):
+            out[:, i] = v
+        return out
+    return np.array(values, dtype).reshape(n, width).T.copy()

@@ -13,11 +13,8 @@ scheduler.plugins.loadaware.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Final
-
-import numpy as np
-import numpy.typing as npt
 
 from apis.nodemetric import NodeMetric
 from apis.pod import is_daemonset_pod
@@ -141,18 +138,20 @@ class LoadAwareScheduling:
         incoming = self.incoming(state, pod)
         if incoming.daemonset:
             return FilterResult.all_pass(snapshot.n)
-        est, prod, now = incoming.estimate, incoming.prod, state.now
-        which = _per_block(
-            self.rows(snapshot), est, lambda b: rules.filter_codes(b, self.args, est, prod, now)
-        )
-        return FilterResult(which.astype(np.int32), self.statuses)
+        est, prod = incoming.estimate, incoming.prod
+        view = self.rows(snapshot)
+        which = _per_block(view, ("filter", est, prod), est, lambda b: rules.filter_codes(b, est, prod))
+        rules.filter_expiry(which, view.block, self.args, prod, state.now)
+        return FilterResult(which, self.statuses)
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         incoming = self.incoming(state, pod)
-        est, prod, now = incoming.estimate, incoming.prod, state.now
+        est, prod = incoming.estimate, incoming.prod
+        view = self.rows(snapshot)
         full = _per_block(
-            self.rows(snapshot), est, lambda b: rules.scores(b, self.args, self.weights, est, prod, now)
+            view, ("score", est, prod), est, lambda b: rules.scores(b, self.args, self.weights, est, prod)
         )
+        rules.score_freshness(full, view.block, self.args, state.now)
         out: IntArray = full if len(feasible) == len(full) else full.take(feasible)
         return out  # (feasible rows are ascending and distinct: as many as the rows means every row)
 
@@ -166,12 +165,14 @@ class LoadAwareScheduling:
         self.assign.unassign(node_name, pod)
 
 
-def _per_block(view: LoadRows, estimate: tuple[int, ...], rule: Callable[[Block], npt.NDArray[Any]]) -> Any:
-    """``rule`` over every row: the int64 block, with the big rows (or, for an estimate outside the
-    exact range, every row) evaluated on Python ints."""
+def _per_block(view: LoadRows, key: Hashable, estimate: tuple[int, ...], rule: Callable[[Block], Any]) -> Any:
+    """A fresh array of ``rule`` over every row: the int64 block's result kept per ``key`` in the view
+    (rows rewritten since are re-evaluated by ``rule`` over just those rows), the big rows (or, for an
+    estimate outside the exact range, every row) evaluated on Python ints."""
     if not all(-EXACT_LIMIT <= e <= EXACT_LIMIT for e in estimate):
         return rule(view.big_block(all_rows=True))
-    out = rule(view.block)
+    block = view.block
+    out = view.results.get(key, lambda rows: rule(block if rows is None else block.select(rows))).copy()
     if view.big:
         out[view.big] = rule(view.big_block())
     return out

@@ -15,18 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
-from scheduler.plugins.loadaware.columns import (
-    ACTIVE,
-    CAP_SAFE,
-    CAP_ZERO,
-    CAPACITY,
-    CHECKED,
-    EVALUATED,
-    HAS_NODE_METRIC,
-    PROD_USAGE,
-    SCORE_USAGE,
-    Block,
-)
+from scheduler.plugins.loadaware.columns import Block
 
 Array = npt.NDArray[Any]
 I32 = npt.NDArray[np.int32]
@@ -57,14 +46,12 @@ def _column(values: Sequence[int], dtype: Any, r: int) -> Array:
     return np.array(list(values), dtype).reshape(r, 1)
 
 
-def filter_codes(
-    b: Block, args: LoadAwareSchedulingArgs, estimate: Sequence[int], prod: bool, now: float
-) -> I32:
-    """Per row: -1 pass, 0 node metric expired, ``1 + j`` resource j over its usage threshold,
+def filter_codes(b: Block, estimate: Sequence[int], prod: bool) -> I32:
+    """Per row, before the expiry rule: -1 pass, ``1 + j`` resource j over its usage threshold,
     ``1 + R + j`` over its aggregated threshold. Daemonset pods are not filtered (the caller's check).
     Prod pods read the prod thresholds and usage where the node sets them (``k = 1``)."""
     k = 1 if prod else 0
-    existing, thresholds = b.nums[k], b.nums[2 + k]
+    existing, thresholds = b.existing_num[k], b.limit[k]
     # float64(existing + estimate): in the int64 block ``existing`` is float64 and both terms are exact
     # doubles, so their (correctly rounded) float sum is that very double.
     used = np.asarray(existing + _column(estimate, existing.dtype, b.r), np.float64)
@@ -72,42 +59,43 @@ def filter_codes(
     used *= 100
     usage = round_half_away(used, finite=b.dtype is not object)  # |used| ≤ 2**54 there: no overflow
     over = np.asarray(usage > thresholds, np.bool_)  # (the object block compares Python ints)
-    over &= b.masks[CHECKED + k]  # (R, n): resource j is over its threshold
+    over &= b.checked[k]  # (R, n): resource j is over its threshold
     first = np.zeros(b.n, np.int32)
     for j in range(b.r - 1, 0, -1):  # the first resource over wins (0 where resource 0 is over)
         np.copyto(first, j, where=over[j] & ~over[0])
     failed = np.logical_or.reduce(over, axis=0)
-    failed &= b.flags[EVALUATED + k]  # thresholds set, a metric entry and a node metric
+    failed &= b.evaluated[k]  # thresholds set, a metric entry and a node metric
     which: I32 = np.full(b.n, -1, np.int32)
-    first += b.codes[k]
+    np.add(first, b.code_base[k], out=first, casting="unsafe")  # small ints (object block: Python's)
     np.copyto(which, first, where=failed)
-    if args.filter_expired_node_metrics:
-        gone = b.flags[ACTIVE + k] & b.expired(args.node_metric_expiration_seconds, now)
-        if gone.any():
-            which[gone] = -1 if args.enable_schedule_when_node_metrics_expired else 0
     return which
 
 
+def filter_expiry(which: I32, b: Block, args: LoadAwareSchedulingArgs, prod: bool, now: float) -> None:
+    """The expiry rule over ``filter_codes``' result (in place): with filterExpiredNodeMetrics, a node
+    whose thresholds apply and whose metric expired passes (enableScheduleWhenNodeMetricsExpired) or
+    gets code 0."""
+    if args.filter_expired_node_metrics:
+        gone = b.active[1 if prod else 0] & b.expired(args.node_metric_expiration_seconds, now)
+        if gone.any():
+            which[gone] = -1 if args.enable_schedule_when_node_metrics_expired else 0
+
+
 def scores(
-    b: Block,
-    args: LoadAwareSchedulingArgs,
-    weights: Sequence[int],
-    estimate: Sequence[int],
-    prod: bool,
-    now: float,
+    b: Block, args: LoadAwareSchedulingArgs, weights: Sequence[int], estimate: Sequence[int], prod: bool
 ) -> I64:
-    """Per row: the weighted leastUsed score (0 without a fresh node metric)."""
+    """Per row, before the freshness rule: the weighted leastUsed score."""
     dominant_weight = args.dominant_resource_weight
     if dominant_weight == 0 and not any(weights):
         return np.zeros(b.n, np.int64)
-    existing = b.ints[PROD_USAGE if prod and args.score_according_prod_usage else SCORE_USAGE]
-    cap = b.ints[CAPACITY]
+    existing = b.prod_usage if prod and args.score_according_prod_usage else b.score_usage
+    cap = b.capacity
     used = existing + _column(estimate, cap.dtype, b.r)
     least = cap - used  # (R, n): leastUsed = (capacity − used) × 100 / capacity, 0 if used > capacity
     least *= 100
-    least //= b.ints[CAP_SAFE]
+    least //= b.cap_safe
     unfit = used > cap
-    unfit |= b.masks[CAP_ZERO]
+    unfit |= b.cap_zero
     np.copyto(least, 0, where=unfit)
     node_score = least[0] * weights[0]
     for j in range(1, b.r):
@@ -118,8 +106,13 @@ def scores(
         node_score += dominant * dominant_weight
         weight_sum += dominant_weight
     node_score //= weight_sum
-    stale = ~b.flags[HAS_NODE_METRIC]
-    stale |= b.expired(args.node_metric_expiration_seconds, now)
-    np.copyto(node_score, 0, where=stale)
     result: I64 = node_score.astype(np.int64, copy=False)
     return result
+
+
+def score_freshness(out: I64, b: Block, args: LoadAwareSchedulingArgs, now: float) -> None:
+    """The freshness rule over ``scores``' result (in place): 0 without a node metric or when it
+    expired."""
+    stale = ~b.has_node_metric
+    stale |= b.expired(args.node_metric_expiration_seconds, now)
+    np.copyto(out, 0, where=stale)
