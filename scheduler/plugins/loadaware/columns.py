@@ -101,7 +101,7 @@ class Block:
     ``ints`` (8R + 2, n), int64 or object (Python ints), see ``_ints``; ``nums`` (4R, n): Filter's usage
     and thresholds [k] as it compares them, float64 in the int64 block (every value is an exact double
     there), the Python ints in the object block; ``floats`` (R + 1, n): the capacity as Filter's
-    divisor (1 where it is 0; float(int) of the Python int in the object block) and ``update_time``; ``bools`` (3R + 6, n), see ``_bools``. The rules
+    divisor (1 where it is 0) and ``update_time``; ``bools`` (3R + 6, n), see ``_bools``. The rules
     read named views of these (``capacity``, ``existing[k]``, ``checked[k]``, ...).
 
     [k]: k = 0 other pods, 1 Prod pods. In the int64 block a big row's values are clipped only so that
