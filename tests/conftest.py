@@ -1,18 +1,116 @@
 """Shared fixtures: one real local control plane (etcd + kube-apiserver) per test session, started
 only when a test asks for it, with the koord CRDs and base objects installed; a fresh namespace per
-test for isolation.
+test for isolation; and, for every test, a check that it leaves no thread or child process behind.
 """
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import pytest
 
 from koord.localcluster.bootstrap import bootstrap
 from koord.localcluster.controlplane import ControlPlane
+
+LEAK_GRACE_S = 2.0
+"""How long a test's threads and child processes get, after the test, to finish stopping."""
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads_or_processes() -> Iterator[None]:
+    """Fails the test if it leaves a thread or a child process running (or a child not waited for).
+
+    The baseline is what is alive when the test starts: pytest sets up session- and module-scoped
+    fixtures (the real control plane, the real node) before this function-scoped one, so what they
+    started is in it; and autouse fixtures are set up first in their scope, so this check runs after
+    the test's own fixtures are torn down.
+    """
+    me = psutil.Process()
+    threads_before = set(threading.enumerate())
+    children_before = set(me.children(recursive=True))
+    yield
+    deadline = time.monotonic() + LEAK_GRACE_S
+    threads = [t for t in threading.enumerate() if t not in threads_before]
+    children = _new_children(me, children_before)
+    while (threads or children) and time.monotonic() < deadline:
+        # Some threads end when their owner is freed, not when it is stopped (grpc.aio's poller thread
+        # ends when the last aio server or channel is deallocated): collect what the test let go of,
+        # which may sit in a reference cycle (an exception's traceback) until the next collection.
+        gc.collect()
+        joinable = [t for t in threads if not isinstance(t, threading._DummyThread)]  # foreign: no join
+        for t in joinable:
+            t.join(0.1 / len(joinable))
+        if not joinable:
+            time.sleep(0.05)
+        threads = _running(me, threads)
+        children = _new_children(me, children_before)
+    if not (threads or children):
+        return
+    lines = [f"thread {t.name!r} (daemon={t.daemon}, target={_target(t)})" for t in threads]
+    lines += [f"process {_describe(p)}" for p in children]
+    # Kill what leaked so the next tests start clean; the failure still names it.
+    for p in children:
+        _kill(p)
+    pytest.fail(
+        f"the test left {len(lines)} thread(s)/process(es) behind after {LEAK_GRACE_S:.0f}s:\n  "
+        + "\n  ".join(lines),
+        pytrace=False,
+    )
+
+
+def _running(me: psutil.Process, threads: list[threading.Thread]) -> list[threading.Thread]:
+    """The threads still running. A foreign thread that called into Python (a grpc C-core thread)
+    stays in threading.enumerate() for good; it runs while its OS thread exists."""
+    tids = {t.id for t in me.threads()}
+    return [
+        t for t in threads
+        if (t.native_id in tids if isinstance(t, threading._DummyThread) else t.is_alive())
+    ]  # fmt: skip
+
+
+def _new_children(me: psutil.Process, before: set[psutil.Process]) -> list[psutil.Process]:
+    """Children started during the test that still run, or exited and were never waited for (zombies)."""
+    alive = []
+    for p in me.children(recursive=True):
+        if p in before:
+            continue
+        try:
+            p.status()
+        except psutil.NoSuchProcess:
+            continue
+        alive.append(p)
+    return alive
+
+
+def _target(t: threading.Thread) -> str:
+    fn = getattr(t, "_target", None)  # CPython keeps the target until run() returns
+    return getattr(fn, "__qualname__", repr(fn)) if fn is not None else type(t).__qualname__
+
+
+def _describe(p: psutil.Process) -> str:
+    try:
+        status = p.status()
+        try:
+            command = " ".join(p.cmdline())[:200]
+        except psutil.ZombieProcess:  # a zombie keeps its name, not its command line
+            command = ""
+        return f"{p.pid} {status}: {command or p.name()}"
+    except psutil.NoSuchProcess:
+        return f"{p.pid} (gone)"
+
+
+def _kill(p: psutil.Process) -> None:
+    try:
+        p.kill()
+        p.wait(timeout=5)  # reaps it when it is our own child
+    except psutil.Error:
+        pass
 
 
 @pytest.fixture(scope="session")

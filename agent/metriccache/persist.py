@@ -67,7 +67,9 @@ def load(cache: MetricCache, path: Path, now_ms: int, max_age_ms: int) -> int:
     if not path.exists():
         return 0
     try:
-        with np.load(path, allow_pickle=False) as z:
+        # The file is opened here, not by np.load: np.load leaks its own handle when the zip
+        # directory of a damaged archive does not parse.
+        with path.open("rb") as f, np.load(f, allow_pickle=False) as z:
             version_arr = np.asarray(z["version"])
             raw_keys = json.loads(bytes(z["keys"]).decode())
             lengths = np.asarray(z["lengths"], dtype=np.int64)

@@ -57,25 +57,26 @@ def test_scheduler_without_a_cluster_says_what_it_tried() -> None:
 
 def test_koord_manager_serves_the_hub_until_sigterm() -> None:
     [port] = free_ports(1)
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "manager.main", f"--hub-addr=127.0.0.1:{port}", "--no-enable-scheduler",
          "--no-enable-leader-election", "--controllers=", "--hub-auth=none", "--metrics-addr=127.0.0.1:0",
          "--health-probe-addr=127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        assert f"listening on port {port}" in proc.stdout.readline()
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
-            stub = pb_grpc.MetricHubStub(ch)
-            ack = stub.Report(iter([pb.NodeMetricReport(node_name="n1")]), timeout=10)
-            assert ack.accepted == 1
-            assert [i.report.node_name for i in stub.List(pb.ListRequest(), timeout=10).items] == ["n1"]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        t0 = time.monotonic()
-        proc.wait(timeout=20)
-    assert proc.returncode == 0
+    ) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            assert f"listening on port {port}" in proc.stdout.readline()
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+                stub = pb_grpc.MetricHubStub(ch)
+                ack = stub.Report(iter([pb.NodeMetricReport(node_name="n1")]), timeout=10)
+                assert ack.accepted == 1
+                assert [i.report.node_name for i in stub.List(pb.ListRequest(), timeout=10).items] == ["n1"]
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            t0 = time.monotonic()
+            # communicate() drains both pipes (a full stderr pipe would block the daemon's exit).
+            _, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 0, stderr
     assert time.monotonic() - t0 < 10
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -65,5 +66,7 @@ class Env:
 
 
 @pytest.fixture(params=list(CgroupVersion), ids=lambda v: v.value)
-def env(request: pytest.FixtureRequest, tmp_path: Path) -> Env:
-    return Env(HostTree(tmp_path / "host", request.param, CgroupDriver.CGROUPFS), tmp_path)
+def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Env]:
+    e = Env(HostTree(tmp_path / "host", request.param, CgroupDriver.CGROUPFS), tmp_path)
+    with e.audit:  # closes the log file, as the koordlet does on stop
+        yield e

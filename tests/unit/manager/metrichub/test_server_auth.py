@@ -40,7 +40,7 @@ def hub(request: pytest.FixtureRequest) -> Iterator[tuple[HubStore, pb_grpc.Metr
         yield store, pb_grpc.MetricHubStub(channel)
     finally:
         channel.close()
-        server.stop(grace=None)
+        assert server.stop(grace=None).wait(5)
 
 
 def md(token: str) -> tuple[tuple[str, str], ...]:
