@@ -92,7 +92,11 @@ class NodeInfo:
 
 
 class RowView(Protocol):
-    """Data a plugin keeps aligned to a snapshot's rows (registered with `Snapshot.view`)."""
+    """Data a plugin keeps aligned to a snapshot's rows (registered with `Snapshot.view`).
+    `reads_pods`: whether the data depends on the rows' pods too; when not, `refresh` gets only the
+    rows whose Node object was replaced."""
+
+    reads_pods: bool
 
     def rebuild(self, snapshot: Snapshot) -> None:
         """Every row (new rows or columns)."""
@@ -107,19 +111,21 @@ V = TypeVar("V", bound=RowView)
 
 
 class NodeColumn:
-    """One value per row, `fn(NodeInfo)`, in a numpy array of `dtype`."""
+    """One value per row, `fn(Node object)`, in a numpy array of `dtype`."""
 
-    def __init__(self, fn: Callable[[NodeInfo], Any], dtype: type[Any]) -> None:
+    reads_pods = False
+
+    def __init__(self, fn: Callable[[dict[str, Any]], Any], dtype: type[Any]) -> None:
         self.fn = fn
         self.dtype = dtype
         self.values: npt.NDArray[Any] = np.zeros(0, dtype)
 
     def rebuild(self, snapshot: Snapshot) -> None:
-        self.values = np.fromiter((self.fn(info) for info in snapshot.infos), self.dtype, snapshot.n)
+        self.values = np.fromiter((self.fn(info.node) for info in snapshot.infos), self.dtype, snapshot.n)
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         for i in rows:
-            self.values[i] = self.fn(snapshot.infos[i])
+            self.values[i] = self.fn(snapshot.infos[i].node)
 
 
 class Snapshot:
@@ -138,6 +144,7 @@ class Snapshot:
         self.requested: I64 = np.zeros((0, 0), np.int64)
         self.pod_count: I64 = np.zeros(0, np.int64)
         self.generation: I64 = np.zeros(0, np.int64)
+        self.nodes: list[dict[str, Any]] = []  # the Node object each row was last copied from
         self._views: dict[Hashable, RowView] = {}
         self.rebuild(list(infos), resources)
 
@@ -172,6 +179,7 @@ class Snapshot:
         self.requested = np.zeros((n, r), np.int64)
         self.pod_count = np.zeros(n, np.int64)
         self.generation = np.zeros(n, np.int64)
+        self.nodes = [info.node for info in self.infos]
         for i in range(n):
             self._copy_row(i)
         self.layout += 1
@@ -189,6 +197,7 @@ class Snapshot:
         for r, v in info.requested.items():
             rrow[col[r]] = v
         self.pod_count[i] = len(info.pods)
+        self.nodes[i] = info.node
         self.generation[i] = info.generation
 
     def refresh(self, changed: Iterable[NodeInfo]) -> None:
@@ -202,10 +211,15 @@ class Snapshot:
             self.rebuild(self.infos, self.resources)
             return
         rows = [self.index[info.name] for info in infos]
+        # rows whose Node object is new (not only their pods), against the one each row was copied from
+        replaced = [i for i in rows if self.infos[i].node is not self.nodes[i]]
         for i in rows:
             self._copy_row(i)
         for v in self._views.values():
-            v.refresh(self, rows)
+            if v.reads_pods:
+                v.refresh(self, rows)
+            elif replaced:
+                v.refresh(self, replaced)
 
     def view(self, key: Hashable, make: Callable[[], V]) -> V:
         """The view registered under `key`, made (and built) on first use; kept up to date with every
@@ -218,8 +232,10 @@ class Snapshot:
             return made
         return cast(V, found)
 
-    def column(self, key: Hashable, fn: Callable[[NodeInfo], Any], dtype: type[Any]) -> npt.NDArray[Any]:
-        """`fn(NodeInfo)` of every row as an array (a `NodeColumn` view under `key`)."""
+    def column(
+        self, key: Hashable, fn: Callable[[dict[str, Any]], Any], dtype: type[Any]
+    ) -> npt.NDArray[Any]:
+        """`fn(Node object)` of every row as an array (a `NodeColumn` view under `key`)."""
         return self.view(key, lambda: NodeColumn(fn, dtype)).values
 
     def vector(self, values: Mapping[str, int]) -> I64:

@@ -175,6 +175,8 @@ class LabelColumn:
     """Label ``key`` over all rows (a snapshot view): ``codes[i]`` indexes ``values`` (-1: row i lacks
     the key). Values no row carries any more stay until a rebuild (they only widen the tables)."""
 
+    reads_pods = False  # the Node object only
+
     def __init__(self, key: str) -> None:
         self.key = key
         self.codes: npt.NDArray[np.int32] = np.zeros(0, np.int32)

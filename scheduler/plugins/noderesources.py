@@ -119,6 +119,8 @@ class FitRows:
     exceeds allocatable pods), and per score resource the allocatable (``capacity``) and the node's pods'
     non-zero requests (``nonzero``). ``scores`` keeps LeastAllocated per pod non-zero requests."""
 
+    reads_pods = True  # the free resources and non-zero requests of its pods
+
     def __init__(self) -> None:
         self.scores = RowResults(0)
         self.free: IntArray = np.zeros((0, 0), np.int64)

@@ -14,7 +14,7 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
-from scheduler.framework.snapshot import NodeInfo, Snapshot
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.tainttoleration import toleration_tolerates
 
@@ -43,10 +43,6 @@ def node_unschedulable(node: Mapping[str, Any]) -> bool:
     return _mapping(node.get("spec")).get("unschedulable") is True
 
 
-def _cordoned(info: NodeInfo) -> bool:
-    return node_unschedulable(info.node)
-
-
 class NodeUnschedulable:
     """Filter plugin; see the module docstring."""
 
@@ -58,7 +54,7 @@ class NodeUnschedulable:
         return NAME
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
-        cordoned = snapshot.column((NAME, "cordoned"), _cordoned, np.bool_)
+        cordoned = snapshot.column((NAME, "cordoned"), node_unschedulable, np.bool_)
         if tolerates_unschedulable(pod) or not cordoned.any():
             return FilterResult.all_pass(snapshot.n)
         return FilterResult.from_mask(cordoned, self._status)

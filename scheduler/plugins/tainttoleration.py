@@ -92,6 +92,8 @@ def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Mapping[str
 class Signatures:
     """Row-aligned signature ids (a snapshot view): ``ids[i]`` indexes ``sigs``, the interned taint lists."""
 
+    reads_pods = False  # the Node object only
+
     def __init__(self) -> None:
         self.ids: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self.sigs: list[Signature] = []

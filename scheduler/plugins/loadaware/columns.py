@@ -178,6 +178,8 @@ class LoadRows:
     """The view: ``rows`` (Python), ``block`` (int64 arrays of every row) and ``big`` (rows outside
     the exact range, ascending)."""
 
+    reads_pods = False  # the assigned pods it reads are the assign cache's (``refresh_names``)
+
     def __init__(self, args: LoadAwareSchedulingArgs, resources: Sequence[str], metrics: NodeMetricCache,
                  assign: AssignCache) -> None:  # fmt: skip
         self.args = args
