@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 Rows = npt.NDArray[np.intp]
-#: ``rule(None)`` evaluates every row; ``rule(rows)`` only ``rows`` (ascending, distinct), in that order.
+#: ``rule(None)`` evaluates every row; ``rule(rows)`` only ``rows`` (ascending, distinct), in that order;
+#: rows are the last axis of the result.
 Rule = Callable[[Rows | None], npt.NDArray[Any]]
 LOG_LIMIT: Final = 1 << 14  # rewritten rows remembered before every entry is dropped instead
 
@@ -52,6 +53,6 @@ class RowResults:
             if seen < len(self.log):
                 pending = self.log[seen:]
                 rows: Rows = np.array(pending if len(pending) == 1 else sorted(set(pending)), np.intp)
-                values[rows] = rule(rows)
+                values[..., rows] = rule(rows)
         self.entries[key] = (values, len(self.log))
         return values

@@ -16,6 +16,9 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Final
 
+import numpy as np
+import numpy.typing as npt
+
 from apis.nodemetric import NodeMetric
 from apis.pod import is_daemonset_pod
 from apis.qos import PriorityClass
@@ -39,6 +42,7 @@ from scheduler.plugins.loadaware.usage import (
 
 Pod = dict[str, Any]
 STATE_KEY: Final = f"{NAME}/preFilter"
+RESULTS_KEY: Final = f"{NAME}/results"
 
 __all__ = ["NAME", "LoadAwareScheduling"]
 
@@ -134,24 +138,35 @@ class LoadAwareScheduling:
         return view
 
     # --- Filter / Score ---------------------------------------------------------------------------
+    def _evaluate(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> npt.NDArray[np.int64]:
+        """Filter's codes (row 0, before the expiry rule) and Score's scores (row 1, before the
+        freshness rule) of every row, once per cycle: both depend on the same estimate."""
+        found = state.get(RESULTS_KEY)
+        if isinstance(found, np.ndarray):
+            return found
+        incoming = self.incoming(state, pod)
+        est, prod = incoming.estimate, incoming.prod
+
+        def rule(b: Block) -> npt.NDArray[np.int64]:
+            return np.stack(
+                [rules.filter_codes(b, est, prod), rules.scores(b, self.args, self.weights, est, prod)]
+            )
+
+        out: npt.NDArray[np.int64] = _per_block(self.rows(snapshot), (est, prod), est, rule)
+        state.write(RESULTS_KEY, out)
+        return out
+
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         incoming = self.incoming(state, pod)
         if incoming.daemonset:
             return FilterResult.all_pass(snapshot.n)
-        est, prod = incoming.estimate, incoming.prod
-        view = self.rows(snapshot)
-        which = _per_block(view, ("filter", est, prod), est, lambda b: rules.filter_codes(b, est, prod))
-        rules.filter_expiry(which, view.block, self.args, prod, state.now)
+        which = self._evaluate(state, pod, snapshot)[0].astype(np.int32)
+        rules.filter_expiry(which, self.rows(snapshot).block, self.args, incoming.prod, state.now)
         return FilterResult(which, self.statuses)
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        incoming = self.incoming(state, pod)
-        est, prod = incoming.estimate, incoming.prod
-        view = self.rows(snapshot)
-        full = _per_block(
-            view, ("score", est, prod), est, lambda b: rules.scores(b, self.args, self.weights, est, prod)
-        )
-        rules.score_freshness(full, view.block, self.args, state.now)
+        full = self._evaluate(state, pod, snapshot)[1].copy()
+        rules.score_freshness(full, self.rows(snapshot).block, self.args, state.now)
         out: IntArray = full if len(feasible) == len(full) else full.take(feasible)
         return out  # (feasible rows are ascending and distinct: as many as the rows means every row)
 
@@ -166,13 +181,13 @@ class LoadAwareScheduling:
 
 
 def _per_block(view: LoadRows, key: Hashable, estimate: tuple[int, ...], rule: Callable[[Block], Any]) -> Any:
-    """A fresh array of ``rule`` over every row: the int64 block's result kept per ``key`` in the view
-    (rows rewritten since are re-evaluated by ``rule`` over just those rows), the big rows (or, for an
-    estimate outside the exact range, every row) evaluated on Python ints."""
+    """A fresh array of ``rule`` over every row (its last axis): the int64 block's result kept per
+    ``key`` in the view (rows rewritten since are re-evaluated by ``rule`` over just those rows), the
+    big rows (or, for an estimate outside the exact range, every row) evaluated on Python ints."""
     if not all(-EXACT_LIMIT <= e <= EXACT_LIMIT for e in estimate):
         return rule(view.big_block(all_rows=True))
     block = view.block
     out = view.results.get(key, lambda rows: rule(block if rows is None else block.select(rows))).copy()
     if view.big:
-        out[view.big] = rule(view.big_block())
+        out[..., view.big] = rule(view.big_block())
     return out
