@@ -70,5 +70,8 @@ def stop_pid(pid: int, timeout: float = 10.0) -> None:
                 if os.waitpid(pid, os.WNOHANG)[0] == pid:
                     return
             if not alive(pid):
+                # It may have exited since the waitpid above: reap it if it is our own child.
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
                 return
             time.sleep(0.05)

@@ -219,12 +219,14 @@ class HubServer:
     def stop(self, grace: float | None) -> threading.Event:
         """Stops the server (cancelling open RPCs after `grace` seconds); the event is set when done."""
         done = threading.Event()
-        if self._loop.is_closed() or not self._loop.is_running():
+        if self._server is None or self._loop.is_closed() or not self._loop.is_running():
             done.set()
             return done
         fut = asyncio.run_coroutine_threadsafe(self._server.stop(grace), self._loop)
 
         def finished(_: object) -> None:
+            # Let go of the stopped grpc.aio server: grpc's poller thread runs while any aio server lives.
+            self._server = None
             self._loop.call_soon_threadsafe(self._loop.stop)
             done.set()
 

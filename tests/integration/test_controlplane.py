@@ -72,6 +72,8 @@ def test_a_crashed_run_is_reaped_by_the_next_start(tmp_path: Path) -> None:
     again = ControlPlane(state_dir=state_dir).start()
     try:
         assert not any(_running(p) for p in old.values())
+        # Here the crashed run's processes are this test's children: their handles see them gone.
+        assert set(crashed.exited()) == {"etcd", "kube-apiserver"}
         assert client.VersionApi(again.api_client()).get_code().git_version == "v1.20.2"
     finally:
         again.stop()

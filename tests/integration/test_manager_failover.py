@@ -118,6 +118,7 @@ def test_standby_takes_over_and_loses_no_reconcile(
                 p.communicate(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.communicate()  # reaps it and closes its stderr pipe
         for plural in (NODE_SLO_PLURAL, "nodemetrics"):
             with contextlib.suppress(ApiException):
                 custom.delete_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, node)

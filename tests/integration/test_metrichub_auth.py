@@ -75,7 +75,7 @@ class Hub:
 
     def close(self) -> None:
         self.channel.close()
-        self.server.stop(grace=None)
+        assert self.server.stop(grace=None).wait(5)
 
 
 @pytest.fixture()

@@ -149,7 +149,8 @@ def test_metrics_are_scraped_from_a_real_endpoint(kube: Any, namespace: str, clu
         assert wait_for(lambda: node_of(core, namespace, "counted") is not None)
 
         def samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+                text = resp.read().decode()
             return {
                 (s.name, tuple(sorted(s.labels.items()))): s.value
                 for fam in text_string_to_metric_families(text)
@@ -170,6 +171,7 @@ def test_metrics_are_scraped_from_a_real_endpoint(kube: Any, namespace: str, clu
         stop.set()
         service.close()
         server.shutdown()
+        server.server_close()
 
 
 def test_binds_reuse_pooled_connections(control_plane: Any, kube: Any, namespace: str) -> None:

@@ -56,7 +56,8 @@ def test_standby_takes_over_when_the_leader_stops(
         first = holder(kube)
         assert first in procs
         procs[first].send_signal(signal.SIGTERM)  # releases the Lease
-        assert procs[first].wait(timeout=30) == 0
+        _, err = procs[first].communicate(timeout=30)
+        assert procs[first].returncode == 0, err
         standby = "sched-b" if first == "sched-a" else "sched-a"
         assert wait_for(lambda: holder(kube) == standby, timeout=10)
         make_pod(core, namespace, "two", selector={"koord-test": cluster["tag"]})
@@ -67,6 +68,7 @@ def test_standby_takes_over_when_the_leader_stops(
                 p.send_signal(signal.SIGTERM)
         for p in procs.values():
             try:
-                p.wait(timeout=30)
+                p.communicate(timeout=30)  # drains and closes stderr
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.communicate()
