@@ -46,7 +46,7 @@ import grpc.aio
 
 from manager.metrichub.auth import Authorizer, StaticTokenAuthenticator
 from manager.metrichub.server import serve
-from manager.metrichub.store import HubStore, timestamp_bytes, varint
+from manager.metrichub.store import HubStore
 from proto.koord.v1 import metrichub_pb2 as pb
 
 REPORT = "/koord.v1.MetricHub/Report"
@@ -89,11 +89,11 @@ def make_report(node: str, pods: int = 30, stamped: bool = True) -> bytes:
 
 
 def stamp(now: float) -> bytes:
-    """A second `status` field holding only update_time = now: appended to a report, protobuf merges
-    it into the status (a 20-byte suffix instead of re-serialising 4 KB per send)."""
-    ts = timestamp_bytes(int(now * 1e9))
-    inner = b"\x0a" + varint(len(ts)) + ts
-    return b"\x12" + varint(len(inner)) + inner
+    """A report holding only status.update_time = now: appended to a report, protobuf merges it into
+    the status (a 20-byte suffix instead of re-serialising 4 KB per send)."""
+    r = pb.NodeMetricReport()
+    r.status.update_time.FromNanoseconds(int(now * 1e9))
+    return r.SerializeToString()
 
 
 def _ident(b: bytes) -> bytes:
@@ -362,7 +362,6 @@ def main() -> None:
     ap.add_argument("--agent-procs", type=int, default=2)
     ap.add_argument("--channels", type=int, default=50, help="TCP connections per agent process")
     ap.add_argument("--calls-per-s", type=float, default=0.0, help="also measure one call per report")
-    ap.add_argument("--engine", choices=("aio", "threads"), default="aio", help="hub server implementation")
     ap.add_argument("--batch-window-ms", type=float, default=5.0, help="the hub's watcher wake-up window")
     args = ap.parse_args()
     args.nodes = max(1, min(args.nodes, 20_000))
@@ -376,17 +375,8 @@ def main() -> None:
     store = HubStore()
     authz = Authorizer(reader_users={READER}, reader_groups=())
     authn = StaticTokenAuthenticator(tokens)
-    server: Any
-    if args.engine == "aio":
-        from manager.metrichub.aioserver import serve_aio
-
-        server, port = serve_aio(store, "127.0.0.1:0", authenticator=authn, authorizer=authz,
-                                 batch_window=args.batch_window_ms / 1000)  # fmt: skip
-    else:
-        workers = args.nodes + args.watchers + 8
-        server, port = serve(
-            store, "127.0.0.1:0", workers, authenticator=authn, authorizer=authz, engine="threads"
-        )
+    server, port = serve(store, "127.0.0.1:0", authenticator=authn, authorizer=authz,
+                         batch_window=args.batch_window_ms / 1000)  # fmt: skip
     try:
         main_phase = run_phase(port, store, args, calls=False, watch=True)
         calls = run_phase(port, store, args, calls=True, watch=False) if args.calls_per_s > 0 else None
@@ -406,7 +396,6 @@ def main() -> None:
         "agent_procs": args.agent_procs,
         "connections": args.agent_procs * args.channels,
         "seconds": args.seconds,
-        "engine": args.engine,
         "batch_window_ms": args.batch_window_ms,
         "cpus": os.cpu_count(),
     }

@@ -1,31 +1,43 @@
-"""MetricHub gRPC adapter: maps the Report / List / Watch RPCs onto a HubStore, behind an
-authentication/authorization interceptor. `serve` starts the hub on the default grpc.aio engine
-(manager.metrichub.aioserver, same checks, measured faster) or on this module's thread-pool engine.
+"""The MetricHub gRPC server: the Report / List / Watch / WatchBatch RPCs over a HubStore, served by
+one grpc.aio event loop in a background thread (`serve`), with TLS when given credentials.
 
-With an authenticator, every RPC needs `authorization: Bearer <token>` metadata: no or an invalid
-token → UNAUTHENTICATED; the authenticator cannot decide (API server down) → UNAVAILABLE; Report from
-a caller whose node cannot be established, or a report for another node (the stream ends at the first
-foreign report) → PERMISSION_DENIED; List/Watch by a non-reader → PERMISSION_DENIED. Methods the
-interceptor does not know are refused. Without an authenticator the hub is *insecure* (tests and the
-embedded loopback hub only), which `serve` logs loudly.
+Authentication (with an authenticator): every RPC needs `authorization: Bearer <token>` metadata; no
+or an invalid token → UNAUTHENTICATED; the authenticator cannot decide (API server down) →
+UNAVAILABLE; Report from a caller whose node cannot be established, or a report for another node (the
+stream ends at the first foreign report) → PERMISSION_DENIED; List/Watch by a non-reader →
+PERMISSION_DENIED. The token check and the pod lookup run once per RPC (not per report) in a small
+thread pool, as does List. Without an authenticator the hub is *insecure* (tests and the embedded
+loopback hub only), which `serve` logs loudly. Bearer tokens travel in clear without TLS, which
+`serve` logs too when the hub listens beyond loopback (docs/install.md, "TLS for the MetricHub").
 
-Reports are checked and kept as their wire bytes (manager.metrichub.wire); Watch events are
-serialised once per change in the store and sent as the same bytes to every watcher, WatchBatch
-messages are those bytes concatenated, and List is assembled from them (the handlers' serializers
-pass bytes through).
+Reports are parsed in full once, by the Report deserializer (a report that is not a valid
+NodeMetricReport would otherwise sit in the store and break every watcher's parse), and kept as the
+bytes the agent sent; events, batches and List answers are built by the store around those bytes
+(manager.metrichub.store) and sent as they are (the handlers' serializers pass bytes through).
 
-Imports: grpc, proto.koord.v1, manager.metrichub (store, auth, wire; aioserver lazily from serve).
+Watchers wake together at most once per `batch_window` (default 5 ms) after a change, whatever the
+number of changes: a WatchBatch watcher then gets one message with everything new, a Watch watcher
+one message per change. A threaded gRPC server paid several GIL hand-offs per streamed message
+(poller thread → handler thread → watcher threads); here a report is checked, stored and fanned out
+within the loop. The server raises grpc core's pending-call limits (1,000 soft / 3,000 hard by
+default): the aio server accepts new calls one at a time, and with the defaults a burst of thousands
+of agents (re)connecting at once, e.g. after a manager restart, has a third of its streams cancelled.
+
+Imports: asyncio, grpc, proto.koord.v1, manager.metrichub (auth, store).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from concurrent import futures
-from typing import Any, Literal, NoReturn, Protocol
+from pathlib import Path
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 import grpc
+import grpc.aio
 
 from manager.metrichub.auth import (
     Authenticator,
@@ -35,251 +47,306 @@ from manager.metrichub.auth import (
     Identity,
     bearer_token,
 )
-from manager.metrichub.store import HubStore, RevisionTooOldError, encode_batches
-from manager.metrichub.wire import Received, parse_report
+from manager.metrichub.store import Changes, HubStore, RevisionTooOldError, encode_batches, encoded_events
 from proto.koord.v1 import metrichub_pb2 as pb
-from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SERVICE = "koord.v1.MetricHub"
-_REPORT, _LIST, _WATCH, _WATCH_BATCH = (f"/{SERVICE}/{m}" for m in ("Report", "List", "Watch", "WatchBatch"))
+DEFAULT_BATCH_WINDOW = 0.005
+SERVER_OPTIONS = (
+    ("grpc.server.max_pending_requests", 50_000),
+    ("grpc.server.max_pending_requests_hard_limit", 100_000),
+)
 
 
-def _stream_of(request: pb.WatchRequest, context: grpc.ServicerContext) -> tuple[threading.Event, str | None]:
-    """A watch stream's liveness (cleared when the client goes) and the node it asks for (None: all)."""
-    alive = threading.Event()
-    alive.set()
-    context.add_callback(alive.clear)
-    return alive, (request.node_name if request.HasField("node_name") else None)
+class Received(NamedTuple):
+    """A report as the Report deserializer hands it over: its node name and its wire bytes."""
+
+    node: str
+    raw: bytes
 
 
-def _abort(context: Any, code: grpc.StatusCode, details: str) -> NoReturn:
-    context.abort(code, details)
-    raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
-
-
-class MetricHubServicer(pb_grpc.MetricHubServicer):
-    """The RPC behaviours (registered by `serve` with its own handler table)."""
-
-    def __init__(self, store: HubStore) -> None:
-        self.store = store
-
-    def Report(  # noqa: N802 (gRPC method name)
-        self, request_iterator: Iterator[pb.NodeMetricReport | Received], context: grpc.ServicerContext
-    ) -> pb.ReportAck:
-        accepted = 0
-        last = 0
-        for got in request_iterator:
-            try:
-                if isinstance(got, Received):
-                    last = self.store.put_raw(got.node, got.raw)
-                else:
-                    last = self.store.put(got)
-            except ValueError as e:
-                _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"report {accepted + 1}: {e}")
-            accepted += 1
-        return pb.ReportAck(accepted=accepted, last_revision=last)
-
-    def List(self, request: pb.ListRequest, context: grpc.ServicerContext) -> bytes:  # type: ignore[override]  # noqa: N802
-        """The serialised ListResponse (served with a pass-through serializer)."""
-        return self.store.list_encoded(request.node_name if request.HasField("node_name") else None)
-
-    def Watch(  # type: ignore[override]  # noqa: N802 (bytes: served with a pass-through serializer)
-        self, request: pb.WatchRequest, context: grpc.ServicerContext
-    ) -> Iterator[bytes]:
-        """Yields serialised NodeMetricEvents (see the module docstring)."""
-        alive, node = _stream_of(request, context)
-        try:
-            with self.store.watching():
-                yield from self.store.watch_encoded(request.since_revision, node, alive)
-        except RevisionTooOldError as e:
-            _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
-
-    def WatchBatch(  # type: ignore[override]  # noqa: N802 (bytes, as Watch)
-        self, request: pb.WatchRequest, context: grpc.ServicerContext
-    ) -> Iterator[bytes]:
-        """Yields serialised NodeMetricEventBatches: what is new each time the stream catches up."""
-        alive, node = _stream_of(request, context)
-        store = self.store
-        try:
-            with store.watching():
-                changes, cursor = store.start(request.since_revision, node)
-                while alive.is_set():
-                    yield from encode_batches(changes)
-                    changes, cursor = store.wait_tail(cursor, node, 0.5)
-        except RevisionTooOldError as e:
-            _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
+def parse_report(data: bytes) -> Received:
+    """The Report request deserializer: parses `data` in full (DecodeError: bad wire format, bad
+    UTF-8 in any string) and keeps the bytes."""
+    return Received(pb.NodeMetricReport.FromString(data).node_name, data)
 
 
 def _passthrough(data: bytes) -> bytes:
     return data
 
 
-def _handler(servicer: MetricHubServicer) -> grpc.GenericRpcHandler:
-    return grpc.method_handlers_generic_handler(
-        SERVICE,
-        {
-            "Report": grpc.stream_unary_rpc_method_handler(
-                servicer.Report,
-                request_deserializer=parse_report,
-                response_serializer=pb.ReportAck.SerializeToString,
-            ),
-            "List": grpc.unary_unary_rpc_method_handler(
-                servicer.List,
-                request_deserializer=pb.ListRequest.FromString,
-                response_serializer=_passthrough,
-            ),
-            "Watch": grpc.unary_stream_rpc_method_handler(
-                servicer.Watch,
-                request_deserializer=pb.WatchRequest.FromString,
-                response_serializer=_passthrough,
-            ),
-            "WatchBatch": grpc.unary_stream_rpc_method_handler(
-                servicer.WatchBatch,
-                request_deserializer=pb.WatchRequest.FromString,
-                response_serializer=_passthrough,
-            ),
-        },
-    )
+def tls_credentials(cert_file: Path, key_file: Path) -> grpc.ServerCredentials:
+    """Server credentials from a PEM certificate chain and its PEM private key."""
+    return grpc.ssl_server_credentials([(key_file.read_bytes(), cert_file.read_bytes())])
 
 
-class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc is untyped
-    """Authenticates every call and applies the Authorizer (see the module docstring). The checks
-    run in the call's worker thread, never in the server's polling thread."""
+def _is_loopback(address: str) -> bool:
+    host = address.rsplit(":", 1)[0].strip("[]")
+    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
 
-    def __init__(self, authenticator: Authenticator, authorizer: Authorizer) -> None:
+
+async def _abort(context: Any, code: grpc.StatusCode, details: str) -> NoReturn:
+    await context.abort(code, details)
+    raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
+
+
+class AsyncHub:
+    """The RPC behaviours on the event loop `loop`."""
+
+    def __init__(
+        self,
+        store: HubStore,
+        loop: asyncio.AbstractEventLoop,
+        authenticator: Authenticator | None,
+        authorizer: Authorizer,
+        pool: futures.Executor,
+        batch_window: float = DEFAULT_BATCH_WINDOW,
+    ) -> None:
+        self.store = store
+        self.loop = loop
         self.authenticator = authenticator
         self.authorizer = authorizer
+        self._pool = pool
+        self._window = batch_window
+        self._changed = asyncio.Event()
+        self._wake_pending = False
+        self._loop_thread = threading.get_ident()
+        # The batches of the latest wake-up: watchers that caught up together share them.
+        self._shared: tuple[tuple[int, int], list[bytes]] = ((0, 0), [])
+        store.add_listener(self._on_change)
 
-    def identity(self, context: Any) -> Identity:
+    # --- change notification: watchers wake once per batch window, whatever the number of changes
+    def _on_change(self) -> None:
+        if threading.get_ident() == self._loop_thread:
+            self._arm()
+        else:
+            self.loop.call_soon_threadsafe(self._arm)
+
+    def _arm(self) -> None:
+        if not self._wake_pending:
+            self._wake_pending = True
+            self.loop.call_later(self._window, self._wake)
+
+    def _wake(self) -> None:
+        self._wake_pending = False
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self.loop.run_in_executor(self._pool, fn, *args)
+
+    # --- authentication and authorization -------------------------------------------------------
+    async def _identity(self, context: Any) -> Identity:
+        assert self.authenticator is not None
         token = bearer_token(context.invocation_metadata())
         if not token:
-            _abort(context, grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
+            await _abort(context, grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
         try:
-            ident = self.authenticator.authenticate(token)
+            ident = await self._blocking(self.authenticator.authenticate, token)
         except AuthUnavailableError as e:
-            _abort(context, grpc.StatusCode.UNAVAILABLE, f"cannot authenticate now: {e}")
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, f"cannot authenticate now: {e}")
         if ident is None:
-            _abort(context, grpc.StatusCode.UNAUTHENTICATED, "invalid bearer token")
+            await _abort(context, grpc.StatusCode.UNAUTHENTICATED, "invalid bearer token")
         return ident
 
-    def _reporter(self, context: Any) -> tuple[Identity, str]:
-        ident = self.identity(context)
-        try:
-            return ident, self.authorizer.node_of(ident)
-        except DeniedError as e:
-            log.info("MetricHub: Report refused: %s", e)
-            _abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
-        except AuthUnavailableError as e:
-            _abort(context, grpc.StatusCode.UNAVAILABLE, f"cannot authorise now: {e}")
-
-    def _reader(self, context: Any) -> None:
-        ident = self.identity(context)
+    async def _reader(self, context: Any) -> None:
+        if self.authenticator is None:
+            return
+        ident = await self._identity(context)
         try:
             self.authorizer.reader(ident)
         except DeniedError as e:
-            _abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
+            await _abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
 
-    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = continuation(details)
-        if handler is None:
+    async def _reporter(self, context: Any) -> tuple[Identity, str] | None:
+        if self.authenticator is None:
             return None
-        method = details.method
-        if method == _REPORT:
-            inner = handler.stream_unary
+        ident = await self._identity(context)
+        try:
+            return ident, await self._blocking(self.authorizer.node_of, ident)
+        except DeniedError as e:
+            log.info("MetricHub: Report refused: %s", e)
+            await _abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
+        except AuthUnavailableError as e:
+            await _abort(context, grpc.StatusCode.UNAVAILABLE, f"cannot authorise now: {e}")
 
-            def report(requests: Iterator[Received], context: Any) -> Any:
-                ident, node = self._reporter(context)
-                return inner(_own_node(requests, ident, node, context), context)
+    # --- RPCs -----------------------------------------------------------------------------------
+    async def report(self, requests: AsyncIterator[Received], context: Any) -> pb.ReportAck:
+        bound = await self._reporter(context)
+        accepted = 0
+        last = 0
+        put = self.store.put_raw
+        async for node, raw in requests:
+            if bound is not None and node != bound[1]:
+                msg = f"{bound[0].user!r} is bound to node {bound[1]!r} and may not report for node {node!r}"
+                log.warning("MetricHub: Report refused: %s", msg)
+                await _abort(context, grpc.StatusCode.PERMISSION_DENIED, msg)
+            try:
+                last = put(node, raw)
+            except ValueError as e:
+                await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"report {accepted + 1}: {e}")
+            accepted += 1
+        return pb.ReportAck(accepted=accepted, last_revision=last)
 
-            return grpc.stream_unary_rpc_method_handler(
-                report, handler.request_deserializer, handler.response_serializer
-            )
-        if method == _LIST:
-            unary = handler.unary_unary
+    async def list(self, request: pb.ListRequest, context: Any) -> bytes:
+        await self._reader(context)
+        return await self._blocking(
+            self.store.list_encoded, request.node_name if request.HasField("node_name") else None
+        )
 
-            def list_(request: Any, context: Any) -> Any:
-                self._reader(context)
-                return unary(request, context)
+    async def watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[bytes]:
+        """Serialised NodeMetricEvents, one per message."""
+        async for changes, _ in self._follow(request, context):
+            for data in encoded_events(changes):
+                yield data
 
-            return grpc.unary_unary_rpc_method_handler(
-                list_, handler.request_deserializer, handler.response_serializer
-            )
-        if method in (_WATCH, _WATCH_BATCH):
-            stream = handler.unary_stream
+    async def watch_batch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[bytes]:
+        """Serialised NodeMetricEventBatches: everything new at each wake-up (split at MAX_BATCH_BYTES)."""
+        async for changes, span in self._follow(request, context):
+            if span is None:  # a replay, or one node's changes: this watcher's own
+                for batch in encode_batches(changes):
+                    yield batch
+                continue
+            if self._shared[0] != span:
+                self._shared = (span, list(encode_batches(changes)))
+            for batch in self._shared[1]:
+                yield batch
 
-            def watch(request: Any, context: Any) -> Any:
-                self._reader(context)
-                yield from stream(request, context)
+    async def _follow(
+        self, request: pb.WatchRequest, context: Any
+    ) -> AsyncIterator[tuple[Changes, tuple[int, int] | None]]:
+        """The changes a watch sends, in non-empty groups: the backlog, then what each wake-up finds,
+        each with the revisions it spans (after, up to) when it holds every node's changes."""
+        await self._reader(context)
+        node = request.node_name if request.HasField("node_name") else None
+        try:
+            with self.store.watching():
+                changes, cursor = self.store.start(request.since_revision, node)
+                span: tuple[int, int] | None = None
+                while True:
+                    if changes:
+                        yield changes, span
+                    changed = self._changed
+                    changes, after = self.store.tail(cursor, node)
+                    span = (cursor, after) if node is None else None
+                    cursor = after
+                    if not changes:
+                        await changed.wait()
+        except RevisionTooOldError as e:
+            await _abort(context, grpc.StatusCode.OUT_OF_RANGE, str(e))
 
-            return grpc.unary_stream_rpc_method_handler(
-                watch, handler.request_deserializer, handler.response_serializer
-            )
-
-        def refuse(request: Any, context: Any) -> Any:
-            _abort(context, grpc.StatusCode.PERMISSION_DENIED, f"method {method} is not allowed")
-
-        return grpc.unary_unary_rpc_method_handler(refuse)
-
-
-def _own_node(requests: Iterator[Received], ident: Identity, node: str, context: Any) -> Iterator[Received]:
-    for got in requests:
-        if got.node != node:
-            other = got.node
-            msg = f"{ident.user!r} is bound to node {node!r} and may not report for node {other!r}"
-            log.warning("MetricHub: Report refused: %s", msg)
-            _abort(context, grpc.StatusCode.PERMISSION_DENIED, msg)
-        yield got
-
-
-def _warn_insecure(address: str) -> None:
-    host = address.rsplit(":", 1)[0].strip("[]")
-    loopback = host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
-    level = logging.WARNING if loopback else logging.ERROR
-    log.log(level, "MetricHub on %s is INSECURE: no authenticator (tests / embedded loopback only)", address)
+    def handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(
+            SERVICE,
+            {
+                "Report": grpc.stream_unary_rpc_method_handler(
+                    self.report, parse_report, pb.ReportAck.SerializeToString
+                ),
+                "List": grpc.unary_unary_rpc_method_handler(
+                    self.list, pb.ListRequest.FromString, _passthrough
+                ),
+                "Watch": grpc.unary_stream_rpc_method_handler(
+                    self.watch, pb.WatchRequest.FromString, _passthrough
+                ),
+                "WatchBatch": grpc.unary_stream_rpc_method_handler(
+                    self.watch_batch, pb.WatchRequest.FromString, _passthrough
+                ),
+            },
+        )
 
 
-class StoppableServer(Protocol):
-    """What serve() returns: grpc.Server (threads engine) or aioserver.HubServer (aio engine)."""
+class HubServer:
+    """A grpc.aio server running in its own thread, stopped like a grpc.Server."""
 
-    def stop(self, grace: float | None) -> threading.Event: ...
+    def __init__(self, loop: asyncio.AbstractEventLoop, server: Any, thread: threading.Thread) -> None:
+        self._loop = loop
+        self._server = server
+        self._thread = thread
+
+    def stop(self, grace: float | None) -> threading.Event:
+        """Stops the server (cancelling open RPCs after `grace` seconds); the event is set when done."""
+        done = threading.Event()
+        if self._server is None or self._loop.is_closed() or not self._loop.is_running():
+            done.set()
+            return done
+        fut = asyncio.run_coroutine_threadsafe(self._server.stop(grace), self._loop)
+
+        def finished(_: object) -> None:
+            # Let go of the stopped grpc.aio server: grpc's poller thread runs while any aio server lives.
+            self._server = None
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            done.set()
+
+        fut.add_done_callback(finished)
+        return done
+
+    def wait_for_termination(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def _warn_unprotected(address: str, authenticated: bool, tls: bool) -> None:
+    loopback = _is_loopback(address)
+    if not authenticated:
+        level = logging.WARNING if loopback else logging.ERROR
+        log.log(
+            level, "MetricHub on %s is INSECURE: no authenticator (tests / embedded loopback only)", address
+        )
+    elif not tls and not loopback:
+        log.warning(
+            "MetricHub on %s serves without TLS: bearer tokens travel in clear "
+            "(set --hub-tls-cert/--hub-tls-key or --hub-tls-secret)",
+            address,
+        )
 
 
 def serve(
     store: HubStore,
     address: str = "127.0.0.1:0",
-    max_workers: int = 64,
     *,
     authenticator: Authenticator | None = None,
     authorizer: Authorizer | None = None,
-    engine: Literal["aio", "threads"] = "aio",
-) -> tuple[StoppableServer, int]:
-    """Starts a MetricHub server on address; returns the server and the bound port.
+    credentials: grpc.ServerCredentials | None = None,
+    blocking_workers: int = 8,
+    batch_window: float = DEFAULT_BATCH_WINDOW,
+) -> tuple[HubServer, int]:
+    """Starts the MetricHub in a background thread; returns the server and the bound port. With
+    `credentials` (tls_credentials) the port serves TLS only. `blocking_workers` sizes the pool for
+    authentication and List."""
+    _warn_unprotected(address, authenticator is not None, credentials is not None)
+    loop = asyncio.new_event_loop()
+    pool = futures.ThreadPoolExecutor(max_workers=blocking_workers, thread_name_prefix="metrichub-auth")
+    started: futures.Future[tuple[Any, int]] = futures.Future()
 
-    engine "aio" (default): grpc.aio in a background thread (manager.metrichub.aioserver), about
-    twice the throughput at a fraction of the latency; `max_workers` sizes its pool for blocking
-    authentication. "threads": grpc's thread-pool server with AuthInterceptor; `max_workers` bounds
-    the concurrent RPCs (each open Watch or Report stream holds a worker). Without an authenticator the
-    hub is insecure (any caller may report for any node and read everything)."""
-    if engine == "aio":
-        from manager.metrichub.aioserver import serve_aio
+    async def start() -> tuple[Any, int]:
+        hub = AsyncHub(store, loop, authenticator, authorizer or Authorizer(), pool, batch_window)
+        server = grpc.aio.server(options=SERVER_OPTIONS)
+        server.add_generic_rpc_handlers((hub.handler(),))
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
+        if port == 0:
+            raise OSError(f"MetricHub: cannot bind {address}")
+        await server.start()
+        return server, port
 
-        return serve_aio(
-            store, address, authenticator=authenticator, authorizer=authorizer, blocking_workers=max_workers
-        )
-    interceptors: list[Any] = []
-    if authenticator is not None:
-        interceptors.append(AuthInterceptor(authenticator, authorizer or Authorizer()))
-    else:
-        _warn_insecure(address)
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="metrichub"),
-        interceptors=interceptors,
-    )
-    server.add_generic_rpc_handlers((_handler(MetricHubServicer(store)),))
-    port = server.add_insecure_port(address)
-    if port == 0:
-        raise OSError(f"MetricHub: cannot bind {address}")
-    server.start()
-    return server, port
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            started.set_result(loop.run_until_complete(start()))
+        except BaseException as e:
+            started.set_exception(e)
+            loop.close()
+            return
+        loop.run_forever()
+        loop.close()
+        pool.shutdown(wait=False)
+
+    thread = threading.Thread(target=run, name="metrichub-aio", daemon=True)
+    thread.start()
+    server, port = started.result()
+    return HubServer(loop, server, thread), port

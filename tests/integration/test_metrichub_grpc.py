@@ -14,8 +14,8 @@ import grpc
 import pytest
 
 from apis import convert
-from manager.metrichub.server import SERVICE, MetricHubServicer, _passthrough, serve
-from manager.metrichub.store import HubStore
+from manager.metrichub.server import serve
+from manager.metrichub.store import HubStore, encoded_events
 from proto.koord.v1 import metrichub_pb2 as pb
 from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
 from scheduler.metricsource import FreshestMerger, HubWatcher
@@ -31,7 +31,7 @@ def hub() -> Iterator[tuple[HubStore, pb_grpc.MetricHubStub]]:
         yield store, pb_grpc.MetricHubStub(channel)
     finally:
         channel.close()
-        server.stop(grace=None)
+        assert server.stop(grace=None).wait(5)
 
 
 def _nodemetric(name: str, cpu: str) -> dict[str, Any]:
@@ -141,31 +141,52 @@ def test_the_scheduler_watches_in_batches() -> None:
     try:
         watcher, seen = _follow_with_hub_watcher(f"127.0.0.1:{port}", store)
     finally:
-        server.stop(grace=None)
+        assert server.stop(grace=None).wait(5)
     assert watcher.batched and sorted(seen) == ["n1", "n2"]
+
+
+class OldHub:
+    """A hub that predates WatchBatch: List and Watch over a HubStore, nothing else."""
+
+    def __init__(self, store: HubStore) -> None:
+        self.store = store
+
+    def list(self, request: pb.ListRequest, context: grpc.ServicerContext) -> pb.ListResponse:
+        return self.store.list()
+
+    def watch(self, request: pb.WatchRequest, context: grpc.ServicerContext) -> Iterator[pb.NodeMetricEvent]:
+        changes, cursor = self.store.start(request.since_revision)
+        while context.is_active():
+            for event in encoded_events(changes):
+                yield pb.NodeMetricEvent.FromString(event)
+            time.sleep(0.01)
+            changes, cursor = self.store.tail(cursor)
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(
+            "koord.v1.MetricHub",
+            {
+                "List": grpc.unary_unary_rpc_method_handler(
+                    self.list, pb.ListRequest.FromString, pb.ListResponse.SerializeToString
+                ),
+                "Watch": grpc.unary_stream_rpc_method_handler(
+                    self.watch, pb.WatchRequest.FromString, pb.NodeMetricEvent.SerializeToString
+                ),
+            },
+        )
 
 
 def test_the_scheduler_falls_back_to_watch_on_a_hub_without_watch_batch() -> None:
     store = HubStore()
-    servicer = MetricHubServicer(store)
-    old_hub = grpc.method_handlers_generic_handler(
-        SERVICE,
-        {
-            "List": grpc.unary_unary_rpc_method_handler(
-                servicer.List, pb.ListRequest.FromString, _passthrough
-            ),
-            "Watch": grpc.unary_stream_rpc_method_handler(
-                servicer.Watch, pb.WatchRequest.FromString, _passthrough
-            ),
-        },
-    )
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    server.add_generic_rpc_handlers((old_hub,))
+    pool = futures.ThreadPoolExecutor(max_workers=8)
+    server = grpc.server(pool)
+    server.add_generic_rpc_handlers((OldHub(store).handler(),))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
         watcher, seen = _follow_with_hub_watcher(f"127.0.0.1:{port}", store)
     finally:
-        server.stop(grace=None)
+        server.stop(grace=None).wait(5)
+        pool.shutdown(wait=True)
     assert not watcher.batched and sorted(seen) == ["n1", "n2"]
     assert str(seen["n2"].status.node_metric.node_usage.resources["cpu"]) == "2"

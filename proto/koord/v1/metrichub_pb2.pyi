@@ -744,3 +744,114 @@ class ListResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListResponse: _TypeAlias = ListResponse  # noqa: Y015
+
+@_typing.final
+class RawNodeMetricItem(_message.Message):
+    """---------------------------------------------------------------------------------------------------
+    The hub's forwarding forms. Each Raw* message is wire-identical to the message it names: the same
+    field numbers and wire types (an embedded message and a bytes field are both length-delimited), with
+    an already-serialised part held as bytes. The hub checks an agent's report once, then builds every
+    event, batch and List answer with these messages around the report's bytes as the agent sent them,
+    so a report is never re-encoded per watcher; clients decode what they receive as the messages above.
+    Clients never use these. tests/unit/proto checks that each stays the twin of its message.
+
+    NodeMetricItem, its report as a serialised NodeMetricReport.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVISION_FIELD_NUMBER: _builtins.int
+    REPORT_FIELD_NUMBER: _builtins.int
+    RECEIVED_TIME_FIELD_NUMBER: _builtins.int
+    revision: _builtins.int
+    report: _builtins.bytes
+    @_builtins.property
+    def received_time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        revision: _builtins.int = ...,
+        report: _builtins.bytes = ...,
+        received_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["received_time", b"received_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["received_time", b"received_time", "report", b"report", "revision", b"revision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RawNodeMetricItem: _TypeAlias = RawNodeMetricItem  # noqa: Y015
+
+@_typing.final
+class RawNodeMetricEvent(_message.Message):
+    """NodeMetricEvent, its item as a serialised NodeMetricItem (a RawNodeMetricItem)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    ITEM_FIELD_NUMBER: _builtins.int
+    type: Global___EventType.ValueType
+    revision: _builtins.int
+    item: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        type: Global___EventType.ValueType = ...,
+        revision: _builtins.int = ...,
+        item: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["item", b"item", "revision", b"revision", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RawNodeMetricEvent: _TypeAlias = RawNodeMetricEvent  # noqa: Y015
+
+@_typing.final
+class RawNodeMetricEventBatch(_message.Message):
+    """NodeMetricEventBatch, each event serialised (a RawNodeMetricEvent)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EVENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def events(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]: ...
+    def __init__(
+        self,
+        *,
+        events: _abc.Iterable[_builtins.bytes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RawNodeMetricEventBatch: _TypeAlias = RawNodeMetricEventBatch  # noqa: Y015
+
+@_typing.final
+class RawListResponse(_message.Message):
+    """ListResponse, each item serialised (a RawNodeMetricItem)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVISION_FIELD_NUMBER: _builtins.int
+    ITEMS_FIELD_NUMBER: _builtins.int
+    revision: _builtins.int
+    @_builtins.property
+    def items(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]: ...
+    def __init__(
+        self,
+        *,
+        revision: _builtins.int = ...,
+        items: _abc.Iterable[_builtins.bytes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "revision", b"revision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RawListResponse: _TypeAlias = RawListResponse  # noqa: Y015

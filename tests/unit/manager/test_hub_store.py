@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
-from manager.metrichub.store import HubStore, RevisionTooOldError
+from manager.metrichub.store import Change, HubStore, RevisionTooOldError, encoded_events
 from proto.koord.v1 import metrichub_pb2 as pb
 
 
@@ -20,13 +18,8 @@ def cpu_of(item: pb.NodeMetricItem) -> str:
     return item.report.status.node_metric.node_usage.resources["cpu"]
 
 
-def take(it: object, n: int) -> list[pb.NodeMetricEvent]:
-    out = []
-    for ev in it:  # type: ignore[attr-defined]
-        out.append(ev)
-        if len(out) == n:
-            break
-    return out
+def events(changes: tuple[list[Change], int]) -> list[pb.NodeMetricEvent]:
+    return [pb.NodeMetricEvent.FromString(e) for e in encoded_events(changes[0])]
 
 
 def test_latest_report_per_node_and_revisions() -> None:
@@ -53,29 +46,32 @@ def test_watch_from_zero_replays_current_then_follows() -> None:
     s.put(report("a", "1"))
     s.put(report("a", "2"))
     s.put(report("b", "5"))
-    alive = threading.Event()
-    alive.set()
-    it = s.watch(0, alive=alive, poll=0.01)
-    first = take(it, 2)
-    assert [(e.type, e.item.report.node_name, cpu_of(e.item)) for e in first] == [
+    first, cursor = s.start(0)
+    assert cursor == 3
+    assert [(e.type, e.item.report.node_name, cpu_of(e.item)) for e in events((first, cursor))] == [
         (pb.EVENT_TYPE_ADDED, "a", "2"),
         (pb.EVENT_TYPE_ADDED, "b", "5"),
     ]
+    assert s.tail(cursor) == ([], 3)
     s.put(report("a", "7"))
     s.delete("b")
-    nxt = take(it, 2)
-    assert [(e.type, e.revision) for e in nxt] == [(pb.EVENT_TYPE_MODIFIED, 4), (pb.EVENT_TYPE_DELETED, 5)]
-    alive.clear()
+    nxt = s.tail(cursor)
+    assert nxt[1] == 5
+    assert [(e.type, e.revision) for e in events(nxt)] == [
+        (pb.EVENT_TYPE_MODIFIED, 4),
+        (pb.EVENT_TYPE_DELETED, 5),
+    ]
 
 
 def test_watch_resumes_from_a_revision_and_filters_by_node() -> None:
     s = HubStore()
     for i in range(5):
         s.put(report("a" if i % 2 else "b", str(i)))
-    got = take(s.watch(2), 3)
-    assert [e.revision for e in got] == [3, 4, 5]
-    only_a = s.watch(0, node_name="a")
-    assert [cpu_of(e.item) for e in take(only_a, 1)] == ["3"]
+    assert s.start(2) == ([], 2)
+    assert [e.revision for e in events(s.tail(2))] == [3, 4, 5]
+    assert [cpu_of(e.item) for e in events(s.start(0, node_name="a"))] == ["3"]
+    assert [e.revision for e in events(s.tail(1, node_name="a"))] == [2, 4]
+    assert s.start(0, node_name="zzz") == ([], 5)
 
 
 def test_watch_from_a_revision_outside_history_is_refused() -> None:
@@ -83,7 +79,10 @@ def test_watch_from_a_revision_outside_history_is_refused() -> None:
     for i in range(6):
         s.put(report("n", str(i)))
     with pytest.raises(RevisionTooOldError, match="older"):
-        next(iter(s.watch(1)))
+        s.start(1)
     with pytest.raises(RevisionTooOldError, match="newer"):
-        next(iter(s.watch(99)))
-    assert [e.revision for e in take(s.watch(3), 3)] == [4, 5, 6]
+        s.start(99)
+    with pytest.raises(RevisionTooOldError, match="fell behind"):
+        s.tail(2)
+    backlog, cursor = s.start(3)  # the oldest kept change is revision 4
+    assert backlog == [] and [e.revision for e in events(s.tail(cursor))] == [4, 5, 6]

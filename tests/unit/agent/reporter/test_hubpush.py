@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from agent.reporter.hubpush import HubPusher
-from manager.metrichub.server import MetricHubServicer, serve
+from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
 from proto.koord.v1 import metrichub_pb2 as pb
 from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
@@ -31,16 +31,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class RecordingServicer(MetricHubServicer):
+class RecordingServicer(pb_grpc.MetricHubServicer):
+    """Stores every report and records each Report call's metadata."""
+
     def __init__(self, store: HubStore) -> None:
-        super().__init__(store)
+        self.store = store
         self.metadata: list[dict[str, str]] = []
 
     def Report(  # noqa: N802 (gRPC method name)
         self, request_iterator: Iterator[pb.NodeMetricReport], context: grpc.ServicerContext
     ) -> pb.ReportAck:
         self.metadata.append({k: str(v) for k, v in context.invocation_metadata()})
-        return super().Report(request_iterator, context)
+        last = 0
+        accepted = 0
+        for report in request_iterator:
+            last = self.store.put(report)
+            accepted += 1
+        return pb.ReportAck(accepted=accepted, last_revision=last)
 
 
 class ZeroAckServicer(pb_grpc.MetricHubServicer):

@@ -1,4 +1,5 @@
-"""The hub's gRPC interceptor with a fake authenticator: every RPC is checked, own node only."""
+"""The hub's gRPC server with a fake authenticator: every RPC is checked, own node only; watches
+from other threads, batched watches and the insecure-mode warning."""
 
 from __future__ import annotations
 
@@ -30,11 +31,11 @@ class FakeAuthenticator:
         return self.tokens.get(token)
 
 
-@pytest.fixture(params=["aio", "threads"])
-def hub(request: pytest.FixtureRequest) -> Iterator[tuple[HubStore, pb_grpc.MetricHubStub]]:
+@pytest.fixture()
+def hub() -> Iterator[tuple[HubStore, pb_grpc.MetricHubStub]]:
     store = HubStore()
     authz = Authorizer(reader_users=(), reader_groups={"readers"})
-    server, port = serve(store, authenticator=FakeAuthenticator(), authorizer=authz, engine=request.param)
+    server, port = serve(store, authenticator=FakeAuthenticator(), authorizer=authz)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
         yield store, pb_grpc.MetricHubStub(channel)
@@ -110,27 +111,31 @@ def test_readers_only_for_list_and_watch(hub: tuple[HubStore, pb_grpc.MetricHubS
     ]
 
 
-@pytest.mark.parametrize("engine", ["aio", "threads"])
-def test_a_batched_watch_gets_every_change_once_in_order(engine: str) -> None:
+def test_a_batched_watch_gets_every_change_once_in_order() -> None:
     store = HubStore()
-    server, port = serve(store, engine=engine)  # type: ignore[arg-type]
+    server, port = serve(store)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
         store.put(pb.NodeMetricReport(node_name="x"))
-        stream = pb_grpc.MetricHubStub(channel).WatchBatch(pb.WatchRequest(since_revision=1), timeout=10)
+        # Two watchers: those that wake together share the batches of a wake-up.
+        streams = [
+            pb_grpc.MetricHubStub(channel).WatchBatch(pb.WatchRequest(since_revision=1), timeout=10)
+            for _ in range(2)
+        ]
         for i in range(300):
             store.put(pb.NodeMetricReport(node_name=f"n{i % 4}"))
         store.delete("n2")
-        got: list[pb.NodeMetricEvent] = []
-        for batch in stream:
-            assert batch.events
-            got += batch.events
-            if len(got) >= 301:
-                break
-        stream.cancel()
-        assert [e.revision for e in got] == list(range(2, 303))
-        assert got[-1].type == pb.EVENT_TYPE_DELETED and got[-1].item.report.node_name == "n2"
-        assert {e.type for e in got[:4]} == {pb.EVENT_TYPE_ADDED}
+        for stream in streams:
+            got: list[pb.NodeMetricEvent] = []
+            for batch in stream:
+                assert batch.events
+                got += batch.events
+                if len(got) >= 301:
+                    break
+            stream.cancel()
+            assert [e.revision for e in got] == list(range(2, 303))
+            assert got[-1].type == pb.EVENT_TYPE_DELETED and got[-1].item.report.node_name == "n2"
+            assert {e.type for e in got[:4]} == {pb.EVENT_TYPE_ADDED}
         one = pb_grpc.MetricHubStub(channel).WatchBatch(pb.WatchRequest(node_name="n1"), timeout=10)
         assert [(e.type, e.item.report.node_name) for e in next(one).events] == [(pb.EVENT_TYPE_ADDED, "n1")]
         one.cancel()
@@ -142,18 +147,16 @@ def test_a_batched_watch_gets_every_change_once_in_order(engine: str) -> None:
         server.stop(grace=None).wait(5)
 
 
-@pytest.mark.parametrize("engine", ["aio", "threads"])
-def test_insecure_mode_is_logged(caplog: pytest.LogCaptureFixture, engine: str) -> None:
+def test_insecure_mode_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="manager.metrichub.server"):
-        server, _ = serve(HubStore(), engine=engine)  # type: ignore[arg-type]
+        server, _ = serve(HubStore())
     assert server.stop(grace=None).wait(5)
     assert "INSECURE" in caplog.text
 
 
-@pytest.mark.parametrize("engine", ["aio", "threads"])
-def test_a_watch_sees_reports_from_other_threads(engine: str) -> None:
+def test_a_watch_sees_reports_from_other_threads() -> None:
     store = HubStore()
-    server, port = serve(store, engine=engine)  # type: ignore[arg-type]
+    server, port = serve(store)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
         stream = pb_grpc.MetricHubStub(channel).Watch(pb.WatchRequest(), timeout=5)

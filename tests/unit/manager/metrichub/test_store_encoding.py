@@ -1,8 +1,7 @@
-"""HubStore's shared event bytes: framed around the report's wire bytes, equal to protobuf's own."""
+"""HubStore's shared event bytes: built around the report's wire bytes by the Raw* forwarding
+messages, equal to what protobuf's own messages serialise to."""
 
 from __future__ import annotations
-
-import threading
 
 from manager.metrichub.store import HubStore, encode_batches, encoded_events
 from proto.koord.v1 import metrichub_pb2 as pb
@@ -15,40 +14,56 @@ def _report(node: str, cpu: str) -> pb.NodeMetricReport:
     return r
 
 
-def _take(it: object, n: int) -> list[bytes]:
-    out: list[bytes] = []
-    for x in it:  # type: ignore[attr-defined]
-        out.append(x)
-        if len(out) == n:
-            break
-    return out
+def _item(revision: int, report: pb.NodeMetricReport, received_ns: int) -> pb.NodeMetricItem:
+    item = pb.NodeMetricItem(revision=revision, report=report)
+    item.received_time.FromNanoseconds(received_ns)
+    return item
 
 
-def test_encoded_events_equal_the_messages() -> None:
+def _events(data: list[bytes]) -> list[pb.NodeMetricEvent]:
+    return [pb.NodeMetricEvent.FromString(b) for b in data]
+
+
+def test_encoded_events_equal_protobufs_own_messages() -> None:
     s = HubStore()
-    a = _report("a", "1")
-    s.put(a, now=1.5, raw=a.SerializeToString())
-    s.put(_report("b", "2"), now=2.0)  # no raw: serialised by protobuf
-    a2 = _report("a", "3")
-    s.put(a2, now=3.25, raw=a2.SerializeToString())
+    a, b, a2 = _report("a", "1"), _report("b", "2"), _report("a", "3")
+    s.put(a, now=1.5)
+    s.put(b, now=2.0)
+    s.put(a2, now=3.25)
     s.delete("a")
-    for since in (0, 1):
-        alive = threading.Event()
-        alive.set()
-        n = 1 if since == 0 else 3
-        encoded = _take(s.watch_encoded(since, alive=alive, poll=0.01), n)
-        messages = _take(s.watch(since, alive=alive, poll=0.01), n)
-        assert [pb.NodeMetricEvent.FromString(b) for b in encoded] == messages
-        assert encoded == [m.SerializeToString() for m in messages]
-    deleted = pb.NodeMetricEvent.FromString(_take(s.watch_encoded(3), 1)[0])
-    assert (deleted.type, deleted.revision, deleted.item.revision) == (pb.EVENT_TYPE_DELETED, 4, 3)
-    assert deleted.item.received_time.ToNanoseconds() == 3_250_000_000
-    assert deleted.item.report == a2
-    replay = [pb.NodeMetricEvent.FromString(b) for b in _take(s.watch_encoded(0), 1)]
-    assert [(e.type, e.revision, e.item.report.node_name) for e in replay] == [(pb.EVENT_TYPE_ADDED, 2, "b")]
+    tail, cursor = s.tail(0)
+    assert cursor == 4
+    want = [
+        pb.NodeMetricEvent(type=pb.EVENT_TYPE_ADDED, revision=1, item=_item(1, a, 1_500_000_000)),
+        pb.NodeMetricEvent(type=pb.EVENT_TYPE_ADDED, revision=2, item=_item(2, b, 2_000_000_000)),
+        pb.NodeMetricEvent(type=pb.EVENT_TYPE_MODIFIED, revision=3, item=_item(3, a2, 3_250_000_000)),
+        pb.NodeMetricEvent(type=pb.EVENT_TYPE_DELETED, revision=4, item=_item(3, a2, 3_250_000_000)),
+    ]
+    assert encoded_events(tail) == [m.SerializeToString() for m in want]
+    assert [node for node, _ in tail] == ["a", "b", "a", "a"]
+    replay, at = s.start(0)
+    assert at == 4
+    assert _events(encoded_events(replay)) == [
+        pb.NodeMetricEvent(type=pb.EVENT_TYPE_ADDED, revision=2, item=_item(2, b, 2_000_000_000))
+    ]
 
 
-def test_the_hub_keeps_its_own_copy_of_a_message_put_without_raw() -> None:
+def test_the_report_bytes_are_forwarded_as_sent() -> None:
+    # Two chunks of one status: protobuf merges them on parse; the hub forwards them untouched.
+    a = pb.NodeMetricReport(node_name="n")
+    a.status.pods_metric.add(name="p")
+    stamp = pb.NodeMetricReport()
+    stamp.status.update_time.FromSeconds(7)
+    raw = a.SerializeToString() + stamp.SerializeToString()
+    s = HubStore()
+    s.put_raw("n", raw, now=1.0)
+    [(_, event)], _ = s.tail(0)
+    assert pb.RawNodeMetricItem.FromString(pb.RawNodeMetricEvent.FromString(event).item).report == raw
+    report = s.list().items[0].report
+    assert report.status.update_time.seconds == 7 and report.status.pods_metric[0].name == "p"
+
+
+def test_the_hub_keeps_its_own_copy_of_a_message() -> None:
     s = HubStore()
     r = _report("a", "1")
     s.put(r)
@@ -64,7 +79,7 @@ def test_batches_hold_the_events_in_order_and_split_at_the_size_limit() -> None:
     changes, cursor = s.start(0)
     assert cursor == 21
     tail, _ = s.tail(0)
-    singles = [pb.NodeMetricEvent.FromString(d) for d in encoded_events(tail)]
+    singles = _events(encoded_events(tail))
     whole = list(encode_batches(tail))
     assert len(whole) == 1
     assert list(pb.NodeMetricEventBatch.FromString(whole[0]).events) == singles
@@ -87,13 +102,14 @@ def test_list_encoded_equals_protobufs_own_list_response() -> None:
     s.put(_report("b", "1"), now=5.5)
     s.put(_report("a", "2"), now=6.0)
     s.put(_report("b", "3"), now=7.125)
-    listed = s.list()
-    assert s.list_encoded() == listed.SerializeToString()
-    assert (listed.revision, [i.report.node_name for i in listed.items]) == (3, ["a", "b"])
-    assert [i.revision for i in listed.items] == [2, 3]
-    assert listed.items[1].received_time.ToNanoseconds() == 7_125_000_000
-    assert listed.items[1].report == _report("b", "3")
-    assert s.list("b").items == listed.items[1:]
+    want = pb.ListResponse(
+        revision=3,
+        items=[_item(2, _report("a", "2"), 6_000_000_000), _item(3, _report("b", "3"), 7_125_000_000)],
+    )
+    assert s.list_encoded() == want.SerializeToString()
+    assert s.list() == want
+    assert s.list("b").items == want.items[1:]
+    assert s.list("zzz") == pb.ListResponse(revision=3)
 
 
 def test_history_entries_cost_the_garbage_collector_nothing() -> None:
@@ -105,4 +121,4 @@ def test_history_entries_cost_the_garbage_collector_nothing() -> None:
     s.delete("n3")
     gc.collect()
     history = list(s._history)
-    assert history and not any(gc.is_tracked(c) for c in history)
+    assert len(history) == 101 and not any(gc.is_tracked(c) for c in history)
