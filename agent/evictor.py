@@ -1,4 +1,4 @@
-"""The koordlet's evictor (docs/rules/koordlet.md, "How a pod is evicted"; docs/upstream.md D2): carries out
+"""The koordlet's evictor (docs/rules/koordlet.md#how-a-pod-is-evicted): carries out
 the ``Evict`` actions of the memory/CPU evict strategies, always through the Eviction API (``policy/v1``, or
 ``policy/v1beta1`` on servers without it, discovered by ``start``) with a UID precondition, so
 PodDisruptionBudgets hold.

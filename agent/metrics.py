@@ -207,9 +207,9 @@ def _parse_series(key: str) -> tuple[str, dict[str, str]]:
 
 
 class BlindnessCollector:
-    """``koordlet_metrics_blind_seconds`` (docs/upstream.md D7): how long since the newest node CPU sample,
-    computed at scrape time. While it exceeds 2 × the collect interval every strategy skips its tick (stale
-    data)."""
+    """``koordlet_metrics_blind_seconds`` (docs/rules/koordlet.md#freshness-rule): how long since the newest
+    node CPU sample, computed at scrape time. While it exceeds 2 × the collect interval every strategy skips
+    its tick (stale data)."""
 
     def __init__(
         self, node: str, newest_sample_age: Callable[[], float | None], registry: CollectorRegistry

@@ -131,7 +131,7 @@ def to_scale(m: int, e: int, scale: int) -> int:
 
     Go's ``ScaledValue`` rounds away from zero on its int64 path; where Go overflows int64 (or its
     big-decimal path rounds negatives towards +inf) we saturate / round away instead
-    (docs/upstream.md, edge case 18).
+    (docs/upstream.md#conventions).
     """
     if m == 0:
         return 0

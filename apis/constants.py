@@ -1,7 +1,7 @@
 """Names shared by every koord component: label, annotation and resource names, the CRD group.
 
-Values are exactly upstream Koordinator's (docs/upstream.md, "Conventions" and "QoS and priority
-classes"), so Koordinator tooling reads ours.
+Values are exactly upstream Koordinator's (docs/upstream.md#conventions and
+docs/upstream.md#qos-and-priority-classes), so Koordinator tooling reads ours.
 Imports: nothing (standard library only).
 """
 

@@ -93,7 +93,7 @@ def default_system_strategy() -> SystemStrategy:
 def manager_default_resource_qos_strategy() -> ResourceQOSStrategy:
     """The manager's default cluster QoS strategy: an empty object.
 
-    An upstream quirk, docs/upstream.md#edge-cases-kept-from-upstream.
+    An upstream quirk, docs/rules/manager.md#the-managers-default-resourceqosstrategy-is-empty.
     """
     return ResourceQOSStrategy()
 

@@ -2,9 +2,9 @@
 
 Effective pod requests/limits follow Kubernetes' ``PodRequests``/``PodLimits``
 (docs/rules/manager.md#batch-resource-formula, docs/rules/scheduler.md#estimating-a-pod,
-docs/upstream.md, edge case 9): containers summed, each init container's peak maxed in (sidecars per
-KEP-753), plus ``spec.overhead``; no defaulting of requests from limits. Also pod keys, phase, owners,
-conditions, times.
+docs/rules/scheduler.md#effective-requests-and-limits): containers summed, each init container's peak maxed
+in (sidecars per KEP-753), plus ``spec.overhead``; no defaulting of requests from limits. Also pod keys,
+phase, owners, conditions, times.
 Imports: the standard library and ``apis.quantity`` only. Pure functions, no I/O.
 """
 
@@ -227,8 +227,8 @@ def _pod_limits(pod: Mapping[str, Any]) -> ResourceList:
 def pod_requests(pod: Mapping[str, Any]) -> ResourceList:
     """Effective pod requests over every resource name, overhead included (``PodRequests``).
 
-    A container with only limits contributes no request (docs/upstream.md, edge case 9). Memoised by
-    content.
+    A container with only limits contributes no request
+    (docs/rules/scheduler.md#effective-requests-and-limits). Memoised by content.
     """
     return _memoised(pod, "requests", lambda: _pod_requests(pod))
 
@@ -256,7 +256,7 @@ def phase(pod: Mapping[str, Any]) -> str:
 def is_terminated(pod: Mapping[str, Any]) -> bool:
     """Phase ``Succeeded`` or ``Failed``; a missing phase is not terminated.
 
-    See docs/upstream.md, edge case 3.
+    See docs/rules/scheduler.md#which-pods-are-tracked.
     """
     return phase(pod) in (PHASE_SUCCEEDED, PHASE_FAILED)
 

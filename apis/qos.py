@@ -178,7 +178,7 @@ def compute_kube_qos_class(pod: Mapping[str, Any]) -> KubeQoSClass:
     defaulting here, for the QoS computation only, so a not-yet-defaulted pod (a manifest, a test
     fixture) gets the class the API server would assign; on defaulted pods it is a no-op. This is
     unrelated to the resource sums of ``apis.pod.pod_requests``, which never default
-    (docs/upstream.md, edge case 9).
+    (docs/rules/scheduler.md#effective-requests-and-limits).
     An explicit request (even ``"0"``) is kept as written.
     """
     requests: dict[str, Quantity] = {}

@@ -1,6 +1,6 @@
 """Kubernetes ``resource.Quantity`` that agrees with Go's k8s.io/apimachinery exactly.
 
-See docs/upstream.md#conventions and docs/upstream.md, edge case 18.
+See docs/upstream.md#conventions.
 
 Role: the one place koord turns quantity text (``"500m"``, ``"1.5Gi"``, ``"12k"``, ``"1e3"``) into exact
 numbers and back. Values are exact decimals, never floats: parsing rounds away from zero to nano (1e-9),

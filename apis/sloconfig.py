@@ -2,9 +2,10 @@
 
 ``parse_slo_controller_config(data, previous)`` turns ConfigMap ``data`` (``None`` when the ConfigMap is
 missing) into an immutable ``SLOControllerConfig`` plus a list of ``ConfigKeyError``. Each key is handled
-independently (docs/configuration.md#how-a-key-is-loaded, docs/upstream.md D9): a key that cannot be
-decoded keeps ``previous``'s value (or its default on first load); within a decoded key an invalid
-field takes its last good value from ``previous`` (or its default) while the valid fields apply
+independently (docs/configuration.md#how-a-key-is-loaded,
+docs/rules/manager.md#a-bad-configmap-key-never-stops-the-manager): a key that cannot be decoded keeps
+``previous``'s value (or its default on first load); within a decoded key an invalid field takes its last good
+value from ``previous`` (or its default) while the valid fields apply
 (docs/configuration.md, "Invalid values"). Colocation additionally tracks upstream's cache flags:
 ``colocation_error`` (errorStatus) and ``colocation_available`` (false after a failed first load, until
 a valid update). Unknown keys are kept as raw JSON text. Per node: ``node_colocation_strategy``
@@ -258,7 +259,7 @@ def node_colocation_enabled(
 ) -> bool:
     """Colocation is on for a node only if the cluster ``enable`` and the node's merged ``enable`` are
     both true: a node cannot enable it while the cluster has it off (an upstream quirk,
-    docs/upstream.md#edge-cases-kept-from-upstream)."""
+    docs/rules/manager.md#colocation-cannot-be-enabled-on-one-node-alone)."""
     colocation = cfg.colocation if isinstance(cfg, SLOControllerConfig) else cfg
     if colocation.strategy.enable is not True:
         return False

@@ -430,7 +430,8 @@ def start_agent(node: FakeNode, trigger: bool, watch: QuotaWatch, evictor: FakeE
     runner.start()
     if not runner.wait_started(10.0):
         raise RuntimeError(f"collectors did not start: {runner.not_started()}")
-    threads = manager.start(stop)  # SPEC §6.1: after the metrics advisor, as the daemon
+    # after the collectors, as the daemon (docs/rules/koordlet.md#start-order-and-readiness)
+    threads = manager.start(stop)
     if trigger:
         runner.add_round_listener(manager.kick)  # as agent/daemon.py wires it
     return Agent(runner, manager, executor, stop, threads)

@@ -1,4 +1,4 @@
-"""`koord simulate FILE...`: evaluates scenario files (SCENARIOS.md format) with the same pure code
+"""`koord simulate FILE...`: evaluates scenario files (docs/simulate.md format) with the same pure code
 the daemons run. One file prints its result object; several print one JSON line each,
 `{"file": …, "result": …}` or `{"file": …, "error": …}`. A single bad file exits 2.
 

@@ -179,7 +179,7 @@ def parse_controllers(text: str) -> set[str]:
 
 def _hub_lookup(store: HubStore) -> Callable[[str], dict[str, Any] | None]:
     """The hub's latest report for a node as a NodeMetric dict (the NodeResource controller compares it
-    with the CR and uses the fresher, docs/upstream.md D6)."""
+    with the CR and uses the fresher, docs/rules/manager.md#the-fresher-of-hub-and-cr)."""
 
     def lookup(name: str) -> dict[str, Any] | None:
         items = store.list(name).items

@@ -130,7 +130,7 @@ class CollectorRunner:
             self._round_done(ran)
         return ran
 
-    # ------------------------------------------------------------ round listeners (issue 6)
+    # ------------------------------ round listeners (docs/rules/koordlet.md#strategies-tick-on-fresh-samples)
 
     _round_listeners: tuple[OnRound, ...] = ()
 

@@ -1,9 +1,9 @@
 """The reporter loop: builds the NodeMetric status and ships it to the CR and to the MetricHub.
 
-The CR is written every ``max(reportIntervalSeconds, 30)`` s (60 s until the spec is known), the first
-write one interval after start and only while the NodeMetric exists (docs/rules/koordlet.md#reporter).
-The hub gets the same report every ``push_interval`` s (docs/upstream.md D6). When both are due in one
-tick one status serves both.
+The CR is written every ``max(reportIntervalSeconds, 30)`` s (60 s until the spec is known), the first write
+one interval after start and only while the NodeMetric exists (docs/rules/koordlet.md#reporter). The hub gets
+the same report every ``push_interval`` s (docs/rules/koordlet.md#pushing-reports-to-the-metrichub). When both
+are due in one tick one status serves both.
 
 Imports: standard library, apis.*, agent.{metriccache,podmeta,reporter.build}, and — through the objects
 it is given — the gateway and the hub pusher.

@@ -1,5 +1,5 @@
 """JSON-lines audit log of every real host-file change made by the resource executor
-(docs/rules/koordlet.md, docs/upstream.md D5).
+(docs/rules/koordlet.md#writing-to-the-host).
 
 One JSON object per line, flushed as it is written; size-based rotation (``<path>`` → ``<path>.1`` → … →
 ``<path>.<backups>``, the oldest dropped). Thread-safe. Imports: standard library only.

@@ -1,5 +1,5 @@
 """The resource executor: the koordlet's ONLY writer of host files (cgroups, resctrl, kernel knobs); see
-docs/rules/koordlet.md and docs/upstream.md D5, D8.
+docs/rules/koordlet.md#writing-to-the-host.
 
 ``execute`` applies one decision's ``HostActions`` (agent.resourceexecutor.actions) in a fixed order:
 directories, leveled cgroup writes, cgroup writes, resctrl writes, sysctl writes. The executor validates

@@ -1,8 +1,8 @@
 """Pure text formatters, write validators and leveled-update merge rules for the writable cgroup knobs.
 
 Used as data by the file table in ``agent.system.cgroup`` (which re-exports ``parse_cpuset_list``,
-``format_cpuset`` and ``UNLIMITED_MIN``); see docs/rules/koordlet.md and, for the v1 and v2 files,
-docs/upstream.md D8.
+``format_cpuset`` and ``UNLIMITED_MIN``); see docs/rules/koordlet.md#writing-to-the-host and, for the v1 and
+v2 files, docs/rules/koordlet.md#cgroup-v1-and-v2.
 Imports: standard library only.
 """
 

@@ -1,5 +1,5 @@
 """Cpuset strings (``"0-5,8"``) as used by the node reservation annotation's ``reservedCPUs``
-(docs/rules/manager.md#batch-resource-formula; docs/upstream.md, edge case 16). Pure. Imports: the
+(docs/rules/manager.md#the-node-reservation-annotation). Pure. Imports: the
 standard library only.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-MAX_CPU_ID: Final = 4096  # ids above this are rejected (docs/upstream.md, edge case 16)
+MAX_CPU_ID: Final = 4096  # higher ids are rejected (docs/rules/manager.md#the-node-reservation-annotation)
 _GO_ATOI: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 

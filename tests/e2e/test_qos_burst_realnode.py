@@ -1,4 +1,5 @@
-"""CPU burst on the real node (SPEC §7.3) and drift re-assertion (D5).
+"""CPU burst on the real node (docs/rules/koordlet.md#cpu-burst-gate-cpuburst-every-1-s) and drift
+re-assertion (docs/rules/koordlet.md#re-asserting-written-values).
 
 An LS Burstable pod with a 200m CPU limit burns a core, so the kernel throttles it. With the NodeSLO's
 ``cpuBurstStrategy`` policy ``auto``, the koordlet writes ``cpu.cfs_burst_us`` on the container's and the

@@ -1,4 +1,6 @@
-"""BE memory eviction on the real node (SPEC §7.4, D2): the NodeSLO's ``memoryEvictThresholdPercent`` is set
+"""BE memory eviction on the real node
+(docs/rules/koordlet.md#memory-eviction-gates-bememoryevict-memoryallocatableevict-memoryevict-every-1-s,
+docs/rules/koordlet.md#how-a-pod-is-evicted): the NodeSLO's ``memoryEvictThresholdPercent`` is set
 a little above the node's memory usage measured now (/proc/meminfo, as the koordlet's node_memory_usage:
 MemTotal − MemAvailable), then a BE pod allocates more than the margin (busybox ``dd`` holding one large
 buffer while blocked on a pipe). The koordlet evicts it through the Eviction API, kubelet stops it, an

@@ -33,8 +33,8 @@ class MetricEntry:
 
     ``update_time``: ``status.updateTime`` as sent (None = unset; expiry reads it). ``estimate_time``:
     the assign cache's update time, which an update without ``updateTime`` does not change
-    (docs/upstream.md, edge case 1; Go's zero time = -inf when never set). ``node_usage`` is None when
-    ``status.nodeMetric`` is nil.
+    (docs/rules/scheduler.md#assigned-pod-sums-do-not-depend-on-arrival-order; Go's zero time = -inf when
+    never set). ``node_usage`` is None when ``status.nodeMetric`` is nil.
     """
 
     update_time: float | None

@@ -2,10 +2,10 @@
 profile (plugin args overridden by the ``scheduling.koordinator.sh/usage-thresholds`` annotation) and the
 capacity used for percentages (``status.allocatable`` overridden by ``node.koordinator.sh/raw-allocatable``).
 
-Annotations decode like Go's ``encoding/json`` (docs/upstream.md, edge case 6): int64 fields accept only
-integer literals, struct field names match case-insensitively, bare numbers in resource lists are
-quantity literals, a null quantity is 0; any decode error discards the whole annotation. Values are in
-resource-vector order: cpu in milli-cores, everything else ``Value()``.
+Annotations decode like Go's ``encoding/json`` (docs/rules/scheduler.md#annotations-decode-as-go-json): int64
+fields accept only integer literals, struct field names match case-insensitively, bare numbers in resource
+lists are quantity literals, a null quantity is 0; any decode error discards the whole annotation. Values are
+in resource-vector order: cpu in milli-cores, everything else ``Value()``.
 Imports: the standard library, apis (constants, duration, quantity), scheduler.plugins.loadaware.args.
 """
 

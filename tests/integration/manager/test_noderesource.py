@@ -1,6 +1,7 @@
-"""NodeResource controller on the real API server: batch resources appear on the node with SPEC §5.3's
-worked-example numbers, follow the NodeMetric, do not flap on small changes, degrade on a stale
-NodeMetric, and go when colocation is switched off; the explain annotation and the gauge follow."""
+"""NodeResource controller on the real API server: batch resources appear on the node with the
+worked-example numbers of docs/rules/manager.md#batch-resource-formula, follow the NodeMetric, do not flap on
+small changes, degrade on a stale NodeMetric, and go when colocation is switched off; the explain
+annotation and the gauge follow."""
 
 from __future__ import annotations
 
@@ -118,7 +119,8 @@ def test_batch_resources_follow_the_nodemetric(harness: Harness) -> None:
     wait_for(lambda: h.nodemetric(node), 10, "the NodeMetric controller to create the NodeMetric")
     _set_metric(h, node, "1500m", _time())
 
-    # SPEC §5.3 worked example: 32000 − 12800 − 1500 − (3000 + 4000) = 10700 milli-cores;
+    # the worked example of docs/rules/manager.md#batch-resource-formula:
+    # 32000 − 12800 − 1500 − (3000 + 4000) = 10700 milli-cores;
     # 137438953472 − 48103633715 − 6 Gi − (10 Gi + 8 Gi) = 63565515981 bytes.
     def batch() -> tuple[str, str] | None:
         a = _allocatable(h, node)

@@ -1,7 +1,7 @@
 """The config, NodeSLO and NodeMetric controllers against the real API server: ConfigMap edits reach
 every node's NodeSLO and NodeMetric, a broken key keeps the previous values and raises a Warning Event
 and the error metrics, nodes created/deleted create/delete their objects, node selectors render per
-node (SPEC §4.5)."""
+node (the fuller example of docs/configuration.md#the-slo-controller-config-configmap)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.integration.manager.conftest import Harness, wait_for
 
 pytestmark = pytest.mark.apiserver
 
-SPEC_4_5: dict[str, Any] = {
+FULLER_EXAMPLE: dict[str, Any] = {
     "colocation-config": {
         "enable": True, "cpuReclaimThresholdPercent": 70, "memoryCalculatePolicy": "request",
         "nodeConfigs": [{"name": "pool-a", "nodeSelector": {"matchLabels": {"pool": "a"}},
@@ -150,7 +150,7 @@ def test_nodes_created_and_deleted_create_and_delete_their_objects(harness: Harn
 
 def test_node_selector_overrides_render_per_node(harness: Harness) -> None:
     h = harness
-    data = dict(SPEC_4_5)
+    data = dict(FULLER_EXAMPLE)
     colocation = dict(data["colocation-config"])
     colocation["nodeConfigs"] = [dict(colocation["nodeConfigs"][0], metricReportIntervalSeconds=15)]
     data["colocation-config"] = colocation

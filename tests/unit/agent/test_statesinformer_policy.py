@@ -1,5 +1,6 @@
-"""policy_after_update: SPEC §6.5 refresh rule (refresh only when metadata.generation changed AND the spec
-differs; the local copy is the defaults overlaid with the object's spec)."""
+"""policy_after_update: the refresh rule of docs/rules/koordlet.md#reporter (refresh only when
+metadata.generation changed AND the spec differs; the local copy is the defaults overlaid with the object's
+spec)."""
 
 from __future__ import annotations
 

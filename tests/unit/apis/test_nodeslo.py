@@ -587,7 +587,7 @@ def test_none_values() -> None:
     assert none["cgroupRoot"] == {"blkioQOS": {"enable": False}}
 
 
-# --- koordlet merge (§6.2) -------------------------------------------------------------------------------
+# --- koordlet merge (docs/rules/koordlet.md#start-order-and-readiness) --------------------------------------
 def test_merge_of_empty_nodeslo_is_defaults_with_none_values() -> None:
     merged = merge_node_slo_spec(NodeSLOSpec()).to_dict()
     qos = merged["resourceQOSStrategy"]

@@ -1,4 +1,5 @@
-"""Tests for apis.qos: QoS classes, Kubernetes QoS, priority classes, sub/eviction priority (SPEC §1)."""
+"""Tests for apis.qos: QoS classes, Kubernetes QoS, priority classes, sub/eviction priority
+(docs/upstream.md#qos-and-priority-classes)."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def test_priority_bands(cls: PriorityClass, low: int | None, high: int | None, d
         assert PRIORITY_BANDS[cls] == (low, high)
 
 
-# --- §1.1 raw QoS label ----------------------------------------------------------------------------
+# --- raw QoS label (docs/upstream.md#qos-and-priority-classes) ----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -278,7 +279,7 @@ def test_numeric_quantities_accepted() -> None:
     assert kube_qos_class(pod) is KubeQoSClass.BURSTABLE
 
 
-# --- §1.1 QoS with default -------------------------------------------------------------------------
+# --- QoS with default (docs/upstream.md#qos-and-priority-classes) -------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -318,7 +319,7 @@ def test_qos_class_with_default(
     assert qos_class_with_default(pod) is expected
 
 
-# --- §1.2 priority classes -------------------------------------------------------------------------
+# --- priority classes (docs/upstream.md#qos-and-priority-classes) -------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -382,7 +383,7 @@ QOS = c.LABEL_POD_QOS
 @pytest.mark.parametrize(
     ("labels", "priority", "containers", "raw", "expected"),
     [
-        # consequences stated in §1.2
+        # consequences stated in docs/upstream.md#qos-and-priority-classes
         pytest.param(None, 0, [BE_CTR], PriorityClass.NONE, PriorityClass.BATCH, id="be-priority-0"),
         pytest.param(None, None, [BE_CTR], PriorityClass.NONE, PriorityClass.BATCH, id="be-no-priority"),
         pytest.param(None, 0, [BURSTABLE_CTR], PriorityClass.NONE, PriorityClass.PROD, id="burstable"),
@@ -544,7 +545,7 @@ def test_eviction_priority_without_metadata() -> None:
     assert eviction_priority({}) == 0
 
 
-# --- §1.3 resource names ---------------------------------------------------------------------------
+# --- resource names (docs/upstream.md#qos-and-priority-classes) ---------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -169,7 +169,7 @@ def test_decimal_si_beyond_exa_prints_with_exponent() -> None:
 
 def test_negative_fractional_nano_rounds_away_from_zero() -> None:
     # Go's big-decimal path (scale_int.go scaledValue) adds +1 after truncating, so Go returns +1 here;
-    # SPEC App. B 18 says away from zero, which is also what Go's int64 path does for "-1n".
+    # docs/upstream.md#conventions says away from zero, which is also what Go's int64 path does for "-1n".
     q = Quantity.parse("-0.5n")
     assert (str(q), q.value(), q.milli_value()) == ("-1n", -1, -1)
     assert Quantity.parse("-0.1Ki").value() == -103  # -102.4; Go's big-decimal path gives -101

@@ -198,7 +198,7 @@ def test_shipped_configmap() -> None:
     )
 
 
-# --- §4.5 illustrative ConfigMap ---------------------------------------------------------------------
+# --- the fuller example of docs/configuration.md#the-slo-controller-config-configmap ------------------------
 ILLUSTRATIVE = {
     COLOCATION: """{"enable": true, "cpuReclaimThresholdPercent": 70, "memoryCalculatePolicy": "request",
      "nodeConfigs": [{"name": "pool-a", "nodeSelector": {"matchLabels": {"pool": "a"}},
@@ -536,7 +536,7 @@ def test_null_list_element_is_invalid() -> None:
     assert cfg.resource_qos == without.resource_qos
 
 
-# --- NodeMetric collect policy (§5.1) ------------------------------------------------------------------
+# --- NodeMetric collect policy (docs/rules/manager.md#nodemetric-one-nodemetric-per-node) -------------------
 def test_node_metric_collect_policy() -> None:
     default = {
         "aggregateDurationSeconds": 300,
@@ -600,7 +600,8 @@ def test_keep_last_good_per_key() -> None:
 def test_first_load_failures() -> None:
     cfg, errors = load(None, colocation_config="[1]", resource_threshold_config="", system_config="null")
     assert {e.key for e in errors} == {COLOCATION, THRESHOLD}
-    assert not cfg.colocation_available and cfg.colocation_error  # §4.3 step 2: cache stays unavailable
+    # the cache stays unavailable (docs/configuration.md#how-a-key-is-loaded)
+    assert not cfg.colocation_available and cfg.colocation_error
     assert cfg.resource_threshold.cluster_strategy == default_resource_threshold_strategy()
     assert cfg.system.cluster_strategy == SystemStrategy()  # JSON null decodes to nothing: defaults
     still, _ = load(cfg, colocation_config={"metricReportIntervalSeconds": 1.5})

@@ -1,6 +1,7 @@
 """The deploy/ tree, rendered by koord.kustomize: one image whose console scripts the manifests call
 with flags the daemons really accept, consistent ports, probes, selectors and scrape annotations,
-RBAC references that resolve, the PriorityClasses of SPEC §1.2, and the pod settings the koordlet and
+RBAC references that resolve, the PriorityClasses (docs/upstream.md#qos-and-priority-classes), and the
+pod settings the koordlet and
 koord-manager need. The Dockerfile is checked against pyproject.toml (no Docker engine needed)."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """cpuevict.decide: the 20 s cool-down from the start and after an eviction, BE satisfaction read from the
 metric view (avg window, sample count, last window), the count requirement (no SampleCounter → idle),
-CPUEvict on the node average, D2 for the BE task, and the Evict action contents."""
+CPUEvict on the node average, only BE pods for the BE task
+(docs/rules/koordlet.md#be-evictors-evict-only-be-pods), and the Evict action contents."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""memoryevict.decide / evictplan: gates and the NodeSLO switch, fresh samples only (D7), the 4 s
-cool-down, pending (already evicted) pods, D2 whatever the input, D4 bytes, Evict action contents."""
+"""memoryevict.decide / evictplan: gates and the NodeSLO switch, fresh samples only
+(docs/rules/koordlet.md#freshness-rule), the 4 s cool-down, pending (already evicted) pods, only BE pods for
+the BE task whatever the input (docs/rules/koordlet.md#be-evictors-evict-only-be-pods), released memory in
+bytes (docs/rules/koordlet.md#released-memory-is-counted-in-bytes), Evict action contents."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""build_status (SPEC §6.5): the NodeMetric status built from a real MetricCache with known samples.
+"""build_status (docs/rules/koordlet.md#reporter): the NodeMetric status built from a real MetricCache with
+known samples.
 
 Every expected value is computed by hand in the comments (never with the code under test).
 """

@@ -1,5 +1,6 @@
 """BatchResource / MidResource pure calculation: helpers (cpuset, rounding, reservation, degrade), terms,
-the explain annotation, D3, and property tests that every output is a non-negative integer."""
+the explain annotation, docs/rules/manager.md#a-pod-without-a-metric-counts-its-request, and property tests
+that every output is a non-negative integer."""
 
 from __future__ import annotations
 
@@ -136,7 +137,8 @@ def test_worked_example_terms_and_explain() -> None:
     assert t.node_reserved.explain() == {"cpu": 1000, "memory": 4 * GI}
     assert t.hp_used.explain() == {"cpu": 7000, "memory": 18 * GI}
     assert t.hp_request.explain() == {"cpu": 12000, "memory": 24 * GI}
-    # D3: B (no metric) counts its request in HPMaxUsedReq: 8000 + 4000 (upstream: 8000 only)
+    # docs/rules/manager.md#a-pod-without-a-metric-counts-its-request:
+    # B (no metric) counts its request in HPMaxUsedReq: 8000 + 4000 (upstream: 8000 only)
     assert t.hp_max_used_req.explain() == {"cpu": 12000, "memory": 24 * GI}
     doc = json.loads(batchresource.explain_annotation(r))
     for k in (

@@ -1,5 +1,6 @@
-"""Args defaults and validation (SPEC §8.1, Appendix B 5): invalid args name the field and value and make
-the plugin unconstructible."""
+"""Args defaults and validation (docs/configuration.md#loadawarescheduling-args,
+docs/rules/scheduler.md#invalid-plugin-args): invalid args name the field and value and make the plugin
+unconstructible."""
 
 from __future__ import annotations
 
