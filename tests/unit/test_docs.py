@@ -2,6 +2,8 @@
 koordlet feature gate, every daemon flag, every upstream flag and gate koord accepts without implementing
 it, and every Prometheus metric the code exports is documented; every scenario file a
 doc cites exists; and the docs stand on their own (no references to material outside the repository).
+Every ``docs/<page>.md#<anchor>`` the code cites, and every anchor a doc links to, is a heading; the code
+cites docs/ that way, never by opaque ids of a specification outside the repository.
 
 Everything is collected from the code (parsers' key sets, dataclass field tables, fresh registries, an
 AST scan of the sources), never from hard-coded lists.
@@ -327,3 +329,117 @@ def test_relative_links_resolve() -> None:
 def test_docs_are_self_contained(forbidden: str) -> None:
     offenders = [str(p.relative_to(ROOT)) for p in _doc_files() if forbidden in p.read_text()]
     assert not offenders, f"{forbidden!r} mentioned in {offenders}"
+
+
+# --- code citations of docs/ -----------------------------------------------------------------------
+CITING_PACKAGES = (
+    "agent",
+    "manager",
+    "scheduler",
+    "apis",
+    "kube",
+    "koord",
+    "bench",
+    "hack",
+    "tests",
+    "proto",
+)
+DOC_ANCHOR_REF = re.compile(r"docs/([\w./-]+\.md)#([\w-]+)")
+DOC_LINK_ANCHOR = re.compile(r"\]\(([^)#\s]*)#([^)\s]+)\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+# Opaque ids of a specification that is not in the repository; the code cites docs/ pages by anchor.
+OPAQUE_CITATIONS = {
+    "spec section": r"SPEC(\.md| ?§| ?App)",
+    "section sign": r"§|\\u00a7",
+    "appendix": r"\bApp(endix|\.) [A-Z]\b",
+    "decision id": r"\bD(10|[1-9])\b",
+    "edge case number": r"\bedge cases? [0-9]",
+    "issue number": r"\b[Ii]ssue [0-9]+",
+    "scenario spec": r"\bSCENARIOS\.md",
+}
+
+
+def _slug(title: str) -> str:
+    """GitHub's heading anchor: link text kept, lower case, punctuation dropped, spaces → '-'."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", title).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    """Every heading anchor of a Markdown page (fenced code skipped; repeats get GitHub's -1, -2 …)."""
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in path.read_text().splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        match = None if fenced else HEADING.match(line)
+        if match:
+            base = _slug(match.group(2))
+            seen[base] = seen.get(base, 0) + 1
+    anchors = set(seen)
+    anchors |= {f"{base}-{i}" for base, n in seen.items() for i in range(1, n)}
+    return anchors
+
+
+def _citing_files() -> Iterator[Path]:
+    for package in CITING_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if not path.name.endswith("_pb2.py") and not path.name.endswith("_pb2_grpc.py"):
+                yield path
+    yield from sorted((ROOT / "proto").rglob("*.proto"))
+    yield from sorted((ROOT / "tests" / "scenarios").rglob("*.json"))  # their "source" and descriptions
+
+
+def test_slug_matches_github() -> None:
+    assert (
+        _slug("CPU suppress (gate `BECPUSuppress`, every 1 s)") == "cpu-suppress-gate-becpusuppress-every-1-s"
+    )
+    assert _slug("The manager's default resourceQOSStrategy is empty") == (
+        "the-managers-default-resourceqosstrategy-is-empty"
+    )
+    assert _slug("nodeslo: one NodeSLO per node") == "nodeslo-one-nodeslo-per-node"
+
+
+def test_code_citations_of_docs_resolve() -> None:
+    """Every ``docs/<page>.md#<anchor>`` in the code names an existing page and one of its headings."""
+    cited: dict[tuple[str, str], list[str]] = {}
+    for path in _citing_files():
+        for match in DOC_ANCHOR_REF.finditer(path.read_text()):
+            cited.setdefault((match.group(1), match.group(2)), []).append(str(path.relative_to(ROOT)))
+    assert len(cited) > 20, f"citation discovery broke: {sorted(cited)}"
+    assert ("rules/koordlet.md", "freshness-rule") in cited
+    anchors = {p.relative_to(DOCS).as_posix(): _anchors(p) for p in _doc_files()}
+    broken = sorted(
+        f"docs/{page}#{anchor} (in {', '.join(sorted(set(files)))})"
+        for (page, anchor), files in cited.items()
+        if anchor not in anchors.get(page, set())
+    )
+    assert not broken, f"code cites docs anchors that do not exist: {broken}"
+
+
+def test_doc_link_anchors_resolve() -> None:
+    """Every ``[text](page.md#anchor)`` and ``[text](#anchor)`` link between docs pages lands on a heading."""
+    broken = []
+    for path in _doc_files():
+        for target, anchor in DOC_LINK_ANCHOR.findall(path.read_text()):
+            if "://" in target:
+                continue
+            page = (path.parent / target).resolve() if target else path
+            if page.suffix == ".md" and anchor not in _anchors(page):
+                broken.append(f"{path.relative_to(ROOT)} -> {target}#{anchor}")
+    assert not broken, f"broken anchors: {broken}"
+
+
+@pytest.mark.parametrize("kind", sorted(OPAQUE_CITATIONS))
+def test_code_cites_docs_not_opaque_ids(kind: str) -> None:
+    pattern = re.compile(OPAQUE_CITATIONS[kind])
+    this_file = Path(__file__).resolve()
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in _citing_files()
+        if path.resolve() != this_file
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not offenders, f"{kind} cited instead of a docs/ anchor: {offenders}"
