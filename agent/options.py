@@ -68,6 +68,8 @@ class Options:
     addr: str
     hub_address: str | None
     hub_token_file: Path | None
+    hub_ca: Path | None
+    """CA bundle the hub's TLS certificate must chain to; None: plaintext."""
     push_interval_seconds: float
     enable_node_metric_report: bool
     metric_cache_path: Path | None
@@ -123,6 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--hub-token-file",
         default=None,
         help="bearer token sent to the hub (default: the pod's ServiceAccount token when mounted)",
+    )
+    p.add_argument(
+        "--hub-ca",
+        default=None,
+        help="CA bundle (PEM) the hub's certificate must chain to: connect with TLS (default: plaintext)",
     )
     p.add_argument("--push-interval-seconds", type=float, default=5.0, help="hub push period (%(default)s)")
     p.add_argument(
@@ -230,6 +237,7 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             addr=a.addr,
             hub_address=a.hub_address or None,
             hub_token_file=token,
+            hub_ca=Path(a.hub_ca) if a.hub_ca else None,
             push_interval_seconds=a.push_interval_seconds,
             enable_node_metric_report=a.enable_node_metric_report,
             metric_cache_path=Path(a.metric_cache_path) if a.metric_cache_path else None,

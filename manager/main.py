@@ -49,7 +49,7 @@ from manager.metrichub.auth import (
     StaticTokenAuthenticator,
 )
 from manager.metrichub.metrics import HubCollector
-from manager.metrichub.server import serve
+from manager.metrichub.server import serve, tls_credentials
 from manager.metrichub.store import HubStore
 
 DEFAULT_HUB_ADDR = "0.0.0.0:9317"
@@ -101,6 +101,25 @@ def build_parser() -> argparse.ArgumentParser:
         "(POD_IP, POD_NAME, POD_NAMESPACE from the downward API), so every koordlet reports to the leader; "
         "empty (default) leaves routing to the Service",
     )
+    p.add_argument("--hub-tls-cert", help="PEM certificate chain: the hub serves TLS (with --hub-tls-key)")
+    p.add_argument("--hub-tls-key", help="PEM private key of --hub-tls-cert")
+    p.add_argument(
+        "--hub-ca",
+        help="CA bundle (PEM) the embedded scheduler verifies the hub with (default: --hub-tls-cert itself)",
+    )
+    p.add_argument(
+        "--hub-tls-secret",
+        default="",
+        help="Secret (in POD_NAMESPACE, else --leader-election-namespace) keeping the hub's self-signed CA "
+        "and certificate: the first replica creates it, every replica writes it to --hub-tls-cert, "
+        "--hub-tls-key and --hub-ca (default: ca.crt next to the certificate)",
+    )
+    p.add_argument(
+        "--hub-tls-hosts",
+        default="",
+        help="comma-separated names for --hub-tls-secret's certificate (default: the hub Service's DNS "
+        "names, localhost, 127.0.0.1)",
+    )
     add_klog_and_gate_flags(p, "koord-manager")
     add_config_flags(p)
     return p
@@ -120,6 +139,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 
 
 EMBEDDED_SCHEDULER_USER = "system:koord-manager:embedded-scheduler"
+HUB_SERVICE = "koord-manager-hub"
 
 
 def _hub_endpoints(args: argparse.Namespace, hub_port: int) -> HubEndpoints | None:
@@ -133,6 +153,33 @@ def _hub_endpoints(args: argparse.Namespace, hub_port: int) -> HubEndpoints | No
         args.hub_endpoints, namespace, os.environ.get("POD_IP", ""), os.environ.get("POD_NAME", ""), hub_port
     )
     return HubEndpoints(api_client(args.kubeconfig), body)
+
+
+def _hub_tls(args: argparse.Namespace) -> tuple[Any, Path | None]:
+    """The hub's TLS credentials and the CA bundle the embedded scheduler trusts; (None, None) for
+    plaintext. With --hub-tls-secret the files are made first (manager.certs, docs/install.md)."""
+    if not (args.hub_tls_cert or args.hub_tls_key or args.hub_tls_secret):
+        return None, None
+    if not (args.hub_tls_cert and args.hub_tls_key):
+        raise ValueError("--hub-tls-cert and --hub-tls-key go together (--hub-tls-secret writes both)")
+    cert, key = Path(args.hub_tls_cert), Path(args.hub_tls_key)
+    ca = Path(args.hub_ca) if args.hub_ca else None
+    if args.hub_tls_secret:
+        from kube.client import api_client
+        from manager.certs import bootstrap
+        from manager.gateway import Gateway
+
+        namespace = os.environ.get("POD_NAMESPACE") or args.leader_election_namespace
+        service = args.hub_endpoints or HUB_SERVICE
+        local = [service, f"{service}.{namespace}", f"{service}.{namespace}.svc"]
+        hosts = [h for h in args.hub_tls_hosts.split(",") if h] or [
+            *local, f"{local[-1]}.cluster.local", "localhost", "127.0.0.1"
+        ]  # fmt: skip
+        ca = ca or cert.with_name("ca.crt")
+        gateway = Gateway(api_client(args.kubeconfig))
+        bootstrap(gateway.create_or_read_secret, name=service, hosts=hosts, secret=args.hub_tls_secret,
+                  namespace=namespace, cert_file=cert, key_file=key, ca_file=ca)  # fmt: skip
+    return tls_credentials(cert, key), ca or cert
 
 
 def _hub_auth(
@@ -218,8 +265,10 @@ def _start_scheduler(
     leading: threading.Event,
     token_file: Path,
     registry: CollectorRegistry,
+    hub_ca: Path | None = None,
 ) -> Any:
-    """The embedded scheduler; its metrics join the manager's /metrics (``registry``)."""
+    """The embedded scheduler; its metrics join the manager's /metrics (``registry``). It reads the hub
+    over loopback, with TLS (trusting ``hub_ca``) when the hub serves TLS."""
     from kube.client import api_client
     from scheduler.config import load_profile
     from scheduler.main import SchedulerService
@@ -228,8 +277,9 @@ def _start_scheduler(
     profile = load_profile(args.scheduler_config, KNOWN)
     api = api_client(args.kubeconfig, qps=500, burst=1000, connections=48)
     service = SchedulerService(
-        api, profile, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file, registry=registry
-    )
+        api, profile, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file, registry=registry,
+        hub_ca=hub_ca,
+    )  # fmt: skip
     service.start(stop)
     threading.Thread(target=service.run, args=(stop, leading.is_set), name="scheduler", daemon=True).start()
     return service
@@ -292,7 +342,15 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(token_dir, ignore_errors=True)
         return 1
     try:
-        server, port = serve(store, args.hub_addr, authenticator=authenticator, authorizer=authorizer)
+        credentials, hub_ca = _hub_tls(args)
+    except (ValueError, RuntimeError, OSError) as e:  # GatewayError, KubeConfigError: RuntimeErrors
+        print(f"koord-manager: hub TLS: {e}", file=sys.stderr)
+        shutil.rmtree(token_dir, ignore_errors=True)
+        return 1
+    try:
+        server, port = serve(
+            store, args.hub_addr, authenticator=authenticator, authorizer=authorizer, credentials=credentials
+        )
     except (OSError, RuntimeError) as e:
         print(f"koord-manager: --hub-addr={args.hub_addr}: {e}", file=sys.stderr)
         shutil.rmtree(token_dir, ignore_errors=True)
@@ -350,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 started_leading()
             if args.enable_scheduler:
-                service = _start_scheduler(args, port, stop, leading, token_file, registry)
+                service = _start_scheduler(args, port, stop, leading, token_file, registry, hub_ca)
                 print("koord-manager: embedded koord-scheduler started", flush=True)
         except (KubeConfigError, ConfigError, TimeoutError, ValueError, OSError) as e:
             print(f"koord-manager: {e}", file=sys.stderr)

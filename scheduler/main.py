@@ -55,6 +55,7 @@ class SchedulerService:
         registry: CollectorRegistry | None = None,
         bind_workers: int = 16,
         hub_token_file: Path | None = None,
+        hub_ca: Path | None = None,
     ) -> None:
         self.api = api
         self.metrics = SchedulerMetrics(registry or CollectorRegistry(), profile.scheduler_name)
@@ -70,7 +71,11 @@ class SchedulerService:
             on_decision=self.metrics.on_decision,
         )
         self.router = EventRouter(self.scheduler, profile.scheduler_name)
-        self.hub = HubWatcher(hub_addr, self.router.merger, token_file=hub_token_file) if hub_addr else None
+        self.hub = (
+            HubWatcher(hub_addr, self.router.merger, token_file=hub_token_file, ca_file=hub_ca)
+            if hub_addr
+            else None
+        )
         self._threads: list[threading.Thread] = []
 
     def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
@@ -120,6 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--hub-token-file",
         default=None,
         help="bearer token for the MetricHub (default: the pod's ServiceAccount token when mounted)",
+    )
+    p.add_argument(
+        "--hub-ca",
+        default=None,
+        help="CA bundle (PEM) the hub's certificate must chain to: connect with TLS (default: plaintext)",
     )
     # Unset leader-election flags take the --config file's leaderElection, else these defaults.
     p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=None, help="(on)")
@@ -212,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         registry=registry,
         bind_workers=args.bind_workers,
         hub_token_file=token,
+        hub_ca=Path(args.hub_ca) if args.hub_ca else None,
     )
     service.start(stop)
     synced.set()

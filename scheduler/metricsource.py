@@ -1,7 +1,7 @@
 """Where the scheduler's node metrics come from: the MetricHub over gRPC (List, then WatchBatch from the
 listed revision, or Watch from a hub that predates WatchBatch; relist when the hub says the revision
-is too old; reconnect with capped backoff)
-and the NodeMetric CR informer as a fallback. `FreshestMerger` keeps, per node, the metric with the
+is too old; reconnect with capped backoff; TLS when given the CA bundle the hub's certificate chains
+to) and the NodeMetric CR informer as a fallback. `FreshestMerger` keeps, per node, the metric with the
 newer `status.updateTime` from either source and forwards only real changes to the consumer (the
 LoadAware plugin's `on_node_metric`).
 
@@ -10,6 +10,7 @@ Imports: standard library, grpc, apis (nodemetric, convert), proto.koord.v1.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -27,6 +28,11 @@ from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 Consumer = Callable[[str, NodeMetric | None], None]
 _EPOCH = datetime.min
+
+
+def _loopback(target: str) -> bool:
+    host = target.rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _update_time(nm: NodeMetric) -> datetime:
@@ -88,9 +94,15 @@ class HubWatcher:
         backoff_max: float = 10.0,
         metadata: tuple[tuple[str, str], ...] = (),
         token_file: Path | None = None,
+        ca_file: Path | None = None,
     ) -> None:
         self.target = target
         self.merger = merger
+        if ca_file is not None:  # read once: a rotated CA takes a restart
+            credentials = grpc.ssl_channel_credentials(root_certificates=ca_file.read_bytes())
+            channel_factory = functools.partial(grpc.secure_channel, credentials=credentials)
+        elif token_file is not None and not _loopback(target):
+            log.warning("metric hub %s: no --hub-ca, the bearer token travels in clear", target)
         self._channel_factory = channel_factory
         self._backoff = (backoff_initial, backoff_max)
         self._static_metadata = metadata

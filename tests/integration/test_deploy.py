@@ -343,6 +343,10 @@ MANAGER = [
     # manager/hubendpoints.py: the leader routes the hub Service to itself
     ("create", "endpoints", NS, "", True), ("get", "endpoints", NS, "koord-manager-hub", True),
     ("update", "endpoints", NS, "koord-manager-hub", True),
+    # manager/certs.py through the gateway: the hub's TLS Secret, created by the first replica
+    ("create", "secrets", NS, "", True), ("get", "secrets", NS, "koord-manager-hub-tls", True),
+    ("update", "secrets", NS, "koord-manager-hub-tls", False),
+    ("delete", "secrets", NS, "koord-manager-hub-tls", False),
     # must not
     ("update", "endpoints", NS, "kube-dns", False), ("delete", "endpoints", NS, "koord-manager-hub", False),
     ("update", "endpoints", "default", "kubernetes", False),

@@ -34,6 +34,7 @@ def test_defaults_with_node_name_from_env() -> None:
     assert opts.addr == ":9316"
     assert opts.hub_address is None
     assert opts.hub_token_file is None
+    assert opts.hub_ca is None  # plaintext unless a CA bundle is given
     assert opts.push_interval_seconds == 5.0
     assert opts.enable_node_metric_report is True
     assert opts.metric_cache_path == Path("/metric-data/metric-cache.npz")
@@ -93,6 +94,11 @@ def test_durations_and_values_parsed(tmp_path: Path) -> None:
     assert opts.metric_cache_path is None
     assert opts.cgroup_driver is CgroupDriver.SYSTEMD
     assert opts.addr == "127.0.0.1:0"
+
+
+def test_hub_ca_turns_tls_on() -> None:
+    opts, _ = parse(["--hub-address", "hub:9317", "--hub-ca", "/etc/koord/hub-ca/ca.crt"], {"NODE_NAME": "n"})
+    assert opts.hub_ca == Path("/etc/koord/hub-ca/ca.crt")
 
 
 def test_service_account_token_used_when_mounted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

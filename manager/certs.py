@@ -1,0 +1,184 @@
+"""Serving certificates without cert-manager: a self-signed CA and a serving certificate it signs for
+the given host names, kept in a Kubernetes Secret and written to the files a TLS server loads.
+
+`bootstrap` offers a fresh pair to `create_or_read` (the manager's gateway: create the Secret unless
+it exists, return what is stored), so the first replica to start wins and the others read its pair
+back; every replica then serves the same certificate and clients trust the one CA. The Secret is of
+type kubernetes.io/tls with the keys tls.crt, tls.key and ca.crt; clients mount ca.crt. The CA's
+private key is never stored: it signs the one serving certificate and is dropped, so the Secret
+cannot mint other certificates. Rotation: delete the Secret and restart the replicas, then the
+clients (they read the CA when they start). Names, hosts and the Secret are parameters: the hub
+(manager.main, --hub-tls-secret) and any other server of the manager use it the same way.
+
+Imports: standard library, cryptography.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import ipaddress
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+__all__ = ["ServingCert", "bootstrap", "from_secret", "missing_hosts", "new_serving_cert", "secret_body"]
+
+log = logging.getLogger(__name__)
+
+CA_CRT, TLS_CRT, TLS_KEY = "ca.crt", "tls.crt", "tls.key"
+VALID_DAYS = 3650
+RENEW_WARNING = dt.timedelta(days=30)
+CreateOrRead = Callable[[dict[str, Any]], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ServingCert:
+    """PEM bytes: the CA certificate, the serving certificate and its (unencrypted PKCS#8) key."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes
+
+
+def _san(host: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
+
+
+def new_serving_cert(
+    name: str, hosts: Sequence[str], *, days: int = VALID_DAYS, now: dt.datetime | None = None
+) -> ServingCert:
+    """A new CA ("<name> CA") and a serving certificate it signs for `hosts` (DNS names or IP
+    addresses), both valid for `days` from `now`."""
+    if not hosts:
+        raise ValueError("a serving certificate needs at least one host name")
+    start = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(minutes=5)  # clock skew between nodes
+    end = start + dt.timedelta(days=days)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    return ServingCert(
+        ca=ca.public_bytes(pem),
+        cert=cert.public_bytes(pem),
+        key=key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
+
+
+def secret_body(cert: ServingCert, name: str, namespace: str) -> dict[str, Any]:
+    """The kubernetes.io/tls Secret holding `cert`."""
+    data = {CA_CRT: cert.ca, TLS_CRT: cert.cert, TLS_KEY: cert.key}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
+    }
+
+
+def from_secret(secret: Mapping[str, Any]) -> ServingCert:
+    """The certificate a Secret made by secret_body holds (ValueError when a key is missing)."""
+    data = secret.get("data") or {}
+    missing = [k for k in (CA_CRT, TLS_CRT, TLS_KEY) if not data.get(k)]
+    if missing:
+        name = (secret.get("metadata") or {}).get("name", "?")
+        raise ValueError(f"Secret {name} lacks {', '.join(missing)}")
+    return ServingCert(*(base64.b64decode(data[k]) for k in (CA_CRT, TLS_CRT, TLS_KEY)))
+
+
+def missing_hosts(cert: ServingCert, hosts: Sequence[str]) -> list[str]:
+    """The hosts the serving certificate does not name."""
+    san = x509.load_pem_x509_certificate(cert.cert).extensions.get_extension_for_class(
+        x509.SubjectAlternativeName
+    )
+    named = set(san.value.get_values_for_type(x509.DNSName))
+    named |= {str(ip) for ip in san.value.get_values_for_type(x509.IPAddress)}
+    return [h for h in hosts if str(_san(h).value) not in named]
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    """Replaces `path` atomically (a server never reads half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def bootstrap(
+    create_or_read: CreateOrRead,
+    *,
+    name: str,
+    hosts: Sequence[str],
+    secret: str,
+    namespace: str,
+    cert_file: Path,
+    key_file: Path,
+    ca_file: Path | None = None,
+    now: dt.datetime | None = None,
+) -> ServingCert:
+    """Makes sure Secret `namespace/secret` holds a serving certificate (see the module docstring),
+    writes its certificate, key (mode 0600) and CA to the files, and returns it. A stored certificate
+    that misses some of `hosts` or expires within 30 days is still used, with a warning."""
+    offered = secret_body(new_serving_cert(name, hosts, now=now), secret, namespace)
+    stored = from_secret(create_or_read(offered))
+    missing = missing_hosts(stored, hosts)
+    if missing:
+        log.warning(
+            "Secret %s/%s: its certificate does not name %s (delete it to renew)", namespace, secret, missing
+        )
+    expires = x509.load_pem_x509_certificate(stored.cert).not_valid_after_utc
+    if expires - (now or dt.datetime.now(dt.UTC)) < RENEW_WARNING:
+        log.warning(
+            "Secret %s/%s: its certificate expires %s (delete it to renew)", namespace, secret, expires
+        )
+    _write(cert_file, stored.cert, 0o644)
+    _write(key_file, stored.key, 0o600)
+    if ca_file is not None:
+        _write(ca_file, stored.ca, 0o644)
+    return stored
