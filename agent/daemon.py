@@ -114,7 +114,9 @@ class Koordlet:
             on_collect=self.metrics.on_collect,
         )
         self.pusher = (
-            HubPusher(opts.hub_address, opts.hub_token_file, on_result=self.metrics.on_report)
+            HubPusher(
+                opts.hub_address, opts.hub_token_file, on_result=self.metrics.on_report, ca_file=opts.hub_ca
+            )
             if opts.hub_address
             else None
         )

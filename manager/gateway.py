@@ -4,8 +4,9 @@ Reads come from shared informers (list+watch caches): nodes, pods of every names
 ``spec.nodeName``), NodeMetrics, NodeSLOs and the one ``slo-controller-config`` ConfigMap (narrowed by a
 field selector). Controllers subscribe with ``SharedInformer.add_handlers`` before ``start``. Writes:
 NodeSLO and NodeMetric create/update/delete, node status (GET, mutate, PUT /status with the
-resourceVersion; retried on 409 Conflict and, with backoff, on 429), node metadata merge patches and
-Events. Every API failure leaves as a ``GatewayError`` naming the operation, the object and the cause.
+resourceVersion; retried on 409 Conflict and, with backoff, on 429), node metadata merge patches,
+Events, and Secrets created unless they exist (manager.certs). Every API failure leaves as a
+``GatewayError`` naming the operation, the object and the cause.
 ``node_filter`` (tests, sharding) hides nodes, NodeSLOs and NodeMetrics whose names it rejects.
 Imports: the standard library, the kubernetes client, apis.constants, kube.{informer,events}.
 """
@@ -374,6 +375,19 @@ class Gateway:
         return self._call(
             "patch", "Node", name, self.core.patch_node, name, {"metadata": meta}, _content_type=MERGE_PATCH
         )
+
+    # -- secrets ----------------------------------------------------------------------------------------
+
+    def create_or_read_secret(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Creates the Secret ``body`` unless one of its name exists, and returns the stored Secret: of
+        replicas starting at once the first writer wins and the others read its Secret (manager.certs)."""
+        name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
+        try:
+            return self._call("create", "Secret", name, self.core.create_namespaced_secret, namespace, body)
+        except GatewayError as e:
+            if not e.conflict:
+                raise
+        return self._call("get", "Secret", name, self.core.read_namespaced_secret, name, namespace)
 
     # -- events -----------------------------------------------------------------------------------------
 

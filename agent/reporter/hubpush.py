@@ -4,7 +4,9 @@ Each push is one short ``Report`` stream carrying one report, over one long-live
 report gets its own acknowledgement and a failure is known at once. While the hub is unreachable only the
 latest report is kept (an older one is worthless once a newer exists) and it is retried on the next push.
 A bearer token (the pod's ServiceAccount token, or a static token in local mode) is sent on every call;
-the file is re-read on each push so a rotated token is picked up.
+the file is re-read on each push so a rotated token is picked up. With a CA bundle (``--hub-ca``) the
+channel is TLS and the hub's certificate must chain to it; without one the channel is plaintext and
+the token travels in clear, which is logged when the hub is not on loopback (docs/install.md).
 
 Imports: standard library, grpc, proto.koord.v1.
 """
@@ -42,14 +44,20 @@ class HubPusher:
         token_file: Path | None = None,
         on_result: Callable[[str, str], None] | None = None,
         timeout: float = CALL_TIMEOUT_SECONDS,
+        ca_file: Path | None = None,
     ) -> None:
         self.target = target
         self._token_file = token_file
         self._on_result = on_result
         self._timeout = timeout
-        self._channel = grpc.insecure_channel(
-            target, options=[("grpc.keepalive_time_ms", 30_000), ("grpc.enable_retries", 0)]
-        )
+        options = [("grpc.keepalive_time_ms", 30_000), ("grpc.enable_retries", 0)]
+        if ca_file is not None:
+            credentials = grpc.ssl_channel_credentials(root_certificates=ca_file.read_bytes())
+            self._channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            if token_file is not None and not _loopback(target):
+                log.warning("MetricHub %s: no --hub-ca, the bearer token travels in clear", target)
+            self._channel = grpc.insecure_channel(target, options=options)
         self._stub = pb_grpc.MetricHubStub(self._channel)
         self._pending: pb.NodeMetricReport | None = None
         self._lock = threading.Lock()
@@ -107,6 +115,11 @@ class HubPusher:
 
     def close(self) -> None:
         self._channel.close()
+
+
+def _loopback(target: str) -> bool:
+    host = target.rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _describe(e: BaseException) -> str:
