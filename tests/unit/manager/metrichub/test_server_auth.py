@@ -154,6 +154,16 @@ def test_insecure_mode_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     assert "INSECURE" in caplog.text
 
 
+def test_tokens_without_tls_beyond_loopback_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="manager.metrichub.server"):
+        server, _ = serve(HubStore(), "127.0.0.1:0", authenticator=FakeAuthenticator())
+        assert server.stop(grace=None).wait(5)
+        assert "in clear" not in caplog.text  # loopback: the embedded scheduler, tests
+        server, _ = serve(HubStore(), "0.0.0.0:0", authenticator=FakeAuthenticator())
+        assert server.stop(grace=None).wait(5)
+    assert "bearer tokens travel in clear" in caplog.text and "INSECURE" not in caplog.text
+
+
 def test_a_watch_sees_reports_from_other_threads() -> None:
     store = HubStore()
     server, port = serve(store)
