@@ -22,7 +22,9 @@ Measured over ``--seconds`` after ``--warmup`` seconds of steady load:
 ``--calls-per-s N`` adds a phase in hubpush's pattern (one short Report call per push) at N calls/s.
 
 Prints ONE JSON object: nodes, reports_per_s, delivery_p99_ms (+ details).
-Usage: python bench/hub_ingest.py [--nodes 5000] [--interval 1] [--seconds 10] [--watchers 3]
+``--tls`` serves the hub over TLS (as deploy/ does; agents and watchers trust its CA).
+
+Usage: python bench/hub_ingest.py [--nodes 5000] [--interval 1] [--seconds 10] [--watchers 3] [--tls]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -44,8 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import grpc
 import grpc.aio
 
+from manager.certs import new_serving_cert
 from manager.metrichub.auth import Authorizer, StaticTokenAuthenticator
-from manager.metrichub.server import serve
+from manager.metrichub.server import serve, tls_credentials
 from manager.metrichub.store import HubStore
 from proto.koord.v1 import metrichub_pb2 as pb
 
@@ -100,9 +104,14 @@ def _ident(b: bytes) -> bytes:
     return b
 
 
-def _channels(port: int, n: int) -> list[Any]:
-    # A channel arg of its own per channel: one TCP connection each (no shared subchannel).
-    return [grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=[("bench.channel", i)]) for i in range(n)]
+def _channels(port: int, n: int, ca: bytes | None) -> list[Any]:
+    """n channels to the hub (TLS trusting `ca` when given); a channel arg of its own per channel:
+    one TCP connection each (no shared subchannel)."""
+    target = f"127.0.0.1:{port}"
+    if ca is None:
+        return [grpc.aio.insecure_channel(target, options=[("bench.channel", i)]) for i in range(n)]
+    creds = grpc.ssl_channel_credentials(root_certificates=ca)
+    return [grpc.aio.secure_channel(target, creds, options=[("bench.channel", i)]) for i in range(n)]
 
 
 def agent_proc(nodes: list[int], port: int, cfg: dict[str, Any], out: Any, ready: Any, start: Any) -> None:
@@ -119,7 +128,7 @@ def agent_proc(nodes: list[int], port: int, cfg: dict[str, Any], out: Any, ready
             )
 
     async def main() -> None:
-        channels = _channels(port, cfg["channels"])
+        channels = _channels(port, cfg["channels"], cfg["ca"])
         calls = [
             ch.stream_unary(REPORT, request_serializer=_ident, response_deserializer=pb.ReportAck.FromString)
             for ch in channels
@@ -215,7 +224,7 @@ def watcher_proc(port: int, k: int, cfg: dict[str, Any], out: Any, ready: Any, s
     batched = cfg["watch"] == "batch"
 
     async def main() -> None:
-        (channel,) = _channels(port, 1)
+        (channel,) = _channels(port, 1, cfg["ca"])
         md = (("authorization", f"Bearer sched-{k}"),)
         lister = channel.unary_unary(LIST, request_serializer=pb.ListRequest.SerializeToString,
                                      response_deserializer=pb.ListResponse.FromString)  # fmt: skip
@@ -289,7 +298,7 @@ def run_phase(
     start = ctx.Value("d", 0.0)
     interval = args.nodes / args.calls_per_s if calls else args.interval
     cfg = {"interval": interval, "calls": calls, "channels": args.channels, "warmup": args.warmup,
-           "seconds": args.seconds, "watch": args.watch}  # fmt: skip
+           "seconds": args.seconds, "watch": args.watch, "ca": args.ca}  # fmt: skip
     procs = []
     if watch:
         procs += [
@@ -363,6 +372,9 @@ def main() -> None:
     ap.add_argument("--channels", type=int, default=50, help="TCP connections per agent process")
     ap.add_argument("--calls-per-s", type=float, default=0.0, help="also measure one call per report")
     ap.add_argument("--batch-window-ms", type=float, default=5.0, help="the hub's watcher wake-up window")
+    ap.add_argument(
+        "--tls", action="store_true", help="the hub serves TLS (a certificate from manager.certs)"
+    )
     args = ap.parse_args()
     args.nodes = max(1, min(args.nodes, 20_000))
     args.seconds = max(1.0, min(args.seconds, 60.0))  # bounded in time
@@ -375,15 +387,20 @@ def main() -> None:
     store = HubStore()
     authz = Authorizer(reader_users={READER}, reader_groups=())
     authn = StaticTokenAuthenticator(tokens)
-    server, port = serve(store, "127.0.0.1:0", authenticator=authn, authorizer=authz,
+    credentials, args.ca = None, None
+    if args.tls:
+        made = new_serving_cert("koord-manager-hub", ["127.0.0.1"])
+        (tmp / "tls.crt").write_bytes(made.cert)
+        (tmp / "tls.key").write_bytes(made.key)
+        credentials, args.ca = tls_credentials(tmp / "tls.crt", tmp / "tls.key"), made.ca
+    server, port = serve(store, "127.0.0.1:0", authenticator=authn, authorizer=authz, credentials=credentials,
                          batch_window=args.batch_window_ms / 1000)  # fmt: skip
     try:
         main_phase = run_phase(port, store, args, calls=False, watch=True)
         calls = run_phase(port, store, args, calls=True, watch=False) if args.calls_per_s > 0 else None
     finally:
-        server.stop(grace=None)
-        tokens.unlink()
-        os.rmdir(tmp)
+        server.stop(grace=None).wait(10)
+        shutil.rmtree(tmp)
     result = {
         "nodes": args.nodes,
         "reports_per_s": main_phase.pop("reports_per_s"),
@@ -397,6 +414,7 @@ def main() -> None:
         "connections": args.agent_procs * args.channels,
         "seconds": args.seconds,
         "batch_window_ms": args.batch_window_ms,
+        "tls": args.tls,
         "cpus": os.cpu_count(),
     }
     if calls is not None:

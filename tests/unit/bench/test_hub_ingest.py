@@ -1,5 +1,6 @@
 """Smoke test of bench/hub_ingest.py: its per-send stamp merges into the report's status, and a tiny
-run (40 agents, one watcher, 1 s) prints the documented JSON with every report delivered."""
+run (40 agents, one watcher, 1 s; plaintext and TLS) prints the documented JSON with the reports
+delivered."""
 
 from __future__ import annotations
 
@@ -35,13 +36,14 @@ def test_the_stamp_sets_only_the_update_time() -> None:
 
 
 @pytest.mark.timeout(120)
-def test_hub_ingest_smoke() -> None:
+@pytest.mark.parametrize("tls", [[], ["--tls"]])
+def test_hub_ingest_smoke(tls: list[str]) -> None:
     out = subprocess.run(
         [sys.executable, str(REPO / "bench" / "hub_ingest.py"), "--nodes", "40", "--seconds", "1",
-         "--warmup", "0.5", "--watchers", "1", "--agent-procs", "1", "--channels", "2"],
+         "--warmup", "0.5", "--watchers", "1", "--agent-procs", "1", "--channels", "2", *tls],
         capture_output=True, text=True, timeout=110, cwd=REPO, check=True,
     )  # fmt: skip
     result = json.loads(out.stdout)
-    assert result["nodes"] == 40 and result["errors"] == 0
+    assert result["nodes"] == 40 and result["errors"] == 0 and result["tls"] == bool(tls)
     assert result["reports_per_s"] > 0 and result["delivery_p99_ms"] is not None
     assert result["delivered_ratio"] > 0.5
