@@ -2,14 +2,14 @@
 
 Built by the states informer when a pod event arrives (so collectors never walk the cgroup tree per tick)
 and read by collectors, the reporter and the QoS strategies. ``PodSource`` is the read side they depend on.
-Imports: standard library, apis.qos, agent.system.podcgroup.
+Imports: standard library, apis.{kubeobjects,qos}, agent.system.podcgroup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from agent.system.podcgroup import (
     CgroupDriver,
@@ -18,6 +18,7 @@ from agent.system.podcgroup import (
     parse_container_id,
     pod_cgroup_dir,
 )
+from apis.kubeobjects import Pod
 from apis.qos import kube_qos_class
 
 __all__ = ["ContainerMeta", "PodMeta", "PodSource", "pod_meta"]
@@ -44,8 +45,8 @@ class PodMeta:
     """Pod cgroup dir relative to the cgroup root (upstream's ``CgroupDir``, see
     docs/rules/koordlet.md#collectors); ends with ``/``."""
     containers: tuple[ContainerMeta, ...]
-    pod: Mapping[str, Any]
-    """The raw pod object (API JSON as a dict); never mutated."""
+    pod: Pod
+    """The pod object as the API server sent it; never mutated."""
 
 
 class PodSource(Protocol):
@@ -54,7 +55,7 @@ class PodSource(Protocol):
     def pods(self) -> Sequence[PodMeta]: ...
 
 
-def pod_meta(pod: Mapping[str, Any], driver: CgroupDriver) -> PodMeta:
+def pod_meta(pod: Pod, driver: CgroupDriver) -> PodMeta:
     """Pure: derive a ``PodMeta`` from a pod object and the kubelet's cgroup driver.
 
     Containers without a (parsable) ``containerID`` in ``status.containerStatuses`` are left out: they

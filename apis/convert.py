@@ -7,7 +7,7 @@ travel as JSON text with None/empty kept apart), and a canonical dict (one ``to_
 survives dict → dataclass → proto → bytes → proto → dataclass → dict unchanged. The dict form itself
 keeps Go's second precision for ``updateTime``. Malformed protobuf content (bad quantity strings,
 unknown priority/QoS, invalid JSON text) raises NodeMetricError with the JSON path of the field.
-Imports: the standard library, apis.nodemetric, apis.duration, apis.qos, apis.quantity and the
+Imports: the standard library, apis.{nodemetric,duration,kubeobjects,qos,quantity} and the
 generated proto.koord.v1.metrichub_pb2 (protobuf only, never grpc). Pure, no I/O.
 """
 
@@ -22,6 +22,7 @@ from google.protobuf.duration_pb2 import Duration as PbDuration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from apis.duration import Duration
+from apis.kubeobjects import ObjectMeta
 from apis.nodemetric import (
     AggregatedUsage,
     AggregatePolicy,
@@ -44,7 +45,6 @@ from apis.qos import PriorityClass, QoSClass
 from apis.quantity import Quantity, QuantityError
 from proto.koord.v1 import metrichub_pb2 as pb
 
-JSON = dict[str, Any]
 E = TypeVar("E", PriorityClass, QoSClass, MemoryCollectPolicy, AggregationType)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -64,7 +64,7 @@ def nodemetric_from_dict(d: Mapping[str, Any]) -> NodeMetric:
     return NodeMetric.from_dict(d)
 
 
-def nodemetric_to_dict(nm: NodeMetric) -> JSON:
+def nodemetric_to_dict(nm: NodeMetric) -> dict[str, Any]:
     """A NodeMetric as the JSON object Go would write."""
     return nm.to_dict()
 
@@ -74,7 +74,7 @@ def status_from_dict(d: Mapping[str, Any], path: str = "status") -> NodeMetricSt
     return NodeMetricStatus.from_dict(d, path)
 
 
-def status_to_dict(status: NodeMetricStatus) -> JSON:
+def status_to_dict(status: NodeMetricStatus) -> dict[str, Any]:
     """A status as the JSON object Go would write."""
     return status.to_dict()
 
@@ -140,7 +140,7 @@ def resource_map_from_proto(msg: pb.ResourceMap, path: str = "resourceMap") -> R
             resources[name] = Quantity.parse(text)
         except QuantityError as e:
             raise NodeMetricError(f"{path}.resources.{name}", f"invalid quantity: {e}", text) from None
-    devices: list[JSON] | None = None
+    devices: list[dict[str, Any]] | None = None
     if msg.HasField("devices_json"):
         devices = _load_json(msg.devices_json, f"{path}.devices", list)
         for i, item in enumerate(devices):
@@ -370,10 +370,10 @@ def nodemetric_to_report(nm: NodeMetric) -> pb.NodeMetricReport:
     return report_to_proto(nm.name, nm.status, nm.spec.collect_policy)
 
 
-def nodemetric_from_report(msg: pb.NodeMetricReport, metadata: Mapping[str, Any] | None = None) -> NodeMetric:
+def nodemetric_from_report(msg: pb.NodeMetricReport, metadata: ObjectMeta | None = None) -> NodeMetric:
     """A NodeMetric built from a report; metadata defaults to ``{"name": <node name>}``."""
     node_name, status, policy = report_from_proto(msg)
-    meta = dict(metadata) if metadata is not None else {"name": node_name}
+    meta: ObjectMeta = metadata.copy() if metadata is not None else {"name": node_name}
     return NodeMetric(metadata=meta, spec=NodeMetricSpec(policy), status=status)
 
 
@@ -383,7 +383,7 @@ def status_dict_to_proto(d: Mapping[str, Any]) -> pb.NodeMetricStatus:
     return status_to_proto(status_from_dict(d))
 
 
-def status_proto_to_dict(msg: pb.NodeMetricStatus) -> JSON:
+def status_proto_to_dict(msg: pb.NodeMetricStatus) -> dict[str, Any]:
     """A status message straight to the JSON object Go would write."""
     return status_from_proto(msg).to_dict()
 
@@ -393,6 +393,6 @@ def nodemetric_dict_to_report(d: Mapping[str, Any]) -> pb.NodeMetricReport:
     return nodemetric_to_report(nodemetric_from_dict(d))
 
 
-def report_to_nodemetric_dict(msg: pb.NodeMetricReport, metadata: Mapping[str, Any] | None = None) -> JSON:
+def report_to_nodemetric_dict(msg: pb.NodeMetricReport, metadata: ObjectMeta | None = None) -> dict[str, Any]:
     """A report as a NodeMetric JSON object (see nodemetric_from_report for ``metadata``)."""
     return nodemetric_from_report(msg, metadata).to_dict()

@@ -10,7 +10,8 @@ is ``{"Object": {...}}``; quantities are canonical strings, durations Go duratio
 objects and any RFC 3339 offset), ignores unknown keys like Go, and raises NodeMetricError naming the
 JSON path and the value on bad input. ``AggregatePolicy`` and ``NodeMetricCollectPolicy`` are also the
 types of the slo-controller-config colocation strategy (``apis.sloconfig_types``).
-Imports: the standard library and apis (constants, duration, gojson, gojson_kinds, qos, quantity).
+Imports: the standard library and apis (constants, duration, gojson, gojson_kinds, kubeobjects, qos,
+quantity).
 Pure, no I/O.
 """
 
@@ -37,6 +38,7 @@ from apis.gojson_kinds import (
     StrKind,
     TimeKind,
 )
+from apis.kubeobjects import ObjectMeta
 from apis.qos import PriorityClass, QoSClass
 from apis.quantity import Quantity
 from apis.rfc3339 import format_rfc3339, parse_rfc3339
@@ -64,7 +66,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-JSON = dict[str, Any]
 
 
 class NodeMetricError(ValueError):
@@ -147,7 +148,9 @@ class ResourceMap(_Model):
     """A resource list (``resources``) plus optional GPU ``devices`` kept as free-form JSON objects."""
 
     resources: dict[str, Quantity] = jf("resources", RESOURCES)
-    devices: list[JSON] | None = jf("devices", ListKind(ObjectKind(), keep_empty=True, null_items=False))
+    devices: list[dict[str, Any]] | None = jf(
+        "devices", ListKind(ObjectKind(), keep_empty=True, null_items=False)
+    )
 
 
 @dataclass(slots=True)
@@ -189,7 +192,7 @@ class PodMetricInfo(_Model):
     pod_usage: ResourceMap = jf("podUsage", _struct(ResourceMap))
     priority: PriorityClass = jf("priority", EnumKind(PriorityClass))
     qos: QoSClass = jf("qos", EnumKind(QoSClass))
-    extensions: JSON | None = jf("extensions", ExtensionsKind())
+    extensions: dict[str, Any] | None = jf("extensions", ExtensionsKind())
 
 
 @dataclass(slots=True)
@@ -305,7 +308,7 @@ class NodeMetric(_Model):
     """A whole NodeMetric object (cluster-scoped, name = node name); ``metadata`` is kept verbatim.
     A default NodeMetric has an empty status (``{}``), like the object koord-manager creates."""
 
-    metadata: JSON = jf("metadata", ObjectKind(pointer=False))
+    metadata: ObjectMeta = jf("metadata", ObjectKind(pointer=False))
     spec: NodeMetricSpec = jf("spec", _struct(NodeMetricSpec))
     status: NodeMetricStatus = jf("status", _struct(NodeMetricStatus))
     api_version: str = jf(

@@ -7,7 +7,8 @@ root, no cycles), ``namespace``, ``labels`` (``pairs`` on ``metadata.labels`` on
 (``name``, ``newName``, ``newTag``, ``digest``) and ``patches`` (JSON 6902 operations with a
 ``target``, and strategic-merge ``$patch: delete`` of a whole object). Transformers run in kustomize's
 order (patches, namespace, labels, images) and the output is in kustomize's legacy kind order. Any other
-field, or an unsupported form of a supported one, raises ``KustomizeError`` naming it.
+field, or an unsupported form of a supported one, raises ``KustomizeError`` naming it. Manifests are
+``dict[str, Any]``, not ``apis.kubeobjects`` types: they are of any kind and patches address any path.
 
 Imports: the standard library and PyYAML only.
 """
@@ -22,9 +23,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["KUSTOMIZATION_FILES", "KustomizeError", "Obj", "build", "dump", "resource_id"]
-
-Obj = dict[str, Any]
+__all__ = ["KUSTOMIZATION_FILES", "KustomizeError", "build", "dump", "resource_id"]
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 KUSTOMIZE_API_VERSION = "kustomize.config.k8s.io/v1beta1"
@@ -69,7 +68,7 @@ def resource_id(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
             str(meta.get("name", "")))  # fmt: skip
 
 
-def build(path: Path | str) -> list[Obj]:
+def build(path: Path | str) -> list[dict[str, Any]]:
     """Render the kustomization in directory ``path`` (like ``kubectl kustomize path``)."""
     root = Path(path).resolve()
     if not root.is_dir():
@@ -92,7 +91,7 @@ def _kustomization_file(root: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _load_kustomization(root: Path) -> tuple[Path, Obj]:
+def _load_kustomization(root: Path) -> tuple[Path, dict[str, Any]]:
     path = _kustomization_file(root)
     if path is None:
         raise KustomizeError(f"{root}: no kustomization file (one of {', '.join(KUSTOMIZATION_FILES)})")
@@ -115,12 +114,12 @@ def _load_kustomization(root: Path) -> tuple[Path, Obj]:
     return path, doc
 
 
-def _load_objects(path: Path) -> list[Obj]:
+def _load_objects(path: Path) -> list[dict[str, Any]]:
     try:
         docs = list(yaml.safe_load_all(path.read_text()))
     except (OSError, yaml.YAMLError) as e:
         raise KustomizeError(f"{path}: {e}") from e
-    objs: list[Obj] = []
+    objs: list[dict[str, Any]] = []
     for doc in docs:
         if doc is None:
             continue
@@ -144,12 +143,12 @@ def _list(value: Any, what: str, where: Path) -> list[Any]:
     return value
 
 
-def _build(root: Path, visiting: tuple[Path, ...]) -> list[Obj]:
+def _build(root: Path, visiting: tuple[Path, ...]) -> list[dict[str, Any]]:
     for seen in visiting:
         if _inside(root, seen):  # as kustomize: a root containing one being built is a cycle
             raise KustomizeError(f"cycle: {root} contains {seen}, which is being built and includes it")
     path, k = _load_kustomization(root)
-    objs: list[Obj] = []
+    objs: list[dict[str, Any]] = []
     for entry in _list(k.get("resources"), "resources", path):
         if not isinstance(entry, str) or "://" in entry or entry.startswith(("github.com/", "git@")):
             raise KustomizeError(
@@ -192,7 +191,9 @@ def _str(value: Any, what: str, where: Path) -> str:
 # -- patches ------------------------------------------------------------------------------------------------
 
 
-def _apply_patches(root: Path, path: Path, patches: Sequence[Any], objs: list[Obj]) -> list[Obj]:
+def _apply_patches(
+    root: Path, path: Path, patches: Sequence[Any], objs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     for i, spec in enumerate(patches):
         where = f"{path}: patches[{i}]"
         if not isinstance(spec, dict):
@@ -240,7 +241,7 @@ def _apply_patches(root: Path, path: Path, patches: Sequence[Any], objs: list[Ob
     return objs
 
 
-def _same_object(obj: Obj, rid: tuple[Any, Any, Any, Any]) -> bool:
+def _same_object(obj: dict[str, Any], rid: tuple[Any, Any, Any, Any]) -> bool:
     api_version, kind, namespace, name = rid
     meta = obj.get("metadata") or {}
     return (
@@ -251,7 +252,7 @@ def _same_object(obj: Obj, rid: tuple[Any, Any, Any, Any]) -> bool:
     )
 
 
-def _matches(obj: Obj, target: Mapping[str, Any], where: str) -> bool:
+def _matches(obj: dict[str, Any], target: Mapping[str, Any], where: str) -> bool:
     unknown = sorted(set(target) - _TARGET_FIELDS)
     if unknown:
         raise KustomizeError(f"{where}: unsupported target field(s) {', '.join(unknown)}")
@@ -268,7 +269,7 @@ def _pointer(path: Any, where: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
-def _json6902(obj: Obj, ops: Sequence[Any], where: str) -> Obj:
+def _json6902(obj: dict[str, Any], ops: Sequence[Any], where: str) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     for op in ops:
         if not isinstance(op, dict) or op.get("op") not in _JSON6902_OPS:
@@ -324,7 +325,7 @@ def _step(node: Any, part: str, where: str, path: str) -> Any:
 # -- namespace, labels, images ----------------------------------------------------------------------------
 
 
-def _set_namespace(obj: Obj, namespace: str) -> Obj:
+def _set_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
     if obj.get("kind") in CLUSTER_SCOPED:
         out = obj
     else:
@@ -355,7 +356,7 @@ def _labels(group: Any, where: Path) -> dict[str, str]:
     return {str(k): v for k, v in pairs.items()}
 
 
-def _add_labels(obj: Obj, pairs: Mapping[str, str]) -> Obj:
+def _add_labels(obj: dict[str, Any], pairs: Mapping[str, str]) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     labels = out["metadata"].get("labels")
     out["metadata"]["labels"] = {**(labels or {}), **pairs}
@@ -392,7 +393,7 @@ def _split_image(image: str) -> tuple[str, str]:
     return name, suffix
 
 
-def _set_images(obj: Obj, spec: Mapping[str, str]) -> Obj:
+def _set_images(obj: dict[str, Any], spec: Mapping[str, str]) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     _walk_images(out, spec)
     return out
@@ -442,5 +443,5 @@ def _order_key(obj: Mapping[str, Any]) -> tuple[int, str, str, str]:
     return rank, _gvk(obj), str(meta.get("namespace") or "~X"), str(meta.get("name") or "~N")
 
 
-def _sorted(objs: list[Obj]) -> list[Obj]:
+def _sorted(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(objs, key=_order_key)

@@ -4,11 +4,13 @@ with bookmarks. A 410 Gone / "too old resource version" relists at once; connect
 relist after a capped exponential backoff (0.2 s doubling to 10 s). A periodic resync re-delivers
 ``on_update(obj, obj)`` for every stored object. Objects are plain Kubernetes JSON dicts (camelCase
 keys), read raw with ``_preload_content=False``; handlers run one at a time, on the informer's threads,
-and must treat the dicts they get as read-only.
+and must treat the dicts they get as read-only. ``Informer[T]`` is typed by the object it watches
+(``apis.kubeobjects``: ``Informer[Pod]``, ``Informer[Node]``, ...): decoding the JSON is where it
+becomes a ``T``, unchecked (the API server's schema is trusted, readers still use ``.get``).
 
 Works with any client whose list methods take the kubernetes client's keyword arguments and return a
 urllib3 response (the kubernetes client, or the lean ``kube.rest`` client); an API error is any exception
-with an integer ``status`` attribute. Imports: the standard library only.
+with an integer ``status`` attribute. Imports: the standard library and apis.kubeobjects.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
+
+from apis.kubeobjects import KubeObject
 
 __all__ = ["Handler", "Informer", "object_key"]
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 Handler = Callable[..., None]
+T = TypeVar("T", bound=KubeObject)
 
 BACKOFF_INITIAL = 0.2
 BACKOFF_MAX = 10.0
@@ -49,6 +53,10 @@ def object_key(obj: Mapping[str, Any]) -> str:
 def _rv(obj: Mapping[str, Any]) -> str | None:
     rv = (obj.get("metadata") or {}).get("resourceVersion")
     return str(rv) if rv is not None else None
+
+
+def _uid(obj: Mapping[str, Any]) -> object:
+    return (obj.get("metadata") or {}).get("uid")
 
 
 def _lines(resp: Any) -> Iterator[str]:
@@ -95,7 +103,7 @@ class _Backoff:
         return delay
 
 
-class Informer:
+class Informer(Generic[T]):
     """Keeps a local store of the objects ``list_func(**kwargs)`` returns, current through a watch,
     and tells handlers about every change.
 
@@ -115,9 +123,9 @@ class Informer:
         *,
         kwargs: Mapping[str, Any] | None = None,
         resync_seconds: float = 0,
-        on_add: Handler | None = None,
-        on_update: Handler | None = None,
-        on_delete: Handler | None = None,
+        on_add: Callable[[T], None] | None = None,
+        on_update: Callable[[T, T], None] | None = None,
+        on_delete: Callable[[T], None] | None = None,
         name: str = "",
         watch_timeout: int = 300,
     ) -> None:
@@ -130,7 +138,7 @@ class Informer:
         self.name = name or getattr(list_func, "__name__", "informer")
         self.watch_timeout = max(1, int(watch_timeout))
         self.has_synced = threading.Event()
-        self._store: dict[str, Obj] = {}
+        self._store: dict[str, T] = {}
         self._lock = threading.RLock()  # the store, and delivery: handlers never run concurrently
         self._resp_lock = threading.Lock()
         self._resp: Any = None
@@ -138,12 +146,12 @@ class Informer:
 
     # -- reading ------------------------------------------------------------------------------------
 
-    def store(self) -> dict[str, Obj]:
+    def store(self) -> dict[str, T]:
         """A snapshot of the store: key (``namespace/name`` or ``name``) -> object."""
         with self._lock:
             return dict(self._store)
 
-    def get(self, key: str) -> Obj | None:
+    def get(self, key: str) -> T | None:
         with self._lock:
             return self._store.get(key)
 
@@ -224,7 +232,7 @@ class Informer:
     # -- list -----------------------------------------------------------------------------------------
 
     def _list(self, stop: threading.Event) -> None:
-        items: list[Obj] = []
+        items: list[T] = []
         cont: str | None = None
         rv: str | None = None
         while True:
@@ -246,7 +254,7 @@ class Informer:
                 # A core LIST leaves kind/apiVersion off its items; watch events carry them.
                 item.setdefault("kind", item_kind)
                 item.setdefault("apiVersion", page.get("apiVersion"))
-                items.append(item)
+                items.append(cast(T, item))  # the boundary: JSON becomes a typed object here
             cont = meta.get("continue")
             if not cont or stop.is_set():
                 break
@@ -268,7 +276,7 @@ class Informer:
                 self._resp = None
             resp.release_conn()
 
-    def _replace(self, items: list[Obj], rv: str | None) -> None:
+    def _replace(self, items: list[T], rv: str | None) -> None:
         """Reconcile the store with a full listing: add the new, update the changed, delete the gone."""
         with self._lock:
             fresh = {object_key(o): o for o in items}
@@ -281,7 +289,7 @@ class Informer:
                 self._store[key] = obj
                 if old is None:
                     self._call(self._on_add, obj)
-                elif (old.get("metadata") or {}).get("uid") != (obj.get("metadata") or {}).get("uid"):
+                elif _uid(old) != _uid(obj):
                     # Deleted and re-created while we were not watching: two distinct objects.
                     self._call(self._on_delete, old)
                     self._call(self._on_add, obj)
@@ -331,13 +339,14 @@ class Informer:
 
     def _handle(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
-        obj = event.get("object") or {}
-        if kind == "ERROR":
-            code = obj.get("code")
-            msg = f"watch error {code} {obj.get('reason')}: {obj.get('message')}"
-            if code == 410 or "too old resource version" in str(obj.get("message", "")):
+        raw: dict[str, Any] = event.get("object") or {}
+        if kind == "ERROR":  # the object is a meta/v1 Status
+            code = raw.get("code")
+            msg = f"watch error {code} {raw.get('reason')}: {raw.get('message')}"
+            if code == 410 or "too old resource version" in str(raw.get("message", "")):
                 raise _ExpiredError(msg)
             raise RuntimeError(msg)
+        obj = cast(T, raw)  # the boundary: JSON becomes a typed object here
         rv = _rv(obj)
         if kind == "BOOKMARK":
             if rv:
@@ -360,7 +369,7 @@ class Informer:
             if rv:
                 self._resource_version = rv
 
-    def _call(self, handler: Handler | None, *args: Obj) -> None:
+    def _call(self, handler: Callable[..., None] | None, *args: T) -> None:
         if handler is None:
             return
         try:

@@ -8,7 +8,9 @@ resourceVersion; retried on 409 Conflict and, with backoff, on 429), node metada
 Events, and Secrets created unless they exist (manager.certs). Every API failure leaves as a
 ``GatewayError`` naming the operation, the object and the cause.
 ``node_filter`` (tests, sharding) hides nodes, NodeSLOs and NodeMetrics whose names it rejects.
-Imports: the standard library, the kubernetes client, apis.constants, kube.{informer,events}.
+Objects are typed with apis.kubeobjects (``Node``, ``Pod``, ``ConfigMap``, NodeSLO/NodeMetric as
+``CustomResource``); the informers and ``_call`` are where the JSON the API server sent becomes one.
+Imports: the standard library, the kubernetes client, apis.{constants,kubeobjects}, kube.{informer,events}.
 """
 
 from __future__ import annotations
@@ -19,19 +21,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from kubernetes import client
 
 from apis import constants as c
+from apis.kubeobjects import ConfigMap, CustomResource, KubeObject, Node, Pod
 from kube.events import EventRecorder
 from kube.informer import Handler, Informer, object_key
 
-__all__ = ["Gateway", "GatewayError", "Obj", "SharedInformer"]
+__all__ = ["Gateway", "GatewayError", "SharedInformer"]
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
+T = TypeVar("T", bound=KubeObject)
 REQUEST_TIMEOUT = 10.0
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -74,8 +77,8 @@ def _status(e: BaseException) -> int | None:
     return status if isinstance(status, int) and status > 0 else None
 
 
-class SharedInformer:
-    """An ``Informer`` whose events fan out to any number of handler sets, with optional indexes.
+class SharedInformer(Generic[T]):
+    """An ``Informer[T]`` whose events fan out to any number of handler sets, with optional indexes.
 
     ``indexers`` maps an index name to a function giving an object's index values."""
 
@@ -86,7 +89,7 @@ class SharedInformer:
         kwargs: Mapping[str, Any] | None = None,
         name: str,
         key_filter: Callable[[str], bool] | None = None,
-        indexers: Mapping[str, Callable[[Obj], list[str]]] | None = None,
+        indexers: Mapping[str, Callable[[T], list[str]]] | None = None,
         resync_seconds: float = 0,
     ) -> None:
         self.name = name
@@ -96,7 +99,7 @@ class SharedInformer:
         self._index: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
         self._values: dict[str, dict[str, list[str]]] = {n: {} for n in self._indexers}
         self._lock = threading.RLock()
-        self.informer = Informer(
+        self.informer: Informer[T] = Informer(
             list_func,
             kwargs=kwargs,
             name=name,
@@ -108,9 +111,9 @@ class SharedInformer:
 
     def add_handlers(
         self,
-        on_add: Handler | None = None,
-        on_update: Handler | None = None,
-        on_delete: Handler | None = None,
+        on_add: Callable[[T], None] | None = None,
+        on_update: Callable[[T, T], None] | None = None,
+        on_delete: Callable[[T], None] | None = None,
     ) -> None:
         with self._lock:
             self._handlers.append((on_add, on_update, on_delete))
@@ -125,7 +128,7 @@ class SharedInformer:
     def wait_synced(self, timeout: float) -> bool:
         return self.informer.has_synced.wait(timeout)
 
-    def get(self, key: str) -> Obj | None:
+    def get(self, key: str) -> T | None:
         if self._filter is not None and not self._filter(key):
             return None
         return self.informer.get(key)
@@ -133,17 +136,17 @@ class SharedInformer:
     def keys(self) -> list[str]:
         return [k for k in self.informer.store() if self._filter is None or self._filter(k)]
 
-    def by_index(self, index: str, value: str) -> list[Obj]:
+    def by_index(self, index: str, value: str) -> list[T]:
         with self._lock:
             keys = list(self._index[index].get(value, ()))
         return [o for k in keys if (o := self.informer.get(k)) is not None]
 
     # -- delivery (on the informer's thread) ---------------------------------------------------------------
 
-    def _visible(self, obj: Obj) -> bool:
+    def _visible(self, obj: T) -> bool:
         return self._filter is None or self._filter(object_key(obj))
 
-    def _reindex(self, key: str, obj: Obj | None) -> None:
+    def _reindex(self, key: str, obj: T | None) -> None:
         with self._lock:
             for name, fn in self._indexers.items():
                 for value in self._values[name].pop(key, []):
@@ -158,7 +161,7 @@ class SharedInformer:
                     for value in values:
                         self._index[name].setdefault(value, set()).add(key)
 
-    def _dispatch(self, slot: int, *objs: Obj) -> None:
+    def _dispatch(self, slot: int, *objs: T) -> None:
         with self._lock:
             handlers = [h[slot] for h in self._handlers]
         for handler in handlers:
@@ -169,23 +172,23 @@ class SharedInformer:
             except Exception:
                 log.exception("informer %s: handler failed", self.name)
 
-    def _on_add(self, obj: Obj) -> None:
+    def _on_add(self, obj: T) -> None:
         self._reindex(object_key(obj), obj)
         if self._visible(obj):
             self._dispatch(0, obj)
 
-    def _on_update(self, old: Obj, new: Obj) -> None:
+    def _on_update(self, old: T, new: T) -> None:
         self._reindex(object_key(new), new)
         if self._visible(new):
             self._dispatch(1, old, new)
 
-    def _on_delete(self, obj: Obj) -> None:
+    def _on_delete(self, obj: T) -> None:
         self._reindex(object_key(obj), None)
         if self._visible(obj):
             self._dispatch(2, obj)
 
 
-def _node_name_of(pod: Obj) -> list[str]:
+def _node_name_of(pod: Pod) -> list[str]:
     return [str((pod.get("spec") or {}).get("nodeName") or "")]
 
 
@@ -214,30 +217,30 @@ class Gateway:
         self.conflict_retries = conflict_retries
         self._sleep = sleep
         crd = {"group": c.SLO_GROUP, "version": c.SLO_VERSION}
-        self.nodes = SharedInformer(
+        self.nodes: SharedInformer[Node] = SharedInformer(
             self.core.list_node, name="nodes", key_filter=node_filter, resync_seconds=resync_seconds
         )
-        self.pods = SharedInformer(
+        self.pods: SharedInformer[Pod] = SharedInformer(
             self.core.list_pod_for_all_namespaces,
             name="pods",
             indexers={"nodeName": _node_name_of},
             resync_seconds=resync_seconds,
         )
-        self.nodemetrics = SharedInformer(
+        self.nodemetrics: SharedInformer[CustomResource] = SharedInformer(
             self.custom.list_cluster_custom_object,
             kwargs={**crd, "plural": c.NODE_METRIC_PLURAL},
             name="nodemetrics",
             key_filter=node_filter,
             resync_seconds=resync_seconds,
         )
-        self.nodeslos = SharedInformer(
+        self.nodeslos: SharedInformer[CustomResource] = SharedInformer(
             self.custom.list_cluster_custom_object,
             kwargs={**crd, "plural": c.NODE_SLO_PLURAL},
             name="nodeslos",
             key_filter=node_filter,
             resync_seconds=resync_seconds,
         )
-        self.config_maps = SharedInformer(
+        self.config_maps: SharedInformer[ConfigMap] = SharedInformer(
             self.core.list_namespaced_config_map,
             kwargs={"namespace": config_namespace, "field_selector": f"metadata.name={config_name}"},
             name="slo-controller-config",
@@ -257,59 +260,63 @@ class Gateway:
 
     # -- reads (informer caches; objects are read-only) ---------------------------------------------------
 
-    def node(self, name: str) -> Obj | None:
+    def node(self, name: str) -> Node | None:
         return self.nodes.get(name)
 
     def node_names(self) -> list[str]:
         return self.nodes.keys()
 
-    def pods_on_node(self, node_name: str) -> list[Obj]:
+    def pods_on_node(self, node_name: str) -> list[Pod]:
         return self.pods.by_index("nodeName", node_name)
 
-    def nodeslo(self, name: str) -> Obj | None:
+    def nodeslo(self, name: str) -> CustomResource | None:
         return self.nodeslos.get(name)
 
-    def nodemetric(self, name: str) -> Obj | None:
+    def nodemetric(self, name: str) -> CustomResource | None:
         return self.nodemetrics.get(name)
 
-    def config_map(self) -> Obj | None:
+    def config_map(self) -> ConfigMap | None:
         return self.config_maps.get(f"{self.config_namespace}/{self.config_name}")
 
     # -- NodeSLO / NodeMetric -----------------------------------------------------------------------------
 
-    def create_nodeslo(self, name: str, spec: Obj) -> Obj:
+    def create_nodeslo(self, name: str, spec: dict[str, Any]) -> CustomResource:
         return self._create_cr(c.NODE_SLO_PLURAL, c.NODE_SLO_KIND, name, spec)
 
-    def update_nodeslo(self, obj: Obj, spec: Obj) -> Obj:
+    def update_nodeslo(self, obj: CustomResource, spec: dict[str, Any]) -> CustomResource:
         """Replace the spec of ``obj`` (as last read; its resourceVersion guards the write)."""
         return self._update_cr(c.NODE_SLO_PLURAL, c.NODE_SLO_KIND, obj, spec)
 
     def delete_nodeslo(self, name: str) -> bool:
         return self._delete_cr(c.NODE_SLO_PLURAL, c.NODE_SLO_KIND, name)
 
-    def create_nodemetric(self, name: str, spec: Obj) -> Obj:
+    def create_nodemetric(self, name: str, spec: dict[str, Any]) -> CustomResource:
         return self._create_cr(c.NODE_METRIC_PLURAL, c.NODE_METRIC_KIND, name, spec)
 
-    def update_nodemetric_spec(self, obj: Obj, spec: Obj) -> Obj:
+    def update_nodemetric_spec(self, obj: CustomResource, spec: dict[str, Any]) -> CustomResource:
         """Replace the spec of ``obj`` (the status subresource is untouched by this write)."""
         return self._update_cr(c.NODE_METRIC_PLURAL, c.NODE_METRIC_KIND, obj, spec)
 
     def delete_nodemetric(self, name: str) -> bool:
         return self._delete_cr(c.NODE_METRIC_PLURAL, c.NODE_METRIC_KIND, name)
 
-    def _create_cr(self, plural: str, kind: str, name: str, spec: Obj) -> Obj:
-        body = {"apiVersion": c.SLO_API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec}
+    def _create_cr(self, plural: str, kind: str, name: str, spec: dict[str, Any]) -> CustomResource:
+        body: CustomResource = {
+            "apiVersion": c.SLO_API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec
+        }  # fmt: skip
         create = self.custom.create_cluster_custom_object
-        return self._call("create", kind, name, create, c.SLO_GROUP, c.SLO_VERSION, plural, body)
+        written = self._call("create", kind, name, create, c.SLO_GROUP, c.SLO_VERSION, plural, body)
+        return cast(CustomResource, written)  # the boundary: the object the API server wrote
 
-    def _update_cr(self, plural: str, kind: str, obj: Obj, spec: Obj) -> Obj:
+    def _update_cr(self, plural: str, kind: str, obj: CustomResource, spec: dict[str, Any]) -> CustomResource:
         body = copy.deepcopy(obj)
         body["spec"] = spec
         body.setdefault("apiVersion", c.SLO_API_VERSION)
         body.setdefault("kind", kind)
         name = str(body["metadata"]["name"])
         replace = self.custom.replace_cluster_custom_object
-        return self._call("update", kind, name, replace, c.SLO_GROUP, c.SLO_VERSION, plural, name, body)
+        written = self._call("update", kind, name, replace, c.SLO_GROUP, c.SLO_VERSION, plural, name, body)
+        return cast(CustomResource, written)  # the boundary: the object the API server wrote
 
     def _delete_cr(self, plural: str, kind: str, name: str) -> bool:
         """True if deleted, False if it was already gone."""
@@ -326,16 +333,16 @@ class Gateway:
 
     # -- nodes ------------------------------------------------------------------------------------------
 
-    def get_node(self, name: str) -> Obj | None:
+    def get_node(self, name: str) -> Node | None:
         """A fresh GET of the node (not the cache); ``None`` when it does not exist."""
         try:
-            return self._call("get", "Node", name, self.core.read_node, name)
+            return cast(Node, self._call("get", "Node", name, self.core.read_node, name))  # the boundary
         except GatewayError as e:
             if e.not_found:
                 return None
             raise
 
-    def update_node_status(self, name: str, mutate: Callable[[Obj], Obj | None]) -> Obj | None:
+    def update_node_status(self, name: str, mutate: Callable[[Node], Node | None]) -> Node | None:
         """GET the node, ``mutate`` a copy (return the desired node, or ``None`` to write nothing), PUT its
         /status with the read resourceVersion. A 409 Conflict re-reads and retries, a 429 backs off and
         retries (up to ``conflict_retries`` times). Returns the written node, or ``None`` when the node
@@ -348,11 +355,14 @@ class Gateway:
             desired = mutate(copy.deepcopy(node))
             if desired is None:
                 return None
-            desired.setdefault("metadata", {})["resourceVersion"] = node["metadata"].get("resourceVersion")
+            rv = node.get("metadata", {}).get("resourceVersion")
+            if rv is not None:  # absent (never from a GET) is the same PUT as null: no precondition
+                desired.setdefault("metadata", {})["resourceVersion"] = rv
             try:
-                return self._call(
+                written = self._call(
                     "update status of", "Node", name, self.core.replace_node_status, name, desired
                 )
+                return cast(Node, written)  # the boundary: the node the API server wrote
             except GatewayError as e:
                 if e.status not in (409, 429) or attempt >= self.conflict_retries:
                     raise
@@ -365,16 +375,17 @@ class Gateway:
         name: str,
         annotations: Mapping[str, str | None] | None = None,
         labels: Mapping[str, str | None] | None = None,
-    ) -> Obj:
+    ) -> Node:
         """A JSON merge patch of the node's annotations/labels (a ``None`` value removes the key)."""
-        meta: Obj = {}
+        meta: dict[str, Any] = {}  # a patch, not an ObjectMeta: None values delete
         if annotations:
             meta["annotations"] = dict(annotations)
         if labels:
             meta["labels"] = dict(labels)
-        return self._call(
+        patched = self._call(
             "patch", "Node", name, self.core.patch_node, name, {"metadata": meta}, _content_type=MERGE_PATCH
         )
+        return cast(Node, patched)  # the boundary: the node the API server wrote
 
     # -- secrets ----------------------------------------------------------------------------------------
 
@@ -397,7 +408,11 @@ class Gateway:
 
     # -- the boundary -------------------------------------------------------------------------------------
 
-    def _call(self, op: str, kind: str, name: str, method: Callable[..., Any], *args: Any, **kw: Any) -> Obj:
+    def _call(
+        self, op: str, kind: str, name: str, method: Callable[..., Any], *args: Any, **kw: Any
+    ) -> dict[str, Any]:
+        """``method``'s response as the JSON object it holds (``{}`` when empty); the public methods
+        give it its apis.kubeobjects type."""
         try:
             resp = method(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **kw)
             data = resp.data

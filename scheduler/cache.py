@@ -10,7 +10,7 @@ snapshots. Assumed pods: `assume_pod` → `finish_binding` starts a `ttl` expiry
 Pods whose node is not (yet) known live on an "imaginary" NodeInfo that never enters a snapshot.
 
 Thread-safe (one lock); the clock is injectable. Pod and node dicts are treated as immutable.
-Imports: the standard library, apis, scheduler.framework.
+Imports: the standard library, apis (kubeobjects, pod), scheduler.framework.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from apis.kubeobjects import Node, Pod
 from apis.pod import is_terminated, pod_key
 from scheduler.framework.snapshot import NodeInfo, PodInfo, Snapshot
 
-Pod = dict[str, Any]
-Node = dict[str, Any]
 Clock = Callable[[], float]
 
 
@@ -170,7 +169,7 @@ class SchedulerCache:
     def assume_pod(self, pod: Pod, node_name: str) -> Pod:
         """Adds `pod` to `node_name` as if bound; returns the assumed copy (`spec.nodeName` set).
         ValueError when the pod is already in the cache."""
-        assumed = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node_name}}
+        assumed: Pod = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node_name}}
         info = PodInfo.of(assumed)
         with self._lock:
             if info.key in self._pods:

@@ -5,6 +5,7 @@ informer events:
 pending pods of this scheduler to the queue; assigned pods, nodes and NodeMetrics to the cache and
 the plugins; and every change that can unblock pods to the queue as a ClusterEvent.
 
+Pods, nodes and NodeMetrics are typed with apis.kubeobjects; the informers are where the JSON becomes them.
 Imports: the kubernetes client, kube (informer, events), apis, scheduler.
 """
 
@@ -20,6 +21,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
+from apis.kubeobjects import CustomResource, Node
 from apis.nodemetric import NodeMetric
 from apis.pod import is_terminated
 from kube.events import EventRecorder
@@ -31,6 +33,7 @@ from scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 CR_SOURCE = "cr"
+AnyInformer = Informer[Node] | Informer[Pod] | Informer[CustomResource]
 
 
 class APIBinder:
@@ -148,19 +151,19 @@ class EventRouter:
             self.s.queue.delete(pod)
 
     # --- nodes ------------------------------------------------------------------------------------------
-    def node_add(self, node: dict[str, Any]) -> None:
+    def node_add(self, node: Node) -> None:
         self.s.cache.add_node(node)
         self.s.on_event(ClusterEvent("Node", "Add"))
 
-    def node_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+    def node_update(self, old: Node, new: Node) -> None:
         self.s.cache.update_node(new)
         self.s.on_event(ClusterEvent("Node", "Update"))
 
-    def node_delete(self, node: dict[str, Any]) -> None:
+    def node_delete(self, node: Node) -> None:
         self.s.cache.remove_node(node)
 
     # --- node metrics (CR informer; the hub watcher feeds the same merger) -------------------------------
-    def nodemetric_upsert(self, *objs: dict[str, Any]) -> None:
+    def nodemetric_upsert(self, *objs: CustomResource) -> None:
         obj = objs[-1]
         try:
             nm = NodeMetric.from_dict(obj)
@@ -169,7 +172,7 @@ class EventRouter:
             return
         self.merger.update(CR_SOURCE, nm.metadata["name"], nm)
 
-    def nodemetric_delete(self, obj: dict[str, Any]) -> None:
+    def nodemetric_delete(self, obj: CustomResource) -> None:
         self.merger.update(CR_SOURCE, obj["metadata"]["name"], None)
 
     def _node_metric(self, name: str, nm: NodeMetric | None) -> None:
@@ -179,7 +182,7 @@ class EventRouter:
         self.s.on_event(ClusterEvent("NodeMetric", "Delete" if nm is None else "Update"))
 
     # --- wiring -----------------------------------------------------------------------------------------
-    def informers(self, api: Any, resync_seconds: float = 300) -> list[Informer]:
+    def informers(self, api: Any, resync_seconds: float = 300) -> list[AnyInformer]:
         core = client.CoreV1Api(api)
         custom = client.CustomObjectsApi(api)
         return [
@@ -194,7 +197,7 @@ class EventRouter:
         ]  # fmt: skip
 
 
-def start_informers(informers: list[Informer], stop: threading.Event, timeout: float = 60.0) -> None:
+def start_informers(informers: list[AnyInformer], stop: threading.Event, timeout: float = 60.0) -> None:
     """Starts the informers and waits until each has listed once (nodes before pods is not needed:
     the cache keeps pods whose node it does not know yet)."""
     for inf in informers:

@@ -31,11 +31,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from apis.kubeobjects import Pod
 from apis.pod import pod_key
 from apis.qos import pod_priority
 from scheduler.framework.interfaces import ClusterEvent
 
-Pod = dict[str, Any]
 Clock = Callable[[], float]
 
 ACTIVE = "active"
@@ -130,7 +130,7 @@ def _strip(pod: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def is_pod_updated(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+def is_pod_updated(old: Pod, new: Pod) -> bool:
     """True when `new` differs from `old` in more than status, resourceVersion, generation or
     managedFields (kube's isPodUpdated)."""
     return _strip(old) != _strip(new)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from scheduler.cache import SchedulerCache
 from scheduler.framework.cycle_state import CycleState
@@ -245,7 +245,7 @@ def _key(pod: Pod) -> str:
 
 def _with_node(pod: Pod, node: str) -> Pod:
     """A copy of pod with spec.nodeName set (the assumed pod); metadata and spec are copied shallowly."""
-    out: dict[str, Any] = dict(pod)
-    out["spec"] = dict(pod.get("spec") or {}, nodeName=node)
+    out = pod.copy()
+    out["spec"] = {**(pod.get("spec") or {}), "nodeName": node}
     out["metadata"] = copy.copy(pod.get("metadata") or {})
     return out

@@ -30,6 +30,7 @@ from agent.resourceexecutor.actions import CgroupWrite
 from agent.system.cgroup import CPU_QUOTA, CPU_SHARES, MEMORY_HIGH, MEMORY_LIMIT, MEMORY_LOW, MEMORY_MIN
 from apis import constants as c
 from apis.gojson import overlay
+from apis.kubeobjects import Node, Pod
 from apis.nodeslo import MemoryQOSCfg, NodeSLOSpec, ResourceQOS
 from apis.nodeslo_defaults import default_memory_qos, none_memory_qos
 from apis.pod import (
@@ -103,7 +104,7 @@ def _batch_of(requests: Mapping[str, Any], limits: Mapping[str, Any]) -> BatchSp
     )
 
 
-def batch_specs(pod: Mapping[str, Any]) -> dict[str, BatchSpec]:
+def batch_specs(pod: Pod) -> dict[str, BatchSpec]:
     """Container name → batch values, from the pod spec (preferred) or the extended-resource-spec
     annotation; containers without any batch resource are absent. Malformed values → ``{}``."""
     names = (c.BATCH_CPU, c.BATCH_MEMORY)
@@ -138,7 +139,7 @@ def _cfs_quota_suppressed(slo: NodeSLOSpec | None) -> bool:
     return th is not None and th.enable is True and th.cpu_suppress_policy == "cfsQuota"
 
 
-def _normalization_ratio(node: Mapping[str, Any] | None) -> float:
+def _normalization_ratio(node: Node | None) -> float:
     ann = ((node or {}).get("metadata") or {}).get("annotations") or {}
     try:
         ratio = float(ann.get(c.ANNOTATION_CPU_NORMALIZATION_RATIO, ""))
@@ -241,7 +242,7 @@ def _class_cfg(slo: NodeSLOSpec, qos: QoSClass) -> ResourceQOS | None:
     }.get(qos)
 
 
-def pod_memory_qos(pod: Mapping[str, Any], slo: NodeSLOSpec) -> MemoryQOSCfg:
+def pod_memory_qos(pod: Pod, slo: NodeSLOSpec) -> MemoryQOSCfg:
     """The class's ``memoryQOS`` (QoS with default) overlaid with the ``koordinator.sh/memoryQOS``
     annotation (policy ``none`` → None values; ``auto`` → the class defaults + annotation; else node config
     + annotation; unparsable → ignored)."""
@@ -277,7 +278,7 @@ def _protect(request: int, cfg: MemoryQOSCfg) -> tuple[int, int]:
     return mn, (mn if 0 < low < mn else low)
 
 
-def _node_memory(node: Mapping[str, Any] | None) -> int:
+def _node_memory(node: Node | None) -> int:
     alloc = ((node or {}).get("status") or {}).get("allocatable") or {}
     try:
         return _qty(resource_list(alloc, ("memory",)), "memory") or 0

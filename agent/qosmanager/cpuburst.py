@@ -25,6 +25,7 @@ from agent.system.cgroup import CPU_BURST, CPU_QUOTA, CgroupFile
 from agent.system.nodeinfo import NodeTopology
 from apis import constants as c
 from apis.gojson import overlay
+from apis.kubeobjects import Pod
 from apis.nodeslo import CPUBurstStrategy as BurstConfig
 from apis.pod import container_limits, containers, phase, pod_requests
 from apis.qos import QoSClass, qos_class_raw
@@ -79,7 +80,7 @@ class CPUBurstState:
 
 
 # --- pure building blocks ---------------------------------------------------------------------------
-def pod_burst_config(pod: Mapping[str, Any], node_cfg: BurstConfig | None) -> BurstConfig:
+def pod_burst_config(pod: Pod, node_cfg: BurstConfig | None) -> BurstConfig:
     """Node config overlaid with the pod's ``koordinator.sh/cpuBurst`` annotation (unparsable → ignored)."""
     base = node_cfg if node_cfg is not None else BurstConfig()
     ann = ((pod.get("metadata") or {}).get("annotations") or {}).get(c.ANNOTATION_POD_CPU_BURST)
@@ -119,7 +120,7 @@ def container_burst_us(limit_milli: int, cfg: BurstConfig) -> int:
     return int((limit_milli / 1000) * (pct / 100) * CFS_PERIOD)
 
 
-def static_burst(pod: Mapping[str, Any], cfg: BurstConfig) -> tuple[dict[str, int], int]:
+def static_burst(pod: Pod, cfg: BurstConfig) -> tuple[dict[str, int], int]:
     """cfs_burst_us per container (those with a status and a containerID) and the pod sum."""
     spec = {str(ct.get("name") or ""): ct for ct in containers(pod)}
     out: dict[str, int] = {}
@@ -141,7 +142,7 @@ def share_pool_state(
     threshold_percent: int,
     node_usage: float | None,
     topology_cpus: int | None,
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[Pod],
     pod_usage: Mapping[str, float],
 ) -> NodeState:
     """Share-pool usage ratio vs ``sharePoolThresholdPercent`` (all float64)."""
@@ -305,7 +306,7 @@ class _Tick:
         self.gauges[f'container_scaled_cfs_quota_us{{container_id="{ctr.container_id}"}}'] = target
 
 
-def eligible(pod: Mapping[str, Any]) -> bool:
+def eligible(pod: Pod) -> bool:
     """Raw QoS label not LSR/LSE/BE, phase Running or Pending."""
     if qos_class_raw(pod) in (QoSClass.LSR, QoSClass.LSE, QoSClass.BE):
         return False

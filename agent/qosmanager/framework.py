@@ -21,6 +21,7 @@ from agent.resourceexecutor.actions import Evict, HostActions
 from agent.system.cgroup import CgroupFile, CgroupVersion
 from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver
+from apis.kubeobjects import Node
 from apis.nodeslo import HostApplicationSpec, NodeSLOSpec
 
 __all__ = ["CgroupView", "Decision", "MetricView", "Snapshot", "Strategy"]
@@ -55,7 +56,7 @@ class CgroupView(Protocol):
 @dataclass(frozen=True)
 class Snapshot:
     now: datetime
-    node: Mapping[str, Any] | None
+    node: Node | None
     node_slo: NodeSLOSpec | None
     """Merged with the koordlet defaults (docs/rules/koordlet.md); None before the node's NodeSLO was
     observed."""

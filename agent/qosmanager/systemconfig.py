@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from agent.qosmanager.framework import Decision, Snapshot
 from agent.resourceexecutor.actions import FileWrite
 from apis.gonum import go_div as _go_div
+from apis.kubeobjects import Node
 from apis.quantity import Quantity, QuantityError
 
 __all__ = [
@@ -68,7 +69,7 @@ def min_free_kbytes(capacity_bytes: int, factor: int) -> int:
     return _go_div(_go_div(capacity_bytes, 1024) * factor, 10000)
 
 
-def _capacity_memory(node: Mapping[str, Any] | None) -> int:
+def _capacity_memory(node: Node | None) -> int:
     raw = (((node or {}).get("status") or {}).get("capacity") or {}).get("memory")
     if raw is None:
         return 0

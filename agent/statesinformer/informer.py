@@ -23,6 +23,7 @@ from agent.gateway import KubeGateway
 from agent.podmeta import PodMeta, pod_meta
 from agent.system.podcgroup import CgroupDriver
 from apis.gojson_kinds import DecodeError
+from apis.kubeobjects import CustomResource, Node, Pod
 from apis.nodemetric import NodeMetricCollectPolicy, NodeMetricError, NodeMetricSpec
 from apis.nodeslo import HostApplicationSpec, NodeSLOSpec
 from apis.nodeslo_defaults import merge_node_slo_spec
@@ -36,7 +37,7 @@ ForgetHandler = Callable[[str | None, Sequence[str]], None]
 """``on_forget(pod_uid or None, container_ids)``: series of that pod / those containers can go."""
 
 
-def _spec_policy(obj: Mapping[str, Any]) -> NodeMetricCollectPolicy:
+def _spec_policy(obj: CustomResource) -> NodeMetricCollectPolicy:
     """The NodeMetric's collect policy with defaults for every missing field
     (docs/rules/koordlet.md#reporter)."""
     spec = NodeMetricSpec.from_dict(obj.get("spec") or {}, "spec")
@@ -44,7 +45,7 @@ def _spec_policy(obj: Mapping[str, Any]) -> NodeMetricCollectPolicy:
 
 
 def policy_after_update(
-    current: NodeMetricCollectPolicy | None, old: Mapping[str, Any], new: Mapping[str, Any]
+    current: NodeMetricCollectPolicy | None, old: CustomResource, new: CustomResource
 ) -> NodeMetricCollectPolicy | None:
     """Pure refresh rule (docs/rules/koordlet.md#reporter): on an update the local policy is refreshed
     only when both ``metadata.generation`` changed and the spec differs; otherwise the current one stays."""
@@ -66,11 +67,11 @@ class StatesInformer:
         self._lock = threading.Lock()
         self._pods: dict[str, PodMeta] = {}
         self._pods_view: tuple[PodMeta, ...] = ()
-        self._node: dict[str, Any] | None = None
+        self._node: Node | None = None
         self._node_slo: NodeSLOSpec | None = None
         self._policy: NodeMetricCollectPolicy | None = None
         self._nodemetric_seen = False
-        self.informers: list[Informer] = [
+        self.informers: list[Informer[Pod] | Informer[Node] | Informer[CustomResource]] = [
             gateway.pod_informer(self._pod_added, self._pod_updated, self._pod_deleted),
             gateway.node_informer(self._node_changed),
             gateway.nodeslo_informer(
@@ -96,7 +97,7 @@ class StatesInformer:
     def pods(self) -> Sequence[PodMeta]:
         return self._pods_view
 
-    def node(self) -> dict[str, Any] | None:
+    def node(self) -> Node | None:
         return self._node
 
     def node_slo(self) -> NodeSLOSpec | None:
@@ -116,7 +117,7 @@ class StatesInformer:
         return self._nodemetric_seen
 
     # -- pods ------------------------------------------------------------------------------------------
-    def _meta(self, pod: Mapping[str, Any]) -> PodMeta | None:
+    def _meta(self, pod: Pod) -> PodMeta | None:
         try:
             return pod_meta(pod, self._driver)
         except ValueError as e:
@@ -126,7 +127,7 @@ class StatesInformer:
     def _publish(self) -> None:
         self._pods_view = tuple(self._pods.values())
 
-    def _pod_added(self, pod: dict[str, Any]) -> None:
+    def _pod_added(self, pod: Pod) -> None:
         meta = self._meta(pod)
         if meta is None:
             return
@@ -134,7 +135,7 @@ class StatesInformer:
             self._pods[meta.uid] = meta
             self._publish()
 
-    def _pod_updated(self, _old: dict[str, Any], pod: dict[str, Any]) -> None:
+    def _pod_updated(self, _old: Pod, pod: Pod) -> None:
         meta = self._meta(pod)
         if meta is None:
             return
@@ -149,7 +150,7 @@ class StatesInformer:
             if gone:
                 self._on_forget(None, sorted(gone))
 
-    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+    def _pod_deleted(self, pod: Pod) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or "")
         with self._lock:
             previous = self._pods.pop(uid, None)
@@ -158,10 +159,10 @@ class StatesInformer:
             self._on_forget(uid, [ct.container_id for ct in previous.containers])
 
     # -- node, NodeSLO, NodeMetric ------------------------------------------------------------------
-    def _node_changed(self, node: dict[str, Any]) -> None:
+    def _node_changed(self, node: Node) -> None:
         self._node = node
 
-    def _slo_changed(self, obj: dict[str, Any]) -> None:
+    def _slo_changed(self, obj: CustomResource) -> None:
         try:
             spec = NodeSLOSpec.from_dict(obj.get("spec") or {}, "spec")
         except DecodeError as e:
@@ -169,10 +170,10 @@ class StatesInformer:
             return
         self._node_slo = merge_node_slo_spec(spec)
 
-    def _slo_deleted(self, _obj: dict[str, Any]) -> None:
+    def _slo_deleted(self, _obj: CustomResource) -> None:
         self._node_slo = None
 
-    def _nm_added(self, obj: dict[str, Any]) -> None:
+    def _nm_added(self, obj: CustomResource) -> None:
         try:
             self._policy = _spec_policy(obj)
         except (NodeMetricError, DecodeError) as e:
@@ -181,7 +182,7 @@ class StatesInformer:
             )
         self._nodemetric_seen = True
 
-    def _nm_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+    def _nm_updated(self, old: CustomResource, new: CustomResource) -> None:
         try:
             self._policy = policy_after_update(self._policy, old, new)
         except (NodeMetricError, DecodeError) as e:
@@ -190,7 +191,7 @@ class StatesInformer:
             )
         self._nodemetric_seen = True
 
-    def _nm_deleted(self, _obj: dict[str, Any]) -> None:
+    def _nm_deleted(self, _obj: CustomResource) -> None:
         self._nodemetric_seen = False
 
 

@@ -11,7 +11,8 @@ namespace ``koord-demo``.
 
 Pure manifests (``demo_pods``) plus ``apply_demo``/``delete_demo``, which take a kubernetes ApiClient.
 
-Imports: standard library, kubernetes (lazily), apis.constants, koord.localcluster.{podspec,emunode}.
+Imports: standard library, kubernetes (lazily), apis.{constants,kubeobjects},
+koord.localcluster.{podspec,emunode}.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from apis.constants import BATCH_CPU, BATCH_MEMORY
 from apis.constants import LABEL_POD_QOS as QOS_LABEL
+from apis.kubeobjects import Pod, ResourceRequirements
 from koord.localcluster.emunode import CPU_ANNOTATION, MEMORY_ANNOTATION
 from koord.localcluster.podspec import BURN_CPU, busybox_pod
 
@@ -28,12 +30,12 @@ NAMESPACE = "koord-demo"
 SCHEDULER = "koord-scheduler"
 
 
-def _batch(cpu_milli: int, memory: str) -> dict[str, Any]:
+def _batch(cpu_milli: int, memory: str) -> ResourceRequirements:
     amounts = {BATCH_CPU: str(cpu_milli), BATCH_MEMORY: memory}
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
-def demo_pods(real_node: str | None, batch_pods: int = 6) -> list[dict[str, Any]]:
+def demo_pods(real_node: str | None, batch_pods: int = 6) -> list[Pod]:
     """Pure: the demo's pods; ``real_node`` pins ``ls-web`` and ``be-burner`` to it (None: unpinned)."""
     pods = [
         busybox_pod(
@@ -76,7 +78,7 @@ def demo_pods(real_node: str | None, batch_pods: int = 6) -> list[dict[str, Any]
     return pods
 
 
-def apply_demo(api: Any, pods: list[dict[str, Any]]) -> None:
+def apply_demo(api: Any, pods: list[Pod]) -> None:
     """Creates the namespace and the pods (existing ones are left as they are)."""
     from kubernetes import client
     from kubernetes.client import ApiException

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from agent.podmeta import PodMeta, pod_meta
 from agent.system import cgroup as cg
 from agent.system.cgroup import CgroupVersion, HostPaths
 from agent.system.podcgroup import CgroupDriver, KubeQOS, qos_cgroup_dir
+from apis.kubeobjects import Pod
 
 CLK_TCK = 100  # USER_HZ of /proc/stat; the koordlet reads it as 100 like every Linux build
 PAGE = 4096
@@ -122,7 +122,7 @@ class EmulatedHost:
         shutil.rmtree(self.base, ignore_errors=True)
 
     # --- pods ---------------------------------------------------------------------------------
-    def set_pod(self, pod: Mapping[str, Any], load: PodLoad) -> PodMeta:
+    def set_pod(self, pod: Pod, load: PodLoad) -> PodMeta:
         """Creates (or updates the load of) the pod's and its containers' cgroups; the pod must carry
         ``status.containerStatuses[].containerID`` for its containers to get cgroups."""
         meta = pod_meta(pod, self.driver)

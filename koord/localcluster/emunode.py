@@ -21,11 +21,11 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from apis.constants import BATCH_CPU, BATCH_MEMORY
+from apis.kubeobjects import ContainerStatus, Node, NodeCondition, Pod, PodCondition, PodStatus
 from apis.quantity import Quantity, QuantityError
 from koord.localcluster.emulated import EmulatedHost, PodLoad
 
@@ -50,7 +50,7 @@ def quantity_or_none(text: object) -> Quantity | None:
         return None
 
 
-def pod_load(pod: Mapping[str, Any]) -> PodLoad:
+def pod_load(pod: Pod) -> PodLoad:
     """Pure: the simulated usage of a pod (see the module docstring)."""
     ann = (pod.get("metadata") or {}).get("annotations") or {}
     cpu_milli, mem = 0, 0
@@ -72,7 +72,7 @@ def pod_load(pod: Mapping[str, Any]) -> PodLoad:
     return PodLoad(max(cpu, 0.0), max(memory, 0))
 
 
-def node_manifest(name: str, cpus: int, memory_bytes: int, pods: int = 110) -> dict[str, Any]:
+def node_manifest(name: str, cpus: int, memory_bytes: int, pods: int = 110) -> Node:
     """Pure: the Node object of an emulated node; nodes may carry their status on create."""
     capacity = {"cpu": str(cpus), "memory": f"{memory_bytes // 1024}Ki", "pods": str(pods)}
     now = _now()
@@ -109,8 +109,8 @@ def node_manifest(name: str, cpus: int, memory_bytes: int, pods: int = 110) -> d
     }
 
 
-def _conditions(heartbeat: str, transition: str) -> list[dict[str, str]]:
-    out = [
+def _conditions(heartbeat: str, transition: str) -> list[NodeCondition]:
+    out: list[NodeCondition] = [
         {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "simulated node is ready"}
     ]
     for kind in ("MemoryPressure", "DiskPressure", "PIDPressure"):
@@ -125,10 +125,10 @@ def container_id(uid: str, name: str) -> str:
     return "containerd://" + hashlib.sha256(f"{uid}/{name}".encode()).hexdigest()
 
 
-def running_status(pod: Mapping[str, Any], started: str) -> dict[str, Any]:
+def running_status(pod: Pod, started: str) -> PodStatus:
     """Pure: the status an emulated kubelet reports for a running pod."""
     uid = str((pod.get("metadata") or {}).get("uid") or "")
-    statuses = [
+    statuses: list[ContainerStatus] = [
         {
             "name": c["name"],
             "ready": True,
@@ -141,7 +141,7 @@ def running_status(pod: Mapping[str, Any], started: str) -> dict[str, Any]:
         }
         for c in (pod.get("spec") or {}).get("containers") or []
     ]
-    conds = [
+    conds: list[PodCondition] = [
         {"type": t, "status": "True", "lastTransitionTime": started}
         for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
     ]
@@ -232,11 +232,11 @@ class EmulatedNode:
             )
         self._last_beat = time.monotonic()
 
-    def _list_pods(self) -> list[dict[str, Any]]:
+    def _list_pods(self) -> list[Pod]:
         raw = self._core.list_pod_for_all_namespaces(
             field_selector=f"spec.nodeName={self.name}", _preload_content=False
         )
-        items: list[dict[str, Any]] = json.loads(raw.data).get("items") or []
+        items: list[Pod] = json.loads(raw.data).get("items") or []  # the boundary: JSON becomes Pods
         return items
 
     def _sync_pods(self) -> None:

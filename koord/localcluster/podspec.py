@@ -1,13 +1,12 @@
-"""Pod manifests (plain dicts) running the local busybox image, for end-to-end tests and demos on a
-LocalNode: the QoS class follows from the requests/limits chosen here, as kubelet computes it.
+"""Pod manifests (``apis.kubeobjects.Pod``) running the local busybox image, for end-to-end tests and demos
+on a LocalNode: the QoS class follows from the requests/limits chosen here, as kubelet computes it.
 
-Imports: standard library and koord.localcluster.image only.
+Imports: standard library, apis.kubeobjects and koord.localcluster.image only.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from apis.kubeobjects import Container, ObjectMeta, Pod, PodSpec, ResourceRequirements
 from koord.localcluster.image import BUSYBOX_IMAGE
 
 QOS_CLASSES = ("Guaranteed", "Burstable", "BestEffort")
@@ -17,7 +16,7 @@ BURN_CPU = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do :; done"]
 
 
 def qos_resources(qos: str, cpu: str = "100m", memory: str = "32Mi", cpu_limit: str = "200m",
-                  memory_limit: str = "64Mi") -> dict[str, Any]:  # fmt: skip
+                  memory_limit: str = "64Mi") -> ResourceRequirements:  # fmt: skip
     """Container resources giving the QoS class `qos`: Guaranteed uses requests == limits
     (cpu, memory); Burstable requests (cpu, memory) under limits (cpu_limit, memory_limit)."""
     if qos == "Guaranteed":
@@ -43,21 +42,24 @@ def busybox_pod(
     node_name: str | None = None,
     scheduler_name: str | None = None,
     priority_class_name: str | None = None,
-    resources: dict[str, Any] | None = None,
-    extra_resources: dict[str, dict[str, str]] | None = None,
+    resources: ResourceRequirements | None = None,
+    extra_resources: ResourceRequirements | None = None,
     host_network: bool = False,
     grace_period_seconds: int = 5,
     image: str = BUSYBOX_IMAGE,
-) -> dict[str, Any]:
+) -> Pod:
     """A one-container pod running `command` (default: sleep forever) in the local busybox image.
 
     `resources` overrides the QoS-derived resources; `extra_resources` merges more entries (e.g.
     `{"requests": {"kubernetes.io/batch-cpu": "500"}}`). The image is never pulled (it exists only
     in the node's containerd)."""
-    res = resources if resources is not None else qos_resources(qos)
-    for kind, values in (extra_resources or {}).items():
-        res = {**res, kind: {**res.get(kind, {}), **values}}
-    container: dict[str, Any] = {
+    res = (resources if resources is not None else qos_resources(qos)).copy()
+    extra = extra_resources or {}
+    if "requests" in extra:
+        res["requests"] = {**res.get("requests", {}), **extra["requests"]}
+    if "limits" in extra:
+        res["limits"] = {**res.get("limits", {}), **extra["limits"]}
+    container: Container = {
         "name": "main",
         "image": image,
         "imagePullPolicy": "Never",
@@ -65,7 +67,7 @@ def busybox_pod(
     }
     if res:
         container["resources"] = res
-    spec: dict[str, Any] = {
+    spec: PodSpec = {
         "containers": [container],
         "terminationGracePeriodSeconds": grace_period_seconds,
         "restartPolicy": "Always",
@@ -78,7 +80,7 @@ def busybox_pod(
         spec["priorityClassName"] = priority_class_name
     if host_network:
         spec["hostNetwork"] = True
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    meta: ObjectMeta = {"name": name, "namespace": namespace}
     if labels:
         meta["labels"] = dict(labels)
     if annotations:

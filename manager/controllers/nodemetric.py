@@ -4,16 +4,19 @@
 it), updated when the policy changes (an existing spec is kept while colocation-config is in error
 status), deleted with the node. Counts ``slo_controller_nodemetric_reconcile_count{status,reason}`` and
 ``..._spec_parse_count``.
-Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.sloconfig.
+Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.{kubeobjects,sloconfig}.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from apis.kubeobjects import CustomResource, Node
 from apis.sloconfig import SLOControllerConfig
 from manager.controllers.config import ConfigController
 from manager.controllers.nodeobject import NodeObjectController
 from manager.controllers.specs import Plan, nodemetric_plan
-from manager.gateway import Gateway, Obj
+from manager.gateway import Gateway
 from manager.metrics import ManagerMetrics
 
 __all__ = ["NodeMetricController"]
@@ -39,16 +42,16 @@ class NodeMetricController(NodeObjectController):
             workers=workers, resync_seconds=resync_seconds,
         )  # fmt: skip
 
-    def plan(self, cfg: SLOControllerConfig, node: Obj | None, old: Obj | None) -> Plan:
+    def plan(self, cfg: SLOControllerConfig, node: Node | None, old: CustomResource | None) -> Plan:
         plan = nodemetric_plan(cfg, node, old)
         if plan.spec is not None:
             self.metrics.nodemetric_spec_parse.inc(status="succeeded", reason="getNodeMetricSpec")
         return plan
 
-    def create(self, name: str, spec: Obj) -> Obj:
+    def create(self, name: str, spec: dict[str, Any]) -> CustomResource:
         return self.gateway.create_nodemetric(name, spec)
 
-    def update(self, old: Obj, spec: Obj) -> Obj:
+    def update(self, old: CustomResource, spec: dict[str, Any]) -> CustomResource:
         return self.gateway.update_nodemetric_spec(old, spec)
 
     def delete(self, name: str) -> bool:

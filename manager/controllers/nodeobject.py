@@ -7,19 +7,21 @@ change of the cached config enqueues every node. The reconcile drops the request
 unavailable, asks the subclass's pure ``plan`` what to write and does it through the gateway, counting
 ``{status, reason}`` in the subclass's upstream-named counter.
 Imports: the standard library, manager.{gateway,metrics,controller.runtime,controllers.config,
-controllers.specs}, apis.sloconfig.
+controllers.specs}, apis.{kubeobjects,sloconfig}.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
+from apis.kubeobjects import CustomResource, KubeObject, Node
 from apis.sloconfig import SLOControllerConfig
 from manager.controllerruntime.runtime import Controller
 from manager.controllers.config import ConfigController
 from manager.controllers.specs import Plan
-from manager.gateway import Gateway, GatewayError, Obj, SharedInformer
+from manager.gateway import Gateway, GatewayError, SharedInformer
 from manager.metrics import ExactCounter, ManagerMetrics
 
 __all__ = ["NodeObjectController"]
@@ -27,20 +29,20 @@ __all__ = ["NodeObjectController"]
 log = logging.getLogger(__name__)
 
 
-def _node_changed(old: Obj, new: Obj) -> bool:
+def _node_changed(old: Node, new: Node) -> bool:
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
     if (old_meta.get("labels") or {}) != (new_meta.get("labels") or {}):
         return True
     return bool((old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"))
 
 
-def _generation_changed(old: Obj, new: Obj) -> bool:
+def _generation_changed(old: KubeObject, new: KubeObject) -> bool:
     return bool(
         (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get("generation")
     )
 
 
-def _name(obj: Obj) -> str:
+def _name(obj: KubeObject) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
@@ -54,7 +56,7 @@ class NodeObjectController:
         name: str,
         gateway: Gateway,
         config: ConfigController,
-        objects: SharedInformer,
+        objects: SharedInformer[CustomResource],
         counter: Callable[[ManagerMetrics], ExactCounter],
         metrics: ManagerMetrics | None = None,
         *,
@@ -88,7 +90,7 @@ class NodeObjectController:
     def enqueue_all_nodes(self) -> None:
         self.controller.enqueue_all(self.gateway.node_names())
 
-    def _enqueue_obj(self, obj: Obj) -> None:
+    def _enqueue_obj(self, obj: KubeObject) -> None:
         name = _name(obj)
         if name:
             self.controller.enqueue(name)
@@ -98,13 +100,13 @@ class NodeObjectController:
     def ready(self) -> bool:
         return self.config.available()
 
-    def plan(self, cfg: SLOControllerConfig, node: Obj | None, old: Obj | None) -> Plan:
+    def plan(self, cfg: SLOControllerConfig, node: Node | None, old: CustomResource | None) -> Plan:
         raise NotImplementedError
 
-    def create(self, name: str, spec: Obj) -> Obj:
+    def create(self, name: str, spec: dict[str, Any]) -> CustomResource:
         raise NotImplementedError
 
-    def update(self, old: Obj, spec: Obj) -> Obj:
+    def update(self, old: CustomResource, spec: dict[str, Any]) -> CustomResource:
         raise NotImplementedError
 
     def delete(self, name: str) -> bool:
@@ -136,7 +138,7 @@ class NodeObjectController:
             log.info("%s %s: %s", self.kind, name, plan.reason)
         return None
 
-    def _apply(self, name: str, plan: Plan, old: Obj | None) -> None:
+    def _apply(self, name: str, plan: Plan, old: CustomResource | None) -> None:
         if plan.action == "delete":
             self.delete(name)
         elif plan.action == "create" and plan.spec is not None:

@@ -3,16 +3,19 @@ cached slo-controller-config by ``manager.controllers.specs.nodeslo_plan``; crea
 updated only when the typed spec differs (``extensions`` carried over from the old spec), deleted with
 the node.
 Counts ``slo_controller_nodeslo_reconcile_count{status,reason}`` and ``..._spec_parse_count``.
-Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.sloconfig.
+Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.{kubeobjects,sloconfig}.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from apis.kubeobjects import CustomResource, Node
 from apis.sloconfig import SLOControllerConfig
 from manager.controllers.config import ConfigController
 from manager.controllers.nodeobject import NodeObjectController
 from manager.controllers.specs import Plan, nodeslo_plan
-from manager.gateway import Gateway, Obj
+from manager.gateway import Gateway
 from manager.metrics import ManagerMetrics
 
 __all__ = ["NodeSLOController"]
@@ -41,7 +44,7 @@ class NodeSLOController(NodeObjectController):
         # The NodeSLO keys are usable after any sync, even when colocation-config was rejected.
         return self.config.slo_available()
 
-    def plan(self, cfg: SLOControllerConfig, node: Obj | None, old: Obj | None) -> Plan:
+    def plan(self, cfg: SLOControllerConfig, node: Node | None, old: CustomResource | None) -> Plan:
         plan = nodeslo_plan(cfg, node, old)
         if plan.spec is not None:
             status = "failed" if plan.warning else "succeeded"
@@ -49,10 +52,10 @@ class NodeSLOController(NodeObjectController):
             self.metrics.nodeslo_spec_parse.inc(status=status, reason=reason)
         return plan
 
-    def create(self, name: str, spec: Obj) -> Obj:
+    def create(self, name: str, spec: dict[str, Any]) -> CustomResource:
         return self.gateway.create_nodeslo(name, spec)
 
-    def update(self, old: Obj, spec: Obj) -> Obj:
+    def update(self, old: CustomResource, spec: dict[str, Any]) -> CustomResource:
         return self.gateway.update_nodeslo(old, spec)
 
     def delete(self, name: str) -> bool:

@@ -7,15 +7,16 @@ controller's own ``nodeslo_plan`` for a node that has no NodeSLO yet.
 Result: ``spec`` (the NodeSLO ``.spec`` as written, upstream JSON names), ``configErrors`` (every problem
 the manager would report: key, field, value, message, whether the whole key was rejected) and
 ``warning`` (a node-level problem, e.g. a bandwidth annotation that is not a quantity; ``""`` if none).
-Imports: the standard library, ``apis.sloconfig`` and ``manager.controllers.specs``. Pure.
+Imports: the standard library, ``apis.{kubeobjects,sloconfig}`` and ``manager.controllers.specs``. Pure.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
+from apis.kubeobjects import Node
 from apis.sloconfig import parse_slo_controller_config
 from manager.controllers.specs import nodeslo_plan
 
@@ -50,7 +51,7 @@ def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(node, Mapping):
         raise ValueError(f"node: expected a Node object, got {node!r:.80}")
     cfg, errors = parse_slo_controller_config(data, None)
-    plan = nodeslo_plan(cfg, node, None)
+    plan = nodeslo_plan(cfg, cast(Node, node), None)  # scenario JSON: the boundary
     return {
         "spec": plan.spec,
         "warning": plan.warning,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from apis import constants as c
 from apis.crddefaults import nodeslo_spec_with_defaults
+from apis.kubeobjects import CustomResource, Node
 from apis.nodemetric import NodeMetricSpec
 from apis.nodeslo import NodeSLOSpec
 from apis.sloconfig import (
@@ -30,7 +31,6 @@ from apis.sloconfig import (
 
 __all__ = ["Plan", "nodemetric_plan", "nodemetric_spec", "nodeslo_plan", "nodeslo_spec"]
 
-Obj = dict[str, Any]
 Action = Literal["create", "update", "delete", "none"]
 
 
@@ -40,7 +40,7 @@ class Plan:
     ``warning`` (a problem found while computing the spec, e.g. a bad node annotation; ``""`` if none)."""
 
     action: Action
-    spec: Obj | None = None
+    spec: dict[str, Any] | None = None  # the object's spec, as JSON
     reason: str = ""
     warning: str = ""
 
@@ -50,7 +50,7 @@ def _meta(obj: Mapping[str, Any], field: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _old_nodeslo_spec(old: Mapping[str, Any] | None) -> NodeSLOSpec | None:
+def _old_nodeslo_spec(old: CustomResource | None) -> NodeSLOSpec | None:
     if old is None:
         return None
     try:
@@ -60,8 +60,8 @@ def _old_nodeslo_spec(old: Mapping[str, Any] | None) -> NodeSLOSpec | None:
 
 
 def nodeslo_spec(
-    cfg: SLOControllerConfig, node: Mapping[str, Any], old: Mapping[str, Any] | None
-) -> tuple[Obj, str]:
+    cfg: SLOControllerConfig, node: Node, old: CustomResource | None
+) -> tuple[dict[str, Any], str]:
     """The NodeSLO spec for ``node`` (JSON) and a warning (``""`` when none)."""
     labels, annotations = _meta(node, "labels"), _meta(node, "annotations")
     old_spec = _old_nodeslo_spec(old)
@@ -74,9 +74,7 @@ def nodeslo_spec(
     return spec.to_dict(), warning
 
 
-def nodeslo_plan(
-    cfg: SLOControllerConfig, node: Mapping[str, Any] | None, old: Mapping[str, Any] | None
-) -> Plan:
+def nodeslo_plan(cfg: SLOControllerConfig, node: Node | None, old: CustomResource | None) -> Plan:
     if node is None:
         return (
             Plan("delete", reason="deleteNodeSLO") if old is not None else Plan("none", reason="nodeNotFound")
@@ -92,13 +90,13 @@ def nodeslo_plan(
     return Plan("update", spec, "updateNodeSLO", warning)
 
 
-def nodemetric_spec(cfg: SLOControllerConfig, node: Mapping[str, Any]) -> Obj:
+def nodemetric_spec(cfg: SLOControllerConfig, node: Node) -> dict[str, Any]:
     """``{"metricCollectPolicy": ...}`` for ``node`` (always a complete collect policy)."""
     strategy = node_colocation_strategy(cfg, _meta(node, "labels"), _meta(node, "annotations"))
     return NodeMetricSpec(collect_policy=node_metric_collect_policy(strategy)).to_dict()
 
 
-def _same_nodemetric_spec(old: Mapping[str, Any], spec: Obj) -> bool:
+def _same_nodemetric_spec(old: CustomResource, spec: dict[str, Any]) -> bool:
     raw = old.get("spec") or {}
     if raw == spec:
         return True
@@ -108,9 +106,7 @@ def _same_nodemetric_spec(old: Mapping[str, Any], spec: Obj) -> bool:
         return False
 
 
-def nodemetric_plan(
-    cfg: SLOControllerConfig, node: Mapping[str, Any] | None, old: Mapping[str, Any] | None
-) -> Plan:
+def nodemetric_plan(cfg: SLOControllerConfig, node: Node | None, old: CustomResource | None) -> Plan:
     if node is None:
         if old is not None:
             return Plan("delete", reason="deleteNodeMetric")

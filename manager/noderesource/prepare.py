@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from apis import constants as c
+from apis.kubeobjects import Node
 from apis.qos import PriorityClass
 from apis.quantity import Format, Quantity
 from apis.sloconfig import go_parse_float
@@ -58,7 +59,7 @@ def quantity_text(name: str, v: int) -> str:
     return str(Quantity.from_int(v, _FORMATS.get(name, Format.DECIMAL_SI)))
 
 
-def cpu_normalization_ratio(node: Mapping[str, Any]) -> float | None:
+def cpu_normalization_ratio(node: Node) -> float | None:
     """Annotation ``node.koordinator.sh/cpu-normalization-ratio`` as a float (None: absent/unparsable)."""
     text = annotations_of(node).get(c.ANNOTATION_CPU_NORMALIZATION_RATIO)
     return go_parse_float(text) if isinstance(text, str) else None
@@ -72,7 +73,7 @@ def _normalized(v: int, ratio: float | None) -> int:
     return -(-m // 1000)
 
 
-def _status_map(node: Mapping[str, Any], key: str) -> dict[str, Any]:
+def _status_map(node: Node, key: str) -> dict[str, Any]:
     status = node.get("status")
     m = status.get(key) if isinstance(status, Mapping) else None
     return dict(m) if isinstance(m, Mapping) else {}
@@ -127,7 +128,7 @@ def _origin_annotation(old: object, cpu: int, memory: int) -> str:
 
 
 def prepare_node_status(
-    node: Mapping[str, Any],
+    node: Node,
     items: Iterable[ResourceItem],
     cpu_normalization: float | None = None,
 ) -> dict[str, dict[str, Any]]:
@@ -165,11 +166,11 @@ def prepare_node_status(
 
 
 def prepare_node(
-    node: Mapping[str, Any],
+    node: Node,
     items: Iterable[ResourceItem],
     cpu_normalization: float | None = None,
     extra_annotations: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> Node:
     """A shallow copy of ``node`` with the prepared maps (and ``extra_annotations``, e.g. the explain
     annotations) in place; nested objects not touched are shared with the input."""
     prepared = prepare_node_status(node, items, cpu_normalization)
@@ -193,7 +194,7 @@ def _milli_or_none(raw: object) -> int | None:
     return None if raw is None else milli(nano(raw))
 
 
-def need_sync(old_node: Mapping[str, Any], new_node: Mapping[str, Any], diff_threshold: float) -> bool:
+def need_sync(old_node: Node, new_node: Node, diff_threshold: float) -> bool:
     """Whether batch/mid allocatable changed enough to write the Node: a resource exists in one and not
     the other, or ``|new − old| > old × diff_threshold`` in milli units (float64, as upstream). A
     malformed old/new quantity always syncs."""

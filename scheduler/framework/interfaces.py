@@ -9,7 +9,8 @@ contract"):
   (affinity, topology spread). The runtime adapts: it calls a per-node form only on the rows still
   feasible.
 Readable per-node forms of vectorised plugins live in tests/ as oracles, not here.
-Pods and nodes are Kubernetes JSON objects (dicts). Imports: numpy, scheduler.framework.
+Pods and nodes are Kubernetes JSON objects typed by apis.kubeobjects (`Pod`, re-exported here, and `Node`).
+Imports: numpy, apis.kubeobjects, scheduler.framework.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from apis.kubeobjects import Pod as Pod  # re-exported: the pod every extension point is given
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 
-Pod = dict[str, Any]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 

@@ -8,7 +8,7 @@ everything else `Value()`. A new resource name adds a column (a rare full rebuil
 Plugins keep what they derive from Node objects as row-aligned data owned by the snapshot
 (`column` for one value per node, `view` for anything richer): the snapshot re-derives exactly the
 rows it re-copies, so no plugin tracks which nodes changed.
-Imports: numpy, apis (quantity, pod).
+Imports: numpy, apis (kubeobjects, quantity, pod).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
+from apis.kubeobjects import Node, Pod
 from apis.pod import pod_key, pod_requests
 from apis.quantity import Quantity, parse_resource_list
 
@@ -41,11 +42,11 @@ class PodInfo:
     """A pod as the scheduler keeps it: the object and its effective requests in snapshot units."""
 
     key: str
-    pod: dict[str, Any]
+    pod: Pod
     requests: dict[str, int]
 
     @classmethod
-    def of(cls, pod: dict[str, Any]) -> PodInfo:
+    def of(cls, pod: Pod) -> PodInfo:
         return cls(pod_key(pod), pod, to_values(pod_requests(pod)))
 
     @property
@@ -58,18 +59,18 @@ class NodeInfo:
     """One node and the pods on it (bound and assumed). `generation` grows on every change."""
 
     name: str
-    node: dict[str, Any]
+    node: Node
     allocatable: dict[str, int] = field(default_factory=dict)
     pods: dict[str, PodInfo] = field(default_factory=dict)
     requested: dict[str, int] = field(default_factory=dict)
     generation: int = 0
 
     @classmethod
-    def of(cls, node: dict[str, Any], generation: int = 0) -> NodeInfo:
+    def of(cls, node: Node, generation: int = 0) -> NodeInfo:
         alloc = parse_resource_list(node.get("status", {}).get("allocatable") or {})
         return cls(node["metadata"]["name"], node, to_values(alloc), generation=generation)
 
-    def set_node(self, node: dict[str, Any], generation: int) -> None:
+    def set_node(self, node: Node, generation: int) -> None:
         self.node = node
         self.allocatable = to_values(parse_resource_list(node.get("status", {}).get("allocatable") or {}))
         self.generation = generation
@@ -115,7 +116,7 @@ class NodeColumn:
 
     reads_pods = False
 
-    def __init__(self, fn: Callable[[dict[str, Any]], Any], dtype: type[Any]) -> None:
+    def __init__(self, fn: Callable[[Node], Any], dtype: type[Any]) -> None:
         self.fn = fn
         self.dtype = dtype
         self.values: npt.NDArray[Any] = np.zeros(0, dtype)
@@ -144,7 +145,7 @@ class Snapshot:
         self.requested: I64 = np.zeros((0, 0), np.int64)
         self.pod_count: I64 = np.zeros(0, np.int64)
         self.generation: I64 = np.zeros(0, np.int64)
-        self.nodes: list[dict[str, Any]] = []  # the Node object each row was last copied from
+        self.nodes: list[Node] = []  # the Node object each row was last copied from
         self._views: dict[Hashable, RowView] = {}
         self.rebuild(list(infos), resources)
 
@@ -153,11 +154,14 @@ class Snapshot:
         return len(self.infos)
 
     @classmethod
-    def build(cls, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]] = ()) -> Snapshot:
-        """A snapshot of nodes and the pods assigned to them (pods on unknown nodes are ignored)."""
-        infos = {n["metadata"]["name"]: NodeInfo.of(n) for n in nodes}
+    def build(cls, nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]] = ()) -> Snapshot:
+        """A snapshot of nodes and the pods assigned to them (pods on unknown nodes are ignored).
+
+        Takes the objects as a scenario file or a test writes them (any JSON object; typed ones pass):
+        this is their boundary, as the informers are the cluster's."""
+        infos = {n["metadata"]["name"]: NodeInfo.of(cast(Node, n)) for n in nodes}
         for p in pods:
-            info = PodInfo.of(p)
+            info = PodInfo.of(cast(Pod, p))
             node = infos.get(info.node_name)
             if node is not None:
                 node.add_pod(info, 0)
@@ -232,9 +236,7 @@ class Snapshot:
             return made
         return cast(V, found)
 
-    def column(
-        self, key: Hashable, fn: Callable[[dict[str, Any]], Any], dtype: type[Any]
-    ) -> npt.NDArray[Any]:
+    def column(self, key: Hashable, fn: Callable[[Node], Any], dtype: type[Any]) -> npt.NDArray[Any]:
         """`fn(Node object)` of every row as an array (a `NodeColumn` view under `key`)."""
         return self.view(key, lambda: NodeColumn(fn, dtype)).values
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from apis import constants as c
+from apis.kubeobjects import Node
 from apis.qos import PriorityClass
 from apis.sloconfig_types import ColocationStrategy
 from manager.noderesource.resources import (
@@ -93,7 +94,7 @@ def prod_request(pods: PodsInput) -> Resources:
 
 def calculate(
     strategy: ColocationStrategy,
-    node: Mapping[str, Any],
+    node: Node,
     pods: PodsInput,
     nodemetric: NodeMetricInput,
     now: datetime,
