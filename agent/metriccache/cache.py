@@ -62,7 +62,6 @@ INT64_MAX = 2**63 - 1
 _FLOAT: frozenset[type] = frozenset({float})
 _INT: frozenset[type] = frozenset({int})
 _MAX_LAYOUTS = 64
-_SMALL_BATCH = 24  # below this many points a batch is written point by point (same result, less overhead)
 
 
 def _series_key(kind: str, labels: Mapping[str, str]) -> SeriesKey:
@@ -162,8 +161,6 @@ class MetricCache:
         if not refs:
             return True
         arrays = batch.arrays
-        stamps: Sequence[int]
-        values: Sequence[float]
         if arrays is not None:  # already int64 ms and float64 values (checked, not converted)
             ts_array, values_array = arrays
             n = len(refs)
@@ -171,23 +168,10 @@ class MetricCache:
                 return False
             if ts_array.shape != (n,) or values_array.shape != (n,):
                 return False
-            if n < _SMALL_BATCH:
-                stamps, values = ts_array.tolist(), values_array.tolist()
-            else:
-                return self._append_arrays(refs, ts_array, values_array)
-        else:
-            stamps, values = batch.timestamps, batch.values
-            if not (set(map(type, values)) <= _FLOAT and set(map(type, stamps)) <= _INT):
-                return False
-        if len(refs) < _SMALL_BATCH:
-            if min(stamps) < INT64_MIN or max(stamps) > INT64_MAX:
-                return False  # the generic path names the point out of int64 range
-            for ref in [r for r in refs if r.key is None]:
-                validate_sample_labels(ref.kind, ref.labels)
-                ref.key = _series_key(ref.kind, ref.labels)
-            with self._lock:  # a few points (node, BE, system rounds): cheaper one by one than in numpy
-                self._append_in_order(refs, stamps, values)
-            return True
+            return self._append_arrays(refs, ts_array, values_array)
+        stamps, values = batch.timestamps, batch.values
+        if not (set(map(type, values)) <= _FLOAT and set(map(type, stamps)) <= _INT):
+            return False
         try:
             ts_array = np.array(stamps, dtype=np.int64)
         except OverflowError:

@@ -6,12 +6,10 @@ window answers; freed rows are reused without a stale ref writing into them."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.metriccache import CacheConfig, MetricCache, Sample, SampleBatch, SeriesRef
-from agent.metriccache import cache as cache_module
 from agent.metriccache.block import ROW_STRIDE, SeriesBlock, SeriesPool, rows_per_block
 
 NOW_MS = 1_790_000_000_000
@@ -40,20 +38,11 @@ op_st = st.one_of(
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    ops=st.lists(op_st, max_size=25),
-    max_series=st.integers(3, 30),
-    capacity=st.integers(1, 6),
-    small=st.sampled_from([0, 4, cache_module._SMALL_BATCH]),
-)
+@given(ops=st.lists(op_st, max_size=25), max_series=st.integers(3, 30), capacity=st.integers(1, 6))
 def test_batches_store_what_point_by_point_writes_store(
-    ops: list[tuple[str, object]], max_series: int, capacity: int, small: int
+    ops: list[tuple[str, object]], max_series: int, capacity: int
 ) -> None:
-    saved, cache_module._SMALL_BATCH = cache_module._SMALL_BATCH, small  # 0: every round vectorised
-    try:
-        _drive(ops, max_series, capacity)
-    finally:
-        cache_module._SMALL_BATCH = saved
+    _drive(ops, max_series, capacity)
 
 
 def _drive(ops: list[tuple[str, object]], max_series: int, capacity: int) -> None:
@@ -99,13 +88,6 @@ def _drive(ops: list[tuple[str, object]], max_series: int, capacity: int) -> Non
         a, b = keyed.query("pod_cpu_usage", labels, lo, hi), plain.query("pod_cpu_usage", labels, lo, hi)
         assert a.timestamps.tolist() == b.timestamps.tolist() and a.values.tolist() == b.values.tolist()
         assert keyed.window_avgs("pod_cpu_usage", [labels], lo, hi) == [a.avg() if a.count() else None]
-
-
-@pytest.fixture(autouse=True)
-def _always_vectorised(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tests below write rounds of one or two points: make them take the vectorised path."""
-    if request.function.__name__ != "test_batches_store_what_point_by_point_writes_store":
-        monkeypatch.setattr(cache_module, "_SMALL_BATCH", 0)
 
 
 def test_freed_rows_are_reused_and_stale_refs_rebind() -> None:
