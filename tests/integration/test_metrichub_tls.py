@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from agent.reporter.hubpush import HubPusher
-from manager.certs import bootstrap, new_serving_cert
-from manager.gateway import Gateway
+from koord.localcluster.controlplane import ControlPlane
+from manager.certs import new_serving_cert
+from manager.main import _hub_tls, build_parser
 from manager.metrichub.auth import Authorizer, StaticTokenAuthenticator
 from manager.metrichub.server import serve, tls_credentials
 from manager.metrichub.store import HubStore
@@ -139,24 +141,31 @@ def _token(tmp: Path) -> Path:
 
 
 @pytest.mark.apiserver
-def test_replicas_share_the_certificate_secret_made_through_the_gateway(
-    kube: Any, namespace: str, tmp_path: Path
+def test_manager_replicas_share_the_certificate_secret_made_through_the_gateway(
+    control_plane: ControlPlane, kube: Any, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """koord-manager's --hub-tls-secret path (manager.main._hub_tls) on the real API server."""
+    monkeypatch.setenv("POD_NAMESPACE", namespace)
     secret = f"hub-tls-{uuid.uuid4().hex[:6]}"
-    made = []
-    for replica in ("a", "b"):  # two manager replicas starting: the first creates, the second reads
+    trusted = []
+    for replica in ("a", "b"):  # two replicas starting: the first creates the Secret, the second reads it
         d = tmp_path / replica
-        cert = bootstrap(
-            Gateway(kube).create_or_read_secret, name="koord-manager-hub", hosts=HOSTS, secret=secret,
-            namespace=namespace, cert_file=d / "tls.crt", key_file=d / "tls.key", ca_file=d / "ca.crt",
-        )  # fmt: skip
-        made.append(cert)
-    assert made[0] == made[1]
+        args = build_parser().parse_args([
+            f"--kubeconfig={control_plane.kubeconfig_path}", f"--hub-tls-secret={secret}",
+            f"--hub-tls-cert={d}/tls.crt", f"--hub-tls-key={d}/tls.key",
+        ])  # fmt: skip
+        credentials, ca = _hub_tls(args)
+        assert ca == d / "ca.crt"
+        trusted.append(ca)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+    stored: Any = client.CoreV1Api(kube).read_namespaced_secret(secret, namespace)
+    assert stored.type == "kubernetes.io/tls" and set(stored.data) == {"ca.crt", "tls.crt", "tls.key"}
     store = HubStore()
-    b = tmp_path / "b"
-    server, port = serve(store, "127.0.0.1:0", credentials=tls_credentials(b / "tls.crt", b / "tls.key"))
+    server, port = serve(store, "127.0.0.1:0", credentials=credentials)  # replica b's credentials
     try:
-        assert _push(f"127.0.0.1:{port}", _token(tmp_path), tmp_path / "a" / "ca.crt", _report("n1", 1))[0]
+        assert _push(f"127.0.0.1:{port}", _token(tmp_path), trusted[0], _report("n1", 1))[0]
         assert store.revision == 1
     finally:
         assert server.stop(grace=None).wait(5)
