@@ -9,7 +9,7 @@ import gc
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import psutil
@@ -21,15 +21,27 @@ from koord.localcluster.controlplane import ControlPlane
 LEAK_GRACE_S = 2.0
 """How long a test's threads and child processes get, after the test, to finish stopping."""
 
+SessionOwner = Callable[[], Iterable[int]]
+"""The PIDs a session fixture owns now."""
+
+
+@pytest.fixture(scope="session")
+def session_processes() -> list[SessionOwner]:
+    """Where a session fixture whose processes a test may restart (the real node of tests/e2e, which
+    a test stops and starts again) registers what it owns: the leak check counts neither those
+    processes nor their children."""
+    return []
+
 
 @pytest.fixture(autouse=True)
-def no_leaked_threads_or_processes() -> Iterator[None]:
+def no_leaked_threads_or_processes(session_processes: list[SessionOwner]) -> Iterator[None]:
     """Fails the test if it leaves a thread or a child process running (or a child not waited for).
 
     The baseline is what is alive when the test starts: pytest sets up session- and module-scoped
     fixtures (the real control plane, the real node) before this function-scoped one, so what they
     started is in it; and autouse fixtures are set up first in their scope, so this check runs after
-    the test's own fixtures are torn down.
+    the test's own fixtures are torn down. What leaked is named, not killed: it may belong to a
+    session fixture the test misused, and killing it would fail every later test too.
     """
     me = psutil.Process()
     threads_before = set(threading.enumerate())
@@ -37,7 +49,7 @@ def no_leaked_threads_or_processes() -> Iterator[None]:
     yield
     deadline = time.monotonic() + LEAK_GRACE_S
     threads = [t for t in threading.enumerate() if t not in threads_before]
-    children = _new_children(me, children_before)
+    children = _new_children(me, children_before, session_processes)
     while (threads or children) and time.monotonic() < deadline:
         # Some threads end when their owner is freed, not when it is stopped (grpc.aio's poller thread
         # ends when the last aio server or channel is deallocated): collect what the test let go of,
@@ -49,14 +61,11 @@ def no_leaked_threads_or_processes() -> Iterator[None]:
         if not joinable:
             time.sleep(0.05)
         threads = _running(me, threads)
-        children = _new_children(me, children_before)
+        children = _new_children(me, children_before, session_processes)
     if not (threads or children):
         return
     lines = [f"thread {t.name!r} (daemon={t.daemon}, target={_target(t)})" for t in threads]
     lines += [f"process {_describe(p)}" for p in children]
-    # Kill what leaked so the next tests start clean; the failure still names it.
-    for p in children:
-        _kill(p)
     pytest.fail(
         f"the test left {len(lines)} thread(s)/process(es) behind after {LEAK_GRACE_S:.0f}s:\n  "
         + "\n  ".join(lines),
@@ -74,13 +83,19 @@ def _running(me: psutil.Process, threads: list[threading.Thread]) -> list[thread
     ]  # fmt: skip
 
 
-def _new_children(me: psutil.Process, before: set[psutil.Process]) -> list[psutil.Process]:
-    """Children started during the test that still run, or exited and were never waited for (zombies)."""
+def _new_children(
+    me: psutil.Process, before: set[psutil.Process], owners: list[SessionOwner]
+) -> list[psutil.Process]:
+    """Children started during the test that still run, or exited and were never waited for (zombies),
+    other than the session fixtures' processes and their children."""
+    owned = {pid for owner in owners for pid in owner()}
     alive = []
     for p in me.children(recursive=True):
         if p in before:
             continue
         try:
+            if owned & {p.pid, *(a.pid for a in p.parents())}:
+                continue
             p.status()
         except psutil.NoSuchProcess:
             continue
@@ -103,14 +118,6 @@ def _describe(p: psutil.Process) -> str:
         return f"{p.pid} {status}: {command or p.name()}"
     except psutil.NoSuchProcess:
         return f"{p.pid} (gone)"
-
-
-def _kill(p: psutil.Process) -> None:
-    try:
-        p.kill()
-        p.wait(timeout=5)  # reaps it when it is our own child
-    except psutil.Error:
-        pass
 
 
 @pytest.fixture(scope="session")

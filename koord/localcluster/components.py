@@ -12,7 +12,6 @@ Imports: standard library, koord.localcluster.{controlplane,procs}.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 import subprocess
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from koord.localcluster.controlplane import ControlPlane, free_ports, http_ok
-from koord.localcluster.procs import spawn_logged, stop_pid
+from koord.localcluster.procs import spawn_logged, stop_pid, stop_process
 
 STATE_FILE = "koord-components.json"
 _ENTRY = {
@@ -175,7 +174,5 @@ class KoordComponents:
         order = sorted(self.daemons, key=lambda n: n == "koord-manager")  # koordlets first
         for name in order:
             daemon = self.daemons.pop(name)
-            stop_pid(daemon.proc.pid)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                daemon.proc.wait(timeout=1)
+            stop_process(daemon.proc)
         (self.state_dir / STATE_FILE).unlink(missing_ok=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from koord.localcluster.binaries import Binaries, find_binaries
 from koord.localcluster.pki import ADMIN_USER, PKI, issue_cert, make_pki
-from koord.localcluster.procs import spawn_logged, stop_pid
+from koord.localcluster.procs import spawn_logged, stop_pid, stop_process
 
 SERVICE_CIDR = "10.0.0.0/24"
 # The API server's client identity towards kubelets (logs, exec, the node proxy); system:masters
@@ -187,9 +187,7 @@ class ControlPlane:
         for name in ("kube-apiserver", "etcd"):
             proc = self._procs.pop(name, None)
             if proc is not None:
-                stop_pid(proc.pid)
-                with contextlib.suppress(Exception):
-                    proc.wait(timeout=1)
+                stop_process(proc)
         if self._etcd_data is not None:
             shutil.rmtree(self._etcd_data, ignore_errors=True)
             self._etcd_data = None

@@ -30,7 +30,7 @@ from koord.localcluster.nodebinaries import NodeBinaries, find_node_binaries
 from koord.localcluster.nodeconfig import NodePaths, cni_conflist, containerd_toml, kubelet_config
 from koord.localcluster.pki import issue_cert
 from koord.localcluster.podspec import busybox_pod
-from koord.localcluster.procs import spawn_logged, stop_pid
+from koord.localcluster.procs import spawn_logged, stop_process
 
 DEFAULT_NODE_NAME = "koord-node-0"
 DEFAULT_BRIDGE = "koordbr0"
@@ -311,17 +311,17 @@ class LocalNode:
             return
         # kube-controller-manager first, so no controller recreates the pods being drained.
         if (proc := self._procs.pop("kube-controller-manager", None)) is not None:
-            stop_pid(proc.pid)
+            stop_process(proc)
         if "kubelet" in self._procs and self._procs["kubelet"].poll() is None:
             with contextlib.suppress(Exception):
                 self._drain(drain_timeout)
         if (proc := self._procs.pop("kubelet", None)) is not None:
-            stop_pid(proc.pid)
+            stop_process(proc)
         if self.binaries is not None and (proc := self._procs.get("containerd")) and proc.poll() is None:
             for task in self._ctr(self.binaries, "tasks", "ls", "-q").stdout.split():
                 self._ctr(self.binaries, "tasks", "kill", "-s", "SIGKILL", task)
         if (proc := self._procs.pop("containerd", None)) is not None:
-            stop_pid(proc.pid)
+            stop_process(proc)
         cleanup(snap)
         _remove_run_dirs(self.paths)
         self.state_file.unlink(missing_ok=True)

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["alive", "spawn_logged", "stop_pid"]
+__all__ = ["alive", "spawn_logged", "stop_pid", "stop_process"]
 
 
 def alive(pid: int) -> bool:
@@ -75,3 +75,11 @@ def stop_pid(pid: int, timeout: float = 10.0) -> None:
                     os.waitpid(pid, os.WNOHANG)
                 return
             time.sleep(0.05)
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """stop_pid for a process we started, then its exit recorded in the handle: a handle dropped
+    without it reports the process as still running (a ResourceWarning)."""
+    stop_pid(proc.pid)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=1)

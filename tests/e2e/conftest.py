@@ -9,6 +9,7 @@ normal `pytest` invocation.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -22,7 +23,9 @@ from kubernetes.client.exceptions import ApiException
 
 from koord.localcluster.bootstrap import bootstrap
 from koord.localcluster.controlplane import ControlPlane
+from koord.localcluster.hoststate import HostSnapshot
 from koord.localcluster.node import LocalNode
+from tests.conftest import SessionOwner
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -92,14 +95,26 @@ class RealNode:
         return self.node.pod_manifest(name, **kwargs)
 
 
+def _node_pids(node: LocalNode) -> list[int]:
+    """The node's processes now, from the state file LocalNode keeps while it runs."""
+    try:
+        return list(HostSnapshot.from_json(json.loads(node.state_file.read_text())).pids.values())
+    except (OSError, ValueError):
+        return []
+
+
 @pytest.fixture(scope="session")
-def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
+def real_node(
+    tmp_path_factory: pytest.TempPathFactory, session_processes: list[SessionOwner]
+) -> Iterator[RealNode]:
     if os.geteuid() != 0:
         pytest.skip("the real node needs root (kubelet and containerd manage cgroups, mounts and netns)")
     base = tmp_path_factory.mktemp("realnode")
     cp = ControlPlane(state_dir=base / "controlplane")
     cp.start()
     node = LocalNode(cp, state_dir=base / "node")
+    # A test may stop and restart the node: its new processes are still the session's.
+    session_processes.append(lambda: _node_pids(node))
     api = None
     try:
         api = cp.api_client()
