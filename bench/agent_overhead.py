@@ -394,7 +394,7 @@ def child_agent(host: FakeHost, seconds: float, epoch: float) -> dict[str, Any]:
     stop.set()
     runner.stop()
     loop.join(5)
-    from agent.system.fastread import ACCELERATED
+    from agent.system.accel import ACCELERATED
 
     return {
         "cpu_seconds": cpu,

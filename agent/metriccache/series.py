@@ -8,7 +8,7 @@ from a shared ``SeriesPool`` (``RingSeries.in_pool``) and hands the row back whe
 order (the collectors' case) answers window queries with two binary searches and copies only the
 window; otherwise with a mask and a stable sort. Not thread-safe on its own: the cache serialises access.
 
-Imports: standard library, numpy, agent.metriccache.block, agent.accel (the optional C window sum).
+Imports: standard library, numpy, agent.metriccache.block, agent.system.accel (the optional C window sum).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from bisect import bisect_left, bisect_right
 import numpy as np
 import numpy.typing as npt
 
-from agent.accel import cgparse
 from agent.metriccache.block import ROW_STRIDE, SeriesBlock, SeriesPool
+from agent.system.accel import cgparse
 
 __all__ = ["RingSeries"]
 

@@ -7,8 +7,8 @@ float64(Δwall ms) × 1000), 0 on the first round. Any read error aborts the rou
 Container dirs come from PodSource (pods of Kubernetes class BestEffort), not from a tree walk, so sandbox
 (pause) dirs that kubelet does not report are not part of the cpuset minimum.
 The request and the cpuset files follow the pod set (recomputed when it changes); the cpusets are read in
-one loop (agent.system.cgbatch).
-Imports: standard library, apis.{constants,pod,qos}, agent.system.{cgbatch,cgroup,fastread,podcgroup},
+one loop (agent.system.readers).
+Imports: standard library, apis.{constants,pod,qos}, agent.system.{cgroup,podcgroup,readers},
 agent.metriccache.cache, agent.metricsadvisor.framework.
 """
 
@@ -21,9 +21,8 @@ from agent.metriccache.cache import SampleBatch, SeriesRef
 from agent.metricsadvisor.framework import BaseCollector, CollectContext, ms, udelta
 from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
-from agent.system.cgbatch import read_files
-from agent.system.fastread import decoder, read_bytes, reader
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
+from agent.system.readers import decoder, read_bytes, read_files, reader
 from apis.constants import BATCH_CPU
 from apis.pod import container_requests, containers, init_containers, is_restartable_init_container
 from apis.qos import QoSClass, qos_class_raw

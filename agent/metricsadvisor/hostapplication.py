@@ -5,7 +5,7 @@ skipped). Writes ``host_application_cpu_usage``, ``host_application_memory_usage
 publishes the host-app total for the system collector (memory per ``nodeMemoryCollectPolicy``). Does nothing –
 and never starts – without a NodeSLO.
 
-Imports: standard library, apis.nodeslo, agent.system.{cgroup,podcgroup}, agent.metriccache.cache,
+Imports: standard library, apis.nodeslo, agent.system.{cgroup,podcgroup,readers}, agent.metriccache.cache,
 agent.metricsadvisor.{framework,podresource}.
 """
 
@@ -15,8 +15,8 @@ from agent.metriccache.cache import Sample
 from agent.metricsadvisor.framework import HOST_APPS, BaseCollector, CollectContext, Totals, ms
 from agent.metricsadvisor.podresource import CgroupUsage
 from agent.system import cgroup as cg
-from agent.system.fastread import read_text_fast
 from agent.system.podcgroup import CgroupDriver, KubeQOS, qos_cgroup_dir
+from agent.system.readers import read_text
 from apis.nodeslo import HostApplicationSpec
 
 __all__ = ["HostApplicationCollector", "host_app_cgroup_dir"]
@@ -76,7 +76,7 @@ class HostApplicationCollector(BaseCollector):
                 usage_path = str(
                     cg.cgroup_file_path(ctx.paths.cgroup_root, version, cg.MEMORY_USAGE, cgroup_dir)
                 )
-                usage = cg.convert_cgroup(cg.MEMORY_USAGE, version, read_text_fast(usage_path), usage_path)
+                usage = cg.convert_cgroup(cg.MEMORY_USAGE, version, read_text(usage_path), usage_path)
             except (OSError, ValueError):
                 continue
             cpu, anon = got

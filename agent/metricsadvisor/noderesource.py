@@ -4,7 +4,7 @@
 and memory (``node<N>/meminfo``) once the topology is in the KV store. Publishes node totals for the system
 collector.
 
-Imports: standard library, agent.system.{fastproc,nodeinfo}, agent.metriccache.{cache,kv},
+Imports: standard library, agent.system.{nodeinfo,readers}, agent.metriccache.{cache,kv},
 agent.metricsadvisor.framework.
 """
 
@@ -23,8 +23,8 @@ from agent.metricsadvisor.framework import (
     numa_labels,
     udelta,
 )
-from agent.system.fastproc import node_meminfo_usage, proc_meminfo_usage, read_proc_stat_busy
 from agent.system.nodeinfo import NodeTopology, node_meminfo_path
+from agent.system.readers import node_meminfo_usage, proc_meminfo_usage, read_proc_stat_busy
 
 __all__ = ["NodeResourceCollector", "cpu_usage_cores", "numa_cpu_usage"]
 
@@ -101,7 +101,7 @@ class NodeResourceCollector(BaseCollector):
                 last_per_cpu, per_cpu, self._numa[2], topo.numa_nodes, delta_wall, ctx.jiffy_ns
             )
             for node in topo.numa_nodes:
-                numa_mem[node] = float(node_meminfo_usage(self._numa[3][node], node))
+                numa_mem[node] = float(node_meminfo_usage(self._numa[3][node]))
             for node, value in numa_cpu.items():
                 out.add(self._ref("node_numa_cpu_usage", node), ts, value)
             for node, value in numa_mem.items():

@@ -4,17 +4,19 @@ pods' NUMA memory (``memory.numa_stat``) once the NUMA topology is known. First 
 is skipped (state kept 20 × interval); a skipped or unreadable pod contributes nothing to the published
 totals. State of pods that disappeared is forgotten. Paths and the series refs (``SeriesRef``) are made once
 per cgroup, not per tick, and the read order only when the pod set changes; a round's files are read in one
-loop and decoded in one call (``agent.system.cgbatch``: the values of the single fast readers) and the round
-is one ``SampleBatch``.
+loop and decoded in one call (``agent.system.readers.BatchDecoder``), the rates, freshness and totals are
+computed over the round's cgroups as numpy columns (``_round``), and the round is one ``SampleBatch``.
+``CgroupUsage.read`` is the same rule for one cgroup at a time (the host-application collector's few).
 
-Imports: standard library, agent.podmeta, agent.system.{cgbatch,cgroup,fastread},
+Imports: standard library, numpy, agent.podmeta, agent.system.{cgroup,readers},
 agent.metriccache.{cache,kv}, agent.metricsadvisor.framework.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -24,14 +26,10 @@ from agent.metriccache.kv import NODE_CPU_INFO
 from agent.metricsadvisor.framework import PODS, BaseCollector, CollectContext, Totals, udelta
 from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
-from agent.system.cgbatch import BatchDecoder, read_files, read_pairs
 from agent.system.cgroup import CgroupVersion
-from agent.system.fastread import anon_reader, decoder, reader
+from agent.system.readers import BatchDecoder, decoder, read_files, read_pairs, reader
 
 __all__ = ["CgroupUsage", "PodResourceCollector", "usage_cores"]
-
-VECTORISE = True
-"""Rounds where every file was read and parsed are computed in numpy (tests turn it off to compare)."""
 
 _POD_KINDS = ("pod_cpu_usage", "pod_memory_usage")
 _CONTAINER_KINDS = ("container_cpu_usage", "container_memory_usage")
@@ -44,13 +42,13 @@ def usage_cores(delta_ns: int, delta_wall_ns: int) -> float:
 
 
 @functools.cache
-def _readers(version: CgroupVersion) -> tuple[Callable[[str], int], Callable[[str], int]]:
-    """The single readers of CPU usage (ns) and anon memory (``memory.stat``), for ``CgroupUsage.read``."""
-    return reader(cg.CPU_USAGE, version), anon_reader(version)
+def _readers(version: CgroupVersion) -> tuple[Callable[[str], int], Callable[[str], cg.MemoryStat]]:
+    """The single readers of CPU usage (ns) and ``memory.stat``, for ``CgroupUsage.read``."""
+    return reader(cg.CPU_USAGE, version), reader(cg.MEMORY_STAT, version)
 
 
 def _numa_pages(version: CgroupVersion, data: bytes, path: str) -> dict[int, int]:
-    """Pages per NUMA node of one ``memory.numa_stat`` (as its reader; {} when the file is bad)."""
+    """Pages per NUMA node of one ``memory.numa_stat`` ({} when the file is bad)."""
     try:
         pages: dict[int, int] = _numa_decoder(version)(data, path)
     except ValueError:
@@ -64,7 +62,8 @@ def _numa_decoder(version: CgroupVersion) -> Callable[[bytes, str], Any]:
 
 
 class CgroupUsage:
-    """Per-cgroup read state: precomputed file paths, labels, series refs and the last CPU counter."""
+    """One cgroup's file paths, labels and series refs, and (for ``read``) its last CPU counter. A pod round
+    keeps the CPU state of its cgroups in its own columns (``_Round``), not here."""
 
     __slots__ = (
         "cgroup_dir",
@@ -100,7 +99,7 @@ class CgroupUsage:
         self.last_wall = 0
 
     def read(self, version: CgroupVersion, wall: int, max_age_ns: int) -> tuple[float, int] | None:
-        """Read CPU then memory; returns (cores, anon bytes), or None on the first observation.
+        """Read CPU then memory; returns (cores, anon bytes), or None on the first (or a stale) observation.
 
         ``OSError``/``ValueError`` on a read or parse failure (CPU state is updated before memory is read).
         ``version`` is the one the state was made for (kept for callers).
@@ -108,19 +107,20 @@ class CgroupUsage:
         cur = self.read_usage(self.cpu_path)
         last_ns, last_wall = self.last_ns, self.last_wall
         self.last_ns, self.last_wall = cur, wall
-        anon = self.read_mem(self.mem_path)
+        anon = self.read_mem(self.mem_path).usage_anon
         if last_ns < 0 or last_wall >= wall or wall - last_wall > max_age_ns:
             return None
         return usage_cores(udelta(cur, last_ns), wall - last_wall), anon
 
 
 class _Round:
-    """The cgroups of one pod set in read order (each pod, then its containers): their states and paths,
-    and the CPU state as arrays for the vectorised round (``arrays``: the arrays, not the ``CgroupUsage``
-    objects, hold the latest state; ``to_objects``/``from_objects`` move it across)."""
+    """The cgroups of one pod set in read order (each pod, then its containers): their paths and series refs,
+    and their CPU state as columns: whether a counter was seen (``has_last``), the last counter (mod 2**64)
+    and the wall clock it was read at. A new pod set's round takes over the state of every cgroup it keeps
+    (the same ``CgroupUsage`` object: same pod or container, same dir)."""
 
     __slots__ = (
-        "arrays",
+        "cgroups",
         "cpu_paths",
         "has_last",
         "is_pod",
@@ -128,44 +128,28 @@ class _Round:
         "last_ns",
         "last_wall",
         "mem_paths",
-        "pod_flags",
         "refs",
-        "states",
     )
 
-    def __init__(self, key: tuple[PodMeta, ...]) -> None:
-        self.key = key
-        self.states: list[CgroupUsage] = []
-        self.pod_flags: list[bool] = []
-        self.cpu_paths: list[str] = []
-        self.mem_paths: list[str] = []
-        self.refs: list[SeriesRef] = []  # cpu, memory of each cgroup in order: a round where all are fresh
-        self.arrays = False
-        self.is_pod = np.zeros(0, dtype=bool)
-        self.has_last = np.zeros(0, dtype=bool)
-        self.last_ns = np.zeros(0, dtype=np.uint64)
-        self.last_wall = np.zeros(0, dtype=np.int64)
-
-    def add(self, state: CgroupUsage, is_pod: bool) -> None:
-        self.states.append(state)
-        self.pod_flags.append(is_pod)
-        self.cpu_paths.append(state.cpu_path)
-        self.mem_paths.append(state.mem_path)
-        self.refs += (state.cpu_ref, state.mem_ref)
-
-    def from_objects(self) -> None:
-        self.is_pod = np.array(self.pod_flags, dtype=bool)
-        self.has_last = np.array([s.last_ns >= 0 for s in self.states], dtype=bool)
-        self.last_ns = np.array([max(s.last_ns, 0) for s in self.states], dtype=np.uint64)
-        self.last_wall = np.array([s.last_wall for s in self.states], dtype=np.int64)
-        self.arrays = True
-
-    def to_objects(self) -> None:
-        if self.arrays:
-            walls, has = self.last_wall.tolist(), self.has_last.tolist()
-            for state, ns, wall, known in zip(self.states, self.last_ns.tolist(), walls, has, strict=True):
-                state.last_ns, state.last_wall = (ns if known else -1), wall
-            self.arrays = False
+    def __init__(
+        self, key: tuple[PodMeta, ...], cgroups: list[CgroupUsage], is_pod: list[bool], before: _Round | None
+    ) -> None:
+        self.key, self.cgroups = key, cgroups
+        self.is_pod = np.array(is_pod, dtype=bool)
+        self.cpu_paths = [c.cpu_path for c in cgroups]
+        self.mem_paths = [c.mem_path for c in cgroups]
+        self.refs = [ref for c in cgroups for ref in (c.cpu_ref, c.mem_ref)]  # cpu, memory of each in order
+        n = len(cgroups)
+        self.has_last = np.zeros(n, dtype=bool)
+        self.last_ns = np.zeros(n, dtype=np.uint64)
+        self.last_wall = np.zeros(n, dtype=np.int64)
+        if before is not None and before.cgroups:
+            where = {id(c): i for i, c in enumerate(before.cgroups)}
+            take = np.array([where.get(id(c), -1) for c in cgroups], dtype=np.int64)
+            kept = take >= 0
+            self.has_last[kept] = before.has_last[take[kept]]
+            self.last_ns[kept] = before.last_ns[take[kept]]
+            self.last_wall[kept] = before.last_wall[take[kept]]
 
 
 class PodResourceCollector(BaseCollector):
@@ -182,26 +166,27 @@ class PodResourceCollector(BaseCollector):
         key = tuple(ctx.pods.pods())
         if self._round is not None and self._round.key == key:
             return self._round
-        if self._round is not None:
-            self._round.to_objects()
         old_pods, old_containers = self._pods, self._containers
         self._pods, self._containers = {}, {}
-        order = _Round(key)
+        cgroups: list[CgroupUsage] = []
+        is_pod: list[bool] = []
         for pod in key:
             state = old_pods.get(pod.uid)
             if state is None or state.cgroup_dir != pod.cgroup_dir:
                 state = CgroupUsage(ctx, pod.cgroup_dir, {"pod_uid": pod.uid})
             self._pods[pod.uid] = state
-            order.add(state, True)
+            cgroups.append(state)
+            is_pod.append(True)
             for container in pod.containers:
                 cid = container.container_id
                 cs = old_containers.get(cid)
                 if cs is None or cs.cgroup_dir != container.cgroup_dir:
                     cs = CgroupUsage(ctx, container.cgroup_dir, {"container_id": cid}, _CONTAINER_KINDS)
                 self._containers[cid] = cs
-                order.add(cs, False)
-        self._round = order
-        return order
+                cgroups.append(cs)
+                is_pod.append(False)
+        self._round = _Round(key, cgroups, is_pod, self._round)
+        return self._round
 
     def collect(self, ctx: CollectContext) -> SampleBatch:
         version = ctx.cgroup_version
@@ -209,15 +194,11 @@ class PodResourceCollector(BaseCollector):
         if self._decoders is None or self._decoders[0] is not version:
             self._decoders = (version, BatchDecoder("usage", version), BatchDecoder("anon", version))
         order = self._order(ctx)
-        # Every file of the round in one loop, then decoded in one call each (agent.system.cgbatch).
+        # Every file of the round in one loop, then decoded in one call each.
         walls, cpu_raw, mem_raw = read_pairs(order.cpu_paths, order.mem_paths, ctx.clock_ns)
         curs = self._decoders[1](cpu_raw, order.cpu_paths)
         anons = self._decoders[2](mem_raw, order.mem_paths)
-        done = _vectorised(order, walls, curs, anons, max_age) if VECTORISE else None
-        if done is None:  # a file missing or bad, or a value beyond 64 bits: cgroup by cgroup
-            order.to_objects()
-            done = _one_by_one(order, walls, curs, anons, max_age)
-        batch, total_cpu, total_mem, numa_paths = done
+        batch, total_cpu, total_mem, numa_paths = _round(order, walls, curs, anons, max_age)
         numa_pages: dict[int, int] = {}
         if ctx.kv.get(NODE_CPU_INFO) is not None:  # the counted pods' NUMA memory, read in one loop too
             for path, data in zip(numa_paths, read_files(numa_paths), strict=True):
@@ -230,77 +211,45 @@ class PodResourceCollector(BaseCollector):
         return batch
 
 
-_Done = tuple[SampleBatch, float, int, list[str]]
-"""The round's batch, the counted pods' CPU and memory totals, and those pods' numa_stat paths."""
+def _round(
+    order: _Round,
+    walls: Sequence[int],
+    curs: Sequence[int | None],
+    anons: Sequence[int | None],
+    max_age: int,
+) -> tuple[SampleBatch, float, int, list[str]]:
+    """One round over the cgroup columns: ``walls`` (ns, read just before each cgroup's files), the CPU
+    counters and anon bytes (None: unreadable or bad). Returns the round's samples, the counted pods' CPU
+    and memory totals and those pods' ``memory.numa_stat`` paths.
 
-
-def _vectorised(
-    order: _Round, walls: list[int], curs: list[int | None], anons: list[int | None], max_age: int
-) -> _Done | None:
-    """The round in numpy when every file was read and parsed; None (nothing changed) otherwise. The same
-    values as ``_one_by_one``: u64 wrap-around by uint64 arithmetic, float64 conversions and division
-    correctly rounded as Python's, the totals summed in pod order (``cumsum``)."""
-    if None in curs or None in anons:
-        return None
-    try:
-        cur = np.array(curs, dtype=np.uint64)
-        anon = np.array(anons, dtype=np.int64)
-    except OverflowError:
-        return None
-    if not order.arrays:
-        order.from_objects()
+    A cgroup whose CPU counter was read moves its state on; it yields samples (CPU, then memory) when its
+    memory was read too and its last counter is fresh: seen, older than this read and at most ``max_age``
+    old. CPU is ``usage_cores(udelta(cur, last), Δwall)``: uint64 subtraction wraps as ``udelta`` (so the
+    counter is kept mod 2**64), and numpy's float64 conversions and division round as Python's. The totals
+    add the counted pods in order (``cumsum``: the same sum as a loop), memory in exact integers.
+    """
+    have_cpu = np.array([c is not None for c in curs], dtype=bool)
+    cur = np.array([0 if c is None else c % _U64 for c in curs], dtype=np.uint64)
+    anon = np.array(anons, dtype=np.float64)  # float(anon) each, NaN where it was not read
     wall = np.array(walls, dtype=np.int64)
     last_wall = order.last_wall
     span = wall - last_wall
-    fresh = order.has_last & (last_wall < wall) & (span <= max_age)
+    counted = have_cpu & ~np.isnan(anon) & order.has_last & (last_wall < wall) & (span <= max_age)
     cpu = np.zeros(cur.shape[0], dtype=np.float64)
-    np.divide((cur - order.last_ns).astype(np.float64), span.astype(np.float64), out=cpu, where=fresh)
-    order.last_ns, order.last_wall = cur, wall
-    order.has_last = np.ones(cur.shape[0], dtype=bool)
-    ms = wall // 1_000_000
-    if fresh.all():
-        refs = list(order.refs)
-        idx = None
+    np.divide((cur - order.last_ns).astype(np.float64), span.astype(np.float64), out=cpu, where=counted)
+    order.last_ns = np.where(have_cpu, cur, order.last_ns)
+    order.last_wall = np.where(have_cpu, wall, last_wall)
+    order.has_last |= have_cpu
+    if counted.all():
+        refs, ms = list(order.refs), wall // 1_000_000
     else:
-        idx = np.flatnonzero(fresh)
+        idx = np.flatnonzero(counted)
         refs = [ref for i in idx.tolist() for ref in (order.refs[2 * i], order.refs[2 * i + 1])]
-        cpu, anon, ms = cpu[idx], anon[idx], ms[idx]
+        cpu, anon, ms = cpu[idx], anon[idx], wall[idx] // 1_000_000
     values = np.empty(2 * cpu.shape[0], dtype=np.float64)
-    values[0::2], values[1::2] = cpu, anon.astype(np.float64)
+    values[0::2], values[1::2] = cpu, anon
     batch = SampleBatch.from_arrays(refs, np.repeat(ms, 2), values)
-    pods = order.is_pod if idx is None else order.is_pod[idx]
-    total_cpu = float(np.cumsum(cpu[pods])[-1]) if pods.any() else 0.0
-    total_mem = int(anon[pods].sum())
-    counted = np.flatnonzero(fresh & order.is_pod).tolist()
-    return batch, total_cpu, total_mem, [order.states[i].numa_path for i in counted]
-
-
-def _one_by_one(
-    order: _Round, walls: list[int], curs: list[int | None], anons: list[int | None], max_age: int
-) -> _Done:
-    """The round cgroup by cgroup on the ``CgroupUsage`` objects (any round ``_vectorised`` declines)."""
-    batch = SampleBatch()
-    add_ref, add_ts, add_value = batch.refs.append, batch.timestamps.append, batch.values.append
-    total_cpu = 0.0
-    total_mem = 0
-    numa_paths: list[str] = []
-    for state, is_pod, wall, cur, anon in zip(order.states, order.pod_flags, walls, curs, anons, strict=True):
-        if cur is None:
-            continue  # CPU unreadable: the state stays as it was
-        last_ns, last_wall = state.last_ns, state.last_wall
-        state.last_ns, state.last_wall = cur, wall
-        if anon is None or last_ns < 0 or last_wall >= wall or wall - last_wall > max_age:
-            continue  # memory unreadable, or a first (or stale) observation
-        cpu = float((cur - last_ns) % _U64) / float(wall - last_wall)  # usage_cores(udelta(…))
-        ts = wall // 1_000_000
-        add_ref(state.cpu_ref)
-        add_ref(state.mem_ref)
-        add_ts(ts)
-        add_ts(ts)
-        add_value(cpu)
-        add_value(float(anon))
-        if is_pod:
-            total_cpu += cpu
-            total_mem += anon
-            numa_paths.append(state.numa_path)
-    return batch, total_cpu, total_mem, numa_paths
+    pods = counted & order.is_pod
+    total_cpu = float(np.cumsum(cpu[order.is_pod[counted]])[-1]) if pods.any() else 0.0
+    total_mem: int = sum(compress(anons, pods.tolist()))  # type: ignore[arg-type]
+    return batch, total_cpu, total_mem, [order.cgroups[i].numa_path for i in np.flatnonzero(pods).tolist()]

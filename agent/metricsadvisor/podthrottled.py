@@ -2,10 +2,11 @@
 ``cpu.stat`` deltas, Δnr_throttled / Δnr_periods (0 when no period elapsed). The first observation only
 primes; state of pods and containers that disappeared is forgotten; an unreadable cgroup is skipped. Reads
 (nr_periods, nr_throttled) of every cgroup in one loop and decodes them in one call
-(``agent.system.cgbatch``); the read order is rebuilt only when the pod set changes; the round is one
-``SampleBatch`` of per-cgroup ``SeriesRef``s.
+(``agent.system.readers.BatchDecoder``); the read order is rebuilt only when the pod set changes; the round
+is one ``SampleBatch`` of per-cgroup ``SeriesRef``s, computed cgroup by cgroup in exact integers (a
+division per cgroup: as cheap as the same in numpy at a few hundred cgroups).
 
-Imports: standard library, agent.podmeta, agent.system.{cgbatch,cgroup}, agent.metriccache.cache,
+Imports: standard library, agent.podmeta, agent.system.{cgroup,readers}, agent.metriccache.cache,
 agent.metricsadvisor.framework.
 """
 
@@ -13,13 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from agent.metriccache.cache import SampleBatch, SeriesRef
 from agent.metricsadvisor.framework import BaseCollector, CollectContext
 from agent.podmeta import PodMeta
 from agent.system import cgroup as cg
-from agent.system.cgbatch import BatchDecoder, read_files
+from agent.system.readers import BatchDecoder, read_files
 
 __all__ = ["PodThrottledCollector", "throttle_ratio"]
 
@@ -44,37 +43,14 @@ class _Throttle:
         self.last: tuple[int, int] | None = None  # (nr_periods, nr_throttled)
 
 
-VECTORISE = True
-"""Rounds where every file was read and parsed are computed in numpy (tests turn it off to compare)."""
-_EXACT = 2**52  # counters up to this: differences and their float64 quotient are exactly Python's
-
-
 class _Round:
-    """The cgroups of one pod set in read order, with the last (nr_periods, nr_throttled) as arrays for the
-    numpy round (``arrays``: the arrays, not the ``_Throttle`` objects, hold the latest state)."""
+    """The cgroups of one pod set in read order, with their paths."""
 
-    __slots__ = ("arrays", "has_last", "key", "last", "paths", "refs", "states")
+    __slots__ = ("key", "paths", "states")
 
     def __init__(self, key: tuple[PodMeta, ...], states: list[_Throttle]) -> None:
         self.key, self.states = key, states
         self.paths = [s.path for s in states]
-        self.refs = [s.ref for s in states]
-        self.arrays = False
-        self.has_last = np.zeros(0, dtype=bool)
-        self.last = np.zeros((0, 2), dtype=np.int64)
-
-    def from_objects(self) -> None:
-        self.has_last = np.array([s.last is not None for s in self.states], dtype=bool)
-        self.last = np.array([s.last or (0, 0) for s in self.states], dtype=np.int64).reshape(-1, 2)
-        self.arrays = True
-
-    def to_objects(self) -> None:
-        if self.arrays:
-            for state, last, known in zip(
-                self.states, self.last.tolist(), self.has_last.tolist(), strict=True
-            ):
-                state.last = (last[0], last[1]) if known else None
-            self.arrays = False
 
 
 class PodThrottledCollector(BaseCollector):
@@ -89,8 +65,6 @@ class PodThrottledCollector(BaseCollector):
         key = tuple(ctx.pods.pods())
         if self._order is not None and self._order.key == key:
             return self._order
-        if self._order is not None:
-            self._order.to_objects()
         old_pods, old_containers = self._pods, self._containers
         self._pods, self._containers = {}, {}
         states: list[_Throttle] = []
@@ -118,41 +92,14 @@ class PodThrottledCollector(BaseCollector):
         order = self._round(ctx)
         ts = ctx.clock_ns() // 1_000_000
         stats = self._decode[1](read_files(order.paths), order.paths)  # one loop of reads, one decode
-        batch = _vectorised(order, stats, ts) if VECTORISE else None
-        if batch is None:  # a file missing or bad, or counters beyond 2**52: cgroup by cgroup
-            order.to_objects()
-            batch = _one_by_one(order, stats, ts)
+        batch = _samples(order, stats, ts)
         self.mark_started()
         return batch
 
 
-def _vectorised(order: _Round, stats: list[tuple[int, int] | None], ts: int) -> SampleBatch | None:
-    """The round in numpy when every file was read and parsed; None (nothing changed) otherwise."""
-    if None in stats:
-        return None
-    try:
-        cur = np.array(stats, dtype=np.int64).reshape(-1, 2)
-    except OverflowError:
-        return None
-    if cur.shape[0] and int(np.abs(cur).max()) > _EXACT:
-        return None
-    if not order.arrays:
-        order.from_objects()
-    has, last = order.has_last, order.last
-    periods = cur[:, 0] - last[:, 0]
-    ratio = np.zeros(cur.shape[0], dtype=np.float64)
-    np.divide(cur[:, 1] - last[:, 1], periods, out=ratio, where=periods > 0)  # as throttle_ratio
-    order.last, order.has_last = cur, np.ones(cur.shape[0], dtype=bool)
-    if has.all():
-        refs = list(order.refs)
-    else:
-        refs = [order.refs[i] for i in np.flatnonzero(has).tolist()]
-        ratio = ratio[has]
-    return SampleBatch.from_arrays(refs, np.full(ratio.shape[0], ts, dtype=np.int64), ratio)
-
-
-def _one_by_one(order: _Round, stats: list[tuple[int, int] | None], ts: int) -> SampleBatch:
-    """The round cgroup by cgroup on the ``_Throttle`` objects (any round ``_vectorised`` declines)."""
+def _samples(order: _Round, stats: list[tuple[int, int] | None], ts: int) -> SampleBatch:
+    """The round cgroup by cgroup: each read cgroup moves its state on and, after its first round, yields
+    its ratio (as ``throttle_ratio``)."""
     batch = SampleBatch()
     add_ref, add_value = batch.refs.append, batch.values.append
     for state, cur in zip(order.states, stats, strict=True):

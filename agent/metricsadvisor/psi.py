@@ -4,7 +4,7 @@ Anolis v1 with the files in cpuacct), plus ``pod/container_psi_cpu_full_supporte
 the node-level ``/proc/pressure/*`` as ``node_psi``. Enabled when either the kubepods cgroup has
 ``cpu.pressure`` or /proc/pressure exists. An unreadable pressure file is skipped.
 
-Imports: standard library, agent.system.{cgroup,procfs,podcgroup}, agent.metriccache.cache,
+Imports: standard library, agent.system.{cgroup,procfs,podcgroup,readers}, agent.metriccache.cache,
 agent.metricsadvisor.framework.
 """
 
@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from agent.metriccache.cache import Sample
 from agent.metricsadvisor.framework import BaseCollector, CollectContext, ms
 from agent.system import cgroup as cg
-from agent.system.fastread import read_text_fast
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
 from agent.system.procfs import PressureStats, parse_pressure
+from agent.system.readers import read_text
 
 __all__ = ["PSICollector", "psi_samples"]
 
@@ -72,7 +72,7 @@ class PSICollector(BaseCollector):
         for resource, spec in _FILES:
             path = str(cg.cgroup_file_path(root, version, spec, cgroup_dir))
             try:
-                stats = cg.convert_cgroup(spec, version, read_text_fast(path), path)
+                stats = cg.convert_cgroup(spec, version, read_text(path), path)
             except (OSError, ValueError):
                 continue
             out.extend(psi_samples(kind, base, resource, stats, ts))
@@ -86,7 +86,7 @@ class PSICollector(BaseCollector):
         for resource, file in _PROC_FILES:
             path = str(ctx.paths.proc / "pressure" / file)
             try:
-                stats = parse_pressure(read_text_fast(path), path)
+                stats = parse_pressure(read_text(path), path)
             except (OSError, ValueError):
                 continue
             out.extend(psi_samples("node_psi", {}, resource, stats, ts))

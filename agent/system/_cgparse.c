@@ -1,23 +1,24 @@
 /* agent.system._cgparse: the koordlet's per-tick cgroup file parsers in C (optional accelerator).
  *
- * Each function takes the bytes of one file and returns the parsed value, or None whenever the input is
- * anything but the plain layout the kernel writes: a byte outside printable ASCII, space, tab and '\n';
- * a line that is not exactly the expected tokens; a number that is not a plain decimal of at most 18
- * digits. None means "no answer", never "bad file": the caller (agent/system/fastread.py) then runs the
- * Python fast parser, and that one the strict converter, so errors and odd inputs keep their exact Python
- * semantics. Whenever a function here answers, its answer equals the Python fast parser's (property-tested
- * in tests/unit/agent/system/test_cgparse.py). The functions hold no state and never raise on content.
+ * The strict parsers of agent/system/cgroupparse.py are the reference. Each function here takes the bytes
+ * of one file (or of a round's files) and answers only where its answer is the strict parser's: on the
+ * plain layout the kernel writes. Anything else gets None: a byte outside printable ASCII, space, tab and
+ * '\n'; a line that is not exactly the expected tokens; a value that is not a plain decimal (or, for a value
+ * the caller asked for, one of more than 18 digits). None means "no answer", never "bad file": the caller
+ * (agent/system/readers.py) then runs the strict parser, so errors and odd inputs keep their exact Python
+ * semantics. tests/unit/agent/system/test_cgparse.py property-tests "None or the strict answer" on odd bytes
+ * and "an answer" on the kernel's layouts. The functions hold no state and never raise on content.
  *
- *   kv(data, keys)        flat "key value" lines (cpu.stat, memory.stat): the values of `keys` (a tuple of
- *                         bytes), last occurrence winning, as a tuple of ints
- *   numa_v1(data)         cgroup v1 memory.numa_stat first line "total=.. N0=.. N1=..": {node: pages}
+ *   numa_v1(data)         cgroup v1 memory.numa_stat, first line "total=.. N0=.. N1=..": {node: pages}
  *   numa_v2(data, div)    cgroup v2 memory.numa_stat "anon"/"file" lines: {node: sum of bytes // div}
  *   uint_batch(datas)     for each bytes (or None) of a list: a non-negative decimal with optional blanks
  *                         around it (cpuacct.usage), else None
  *   kv_batch(datas, keys, lo, hi, total, scale)
- *                         for each bytes (or None) of a list: kv(data, keys) narrowed to values[lo:hi], as a
- *                         tuple, or with `total` their sum times `scale`; None where kv has no answer, a
- *                         picked value is negative or the product overflows int64
+ *                         for each bytes (or None) of a list of flat "key value" files (cpu.stat,
+ *                         memory.stat): the values of `keys` (a tuple of bytes; the last occurrence wins)
+ *                         narrowed to values[lo:hi], as a tuple, or with `total` their sum times `scale`;
+ *                         None where a key is missing, any line is not "key integer", a picked value is
+ *                         negative or the product overflows int64
  *   Both batch functions return (answers, misses): misses counts the bytes items left unanswered.
  *   window_sum(ts, vals, n, head, lo, hi)
  *                         for one ring buffer of the metric cache whose points are in timestamp order
@@ -49,6 +50,18 @@ static int parse_dec(const char *s, Py_ssize_t n, long long *out) {
         v = v * 10 + (s[i] - '0');
     }
     *out = neg ? -v : v;
+    return 1;
+}
+
+/* A token Python's int() accepts, as the kernel writes it: an optional '-', then digits (any number). */
+static int plain_int(const char *s, Py_ssize_t n) {
+    if (n > 0 && s[0] == '-') {
+        s++;
+        n--;
+    }
+    if (n < 1) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9') return 0;
     return 1;
 }
 
@@ -128,7 +141,8 @@ static int load_keys(PyObject *keys, Keys *out) {
     return (out->n < 1 || out->n > MAX_KEYS) ? -1 : 1;
 }
 
-/* The values of every key (last occurrence) of a flat "key value" file; 0 when there is no answer. */
+/* The values of every key (last occurrence) of a flat "key value" file whose every line is "key integer"
+ * (the strict parser rejects any other line); 0 when there is no answer. */
 static int kv_values(const char *data, Py_ssize_t size, const Keys *keys, long long *values) {
     Py_ssize_t nkeys = keys->n;
     const char *const *kp = keys->p;
@@ -142,6 +156,7 @@ static int kv_values(const char *data, Py_ssize_t size, const Keys *keys, long l
         const char *ts[2];
         Py_ssize_t tl[2];
         if (!simple_pair(&p, end, ts, tl) && line_tokens(&p, end, 2, ts, tl) != 2) return 0;
+        if (!plain_int(ts[1], tl[1])) return 0;
         for (Py_ssize_t k = 0; k < nkeys; k++) {
             if (tl[0] == kl[k] && ts[0][0] == kp[k][0] && memcmp(ts[0], kp[k], (size_t)kl[k]) == 0) {
                 vp[k] = ts[1];
@@ -167,19 +182,6 @@ static PyObject *int_tuple(const long long *values, Py_ssize_t n) {
         PyTuple_SET_ITEM(out, k, v);
     }
     return out;
-}
-
-static PyObject *kv(PyObject *self, PyObject *args) {
-    const char *data;
-    Py_ssize_t size;
-    PyObject *keys;
-    if (!PyArg_ParseTuple(args, "y#O", &data, &size, &keys)) return NULL;
-    Keys k;
-    int ok = load_keys(keys, &k);
-    if (ok == 0) return NULL;
-    long long values[MAX_KEYS];
-    if (ok < 0 || !kv_values(data, size, &k, values)) Py_RETURN_NONE;
-    return int_tuple(values, k.n);
 }
 
 typedef struct {
@@ -312,7 +314,10 @@ static PyObject *numa_v1(PyObject *self, PyObject *args) {
     const char *ts[MAX_FIELDS];
     Py_ssize_t tl[MAX_FIELDS];
     int n = line_tokens(&p, data + size, MAX_FIELDS, ts, tl); /* the first line only */
-    if (n < 1 || n > MAX_FIELDS || tl[0] < 6 || memcmp(ts[0], "total=", 6) != 0) Py_RETURN_NONE;
+    if (n < 1 || n > MAX_FIELDS || ts[0] != data || tl[0] < 6 || memcmp(ts[0], "total=", 6) != 0)
+        Py_RETURN_NONE; /* (the strict parser wants "total=" at the very start) */
+    for (const char *q = p; q < data + size; q++)
+        if ((unsigned char)*q >= 0x80) Py_RETURN_NONE; /* the rest is not parsed, but must decode */
     long long sums[MAX_NODES] = {0};
     unsigned char seen[MAX_NODES] = {0};
     if (!numa_fields(ts, tl, 0, n, 1, sums, seen)) Py_RETURN_NONE;
@@ -400,7 +405,6 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"kv", kv, METH_VARARGS, "kv(data, keys) -> tuple of ints | None"},
     {"numa_v1", numa_v1, METH_VARARGS, "numa_v1(data) -> {node: pages} | None"},
     {"numa_v2", numa_v2, METH_VARARGS, "numa_v2(data, div) -> {node: bytes // div summed} | None"},
     {"uint_batch", uint_batch, METH_O, "uint_batch(datas) -> ([int | None], misses)"},
@@ -412,7 +416,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     .m_base = PyModuleDef_HEAD_INIT,
     .m_name = "_cgparse",
-    .m_doc = "koordlet cgroup file parsers in C (see agent/system/fastread.py)",
+    .m_doc = "koordlet cgroup file parsers in C (see agent/system/readers.py)",
     .m_size = -1,
     .m_methods = methods,
 };

@@ -1,13 +1,15 @@
-"""Host paths, cgroup version detection and the cgroup files the koordlet reads, declared once as data.
+"""Host paths, cgroup version detection and the cgroup files the koordlet reads or writes, declared once as
+data (the v1 and v2 layout of each, docs/rules/koordlet.md#cgroup-v1-and-v2).
 
-Each ``CgroupFile`` names its v1 (subsystem, file) and v2 file, a pure converter per version (text → typed
-value, ``ValueError`` naming the file on bad input) and an optional validator. ``read_cgroup`` is the thin
-file reader (``agent.system.fastread`` has the per-tick fast path). Semantics per
-docs/rules/koordlet.md#collectors. Writable knobs (each with its v1 and v2 file, docs/upstream.md D8)
-also carry a *formatter* per version (typed value → text, see ``format_cgroup``), an optional write-only
-validator and the "merged" loosening rule of leveled updates;
-``agent.resourceexecutor`` is the only code that writes them.
-Imports: standard library only (plus ``agent.system.procfs`` and ``agent.system.cgroupfmt``).
+Each ``CgroupFile`` names its v1 (subsystem, file) and v2 file, a strict converter per version (text → typed
+value, ``ValueError`` naming the file on bad input; the parsers live in ``agent.system.cgroupparse``) and an
+optional validator. ``convert_cgroup`` applies them; ``read_cgroup`` is the plain file reader (the collectors'
+per-tick readers are in ``agent.system.readers``). Semantics per docs/rules/koordlet.md#collectors.
+Writable knobs also carry a *formatter* per version (typed value → text, see ``format_cgroup``), an
+optional write-only validator and the "merged" loosening rule of leveled updates
+(``agent.system.cgroupfmt``); ``agent.resourceexecutor`` is the only code that writes them.
+
+Imports: standard library and ``agent.system.{cgroupfmt,cgroupparse,procfs}``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,27 @@ from agent.system.cgroupfmt import (
     range_check,
     shares_write,
 )
+from agent.system.cgroupparse import (
+    NUMA_STAT_PAGE,
+    CpuStat,
+    MemoryStat,
+    cpu_max_period,
+    cpu_max_quota,
+    cpu_stat_v1,
+    cpu_stat_v2,
+    cpu_usage_v2,
+    int_or_max,
+    int_value,
+    limit,
+    memory_stat_v1,
+    memory_stat_v2,
+    nonneg,
+    numa_stat_v1,
+    numa_stat_v2,
+    positive,
+    quota,
+    weight_to_shares,
+)
 from agent.system.procfs import PressureStats, parse_pressure
 
 __all__ = [
@@ -57,6 +80,7 @@ __all__ = [
     "MEMORY_PRESSURE",
     "MEMORY_STAT",
     "MEMORY_USAGE",
+    "NUMA_STAT_PAGE",
     "TASKS",
     "WRITABLE_CGROUP_FILES",
     "CgroupFile",
@@ -73,7 +97,6 @@ __all__ = [
     "format_cgroup",
     "format_cpuset",
     "parse_cpuset_list",
-    "parse_numa_stat",
     "read_cgroup",
 ]
 
@@ -110,219 +133,6 @@ def detect_cgroup_version(root: Path) -> CgroupVersion:
     raise ValueError(f"{root}: no cgroup v2 cgroup.controllers and no cgroup v1 cpu/cpuacct subsystem")
 
 
-# ---------------------------------------------------------------- pure converters
-
-
-def _single(text: str, name: str) -> str:
-    fields = text.split()
-    if len(fields) != 1:
-        raise ValueError(f"{name}: expected a single value, got {text.strip()!r}")
-    return fields[0]
-
-
-def _int(text: str, name: str) -> int:
-    value = _single(text, name)
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name}: not an integer: {value!r}") from None
-
-
-def _int_or_max(text: str, name: str) -> int:
-    """An integer, or the v2 literal ``max`` meaning unlimited (−1)."""
-    return -1 if _single(text, name) == "max" else _int(text, name)
-
-
-def _kv(text: str, name: str) -> dict[str, int]:
-    """Flat-keyed ``key value`` lines (cpu.stat, memory.stat).
-
-    Fast path (the per-tick case): exactly two tokens per line on average over a file without blank
-    lines, all values integers; anything else takes the line-by-line path, which names the bad line.
-    """
-    tokens = text.split()
-    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    if tokens and len(tokens) == 2 * lines:
-        try:
-            return dict(zip(tokens[0::2], map(int, tokens[1::2]), strict=True))
-        except ValueError:
-            pass
-    return _kv_slow(text, name)
-
-
-def _kv_slow(text: str, name: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 2:
-            raise ValueError(f"{name}: line {lineno}: expected 'key value': {line!r}")
-        try:
-            out[fields[0]] = int(fields[1])
-        except ValueError:
-            raise ValueError(f"{name}: line {lineno}: not an integer: {line!r}") from None
-    return out
-
-
-def _need(values: dict[str, int], key: str, name: str) -> int:
-    if key not in values:
-        raise ValueError(f"{name}: missing key {key!r}")
-    return values[key]
-
-
-def _cpu_max(text: str, name: str) -> tuple[int, int]:
-    """v2 ``cpu.max``: ``<quota|max> <period>`` → (quota or −1, period)."""
-    fields = text.split()
-    if len(fields) != 2:
-        raise ValueError(f"{name}: expected '<quota|max> <period>', got {text.strip()!r}")
-    return _int_or_max(fields[0], name), _int(fields[1], name)
-
-
-def _cpu_max_quota(text: str, name: str) -> int:
-    return _cpu_max(text, name)[0]
-
-
-def _cpu_max_period(text: str, name: str) -> int:
-    return _cpu_max(text, name)[1]
-
-
-@dataclass(frozen=True, slots=True)
-class CpuStat:
-    """CFS bandwidth counters of ``cpu.stat`` (throttled time in ns for both versions)."""
-
-    nr_periods: int
-    nr_throttled: int
-    throttled_time_ns: int
-
-
-def _cpu_stat_v1(text: str, name: str) -> CpuStat:
-    kv = _kv(text, name)
-    return CpuStat(
-        _need(kv, "nr_periods", name), _need(kv, "nr_throttled", name), _need(kv, "throttled_time", name)
-    )
-
-
-def _cpu_stat_v2(text: str, name: str) -> CpuStat:
-    kv = _kv(text, name)
-    return CpuStat(
-        _need(kv, "nr_periods", name),
-        _need(kv, "nr_throttled", name),
-        _need(kv, "throttled_usec", name) * 1000,
-    )
-
-
-def _cpu_usage_v2(text: str, name: str) -> int:
-    return _need(_kv(text, name), "usage_usec", name) * 1000
-
-
-def _weight_to_shares(text: str, name: str) -> int:
-    """v2 ``cpu.weight`` [1, 10000] → v1-equivalent shares [2, 262144] (kubernetes' inverse mapping)."""
-    weight = _int(text, name)
-    if not 1 <= weight <= 10000:
-        raise ValueError(f"{name}: cpu.weight {weight} out of [1, 10000]")
-    return 2 + ((weight - 1) * 262142) // 9999
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryStat:
-    """The ``memory.stat`` keys the pod collector needs (v1 ``total_*`` keys, v2 plain keys), in bytes
-    (docs/rules/koordlet.md#collectors)."""
-
-    cache: int
-    rss: int
-    inactive_file: int
-    active_file: int
-    inactive_anon: int
-    active_anon: int
-    unevictable: int
-
-    @property
-    def usage_anon(self) -> int:
-        """Anon-only usage = inactive_anon + active_anon + unevictable (page cache excluded)."""
-        return self.inactive_anon + self.active_anon + self.unevictable
-
-
-_MEMSTAT_FIELDS = ("inactive_file", "active_file", "inactive_anon", "active_anon", "unevictable")
-
-
-def _memory_stat(prefix: str, cache_key: str, rss_key: str) -> Callable[[str, str], MemoryStat]:
-    def convert(text: str, name: str) -> MemoryStat:
-        kv = _kv(text, name)
-        rest = [_need(kv, prefix + key, name) for key in _MEMSTAT_FIELDS]
-        return MemoryStat(_need(kv, prefix + cache_key, name), _need(kv, prefix + rss_key, name), *rest)
-
-    return convert
-
-
-NUMA_STAT_PAGE = 4096
-"""v2 ``memory.numa_stat`` is in bytes; each line is converted to pages by integer division by 4096
-(docs/rules/koordlet.md#collectors)."""
-
-
-def _numa_fields(fields: list[str], name: str, line: str) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for field in fields:
-        key, sep, value = field.partition("=")
-        if not sep:
-            raise ValueError(f"{name}: bad field {field!r} in {line!r}")
-        if not key.startswith("N"):
-            continue
-        try:
-            out[int(key[1:])] = int(value)
-        except ValueError:
-            raise ValueError(f"{name}: bad field {field!r} in {line!r}") from None
-    return out
-
-
-def parse_numa_stat(text: str, name: str, version: CgroupVersion) -> dict[int, int]:
-    """``memory.numa_stat`` → pages per NUMA node (pod NUMA memory, docs/rules/koordlet.md#collectors).
-
-    v1: the first line ``total=<pages> N0=<pages> …``. v2: the ``anon`` and ``file`` lines (bytes), each
-    converted to pages by integer division by 4096 and summed per node.
-    """
-    lines = text.splitlines()
-    if version is CgroupVersion.V1:
-        if not lines or not lines[0].startswith("total="):
-            raise ValueError(f"{name}: first line is not 'total=…'")
-        return _numa_fields(lines[0].split(), name, lines[0])
-    out: dict[int, int] = {}
-    seen = 0
-    for line in lines:
-        fields = line.split()
-        if not fields or fields[0] not in ("anon", "file"):
-            continue
-        seen += 1
-        for node, value in _numa_fields(fields[1:], name, line).items():
-            out[node] = out.get(node, 0) + value // NUMA_STAT_PAGE
-    if seen != 2:
-        raise ValueError(f"{name}: expected both 'anon' and 'file' lines")
-    return out
-
-
-def _numa_stat_v1(text: str, name: str) -> dict[int, int]:
-    return parse_numa_stat(text, name, CgroupVersion.V1)
-
-
-def _numa_stat_v2(text: str, name: str) -> dict[int, int]:
-    return parse_numa_stat(text, name, CgroupVersion.V2)
-
-
-def _nonneg(value: int) -> str | None:
-    return None if value >= 0 else f"negative value {value}"
-
-
-def _quota(value: int) -> str | None:
-    return None if value == -1 or value > 0 else f"quota {value} is neither -1 nor positive"
-
-
-def _positive(value: int) -> str | None:
-    return None if value > 0 else f"value {value} is not positive"
-
-
-def _limit(value: int) -> str | None:
-    return None if value == -1 or value >= 0 else f"limit {value} is neither -1 nor non-negative"
-
-
 # ---------------------------------------------------------------- the table
 
 
@@ -355,10 +165,10 @@ class CgroupFile(Generic[T]):
 
 
 CPU_USAGE: CgroupFile[int] = CgroupFile(
-    "cpu_usage_ns", "cpuacct", "cpuacct.usage", _int, "cpu.stat", _cpu_usage_v2, _nonneg
+    "cpu_usage_ns", "cpuacct", "cpuacct.usage", int_value, "cpu.stat", cpu_usage_v2, nonneg
 )
 CPU_STAT: CgroupFile[CpuStat] = CgroupFile(
-    "cpu_stat", "cpu", "cpu.stat", _cpu_stat_v1, "cpu.stat", _cpu_stat_v2
+    "cpu_stat", "cpu", "cpu.stat", cpu_stat_v1, "cpu.stat", cpu_stat_v2
 )
 # cpu.max: the kernel parses "<quota|max> [<period>]" and keeps the current period when only the quota is
 # written (kernel/sched/core.c cpu_period_quota_parse), so the quota is written alone
@@ -367,43 +177,51 @@ CPU_QUOTA: CgroupFile[int] = CgroupFile(
     "cpu_cfs_quota_us",
     "cpu",
     "cpu.cfs_quota_us",
-    _int,
+    int_value,
     "cpu.max",
-    _cpu_max_quota,
-    _quota,
+    cpu_max_quota,
+    quota,
     v1_format=fmt_int,
     v2_format=fmt_int_or_max,
     validate_write=quota_write,
     merge=merge_larger,
 )
 CPU_PERIOD: CgroupFile[int] = CgroupFile(
-    "cpu_cfs_period_us", "cpu", "cpu.cfs_period_us", _int, "cpu.max", _cpu_max_period, _positive
+    "cpu_cfs_period_us", "cpu", "cpu.cfs_period_us", int_value, "cpu.max", cpu_max_period, positive
 )
 CPU_SHARES: CgroupFile[int] = CgroupFile(
     "cpu_shares",
     "cpu",
     "cpu.shares",
-    _int,
+    int_value,
     "cpu.weight",
-    _weight_to_shares,
-    _positive,
+    weight_to_shares,
+    positive,
     v1_format=fmt_int,
     v2_format=fmt_weight,
     validate_write=shares_write,
 )
 CPU_BURST: CgroupFile[int] = CgroupFile(
-    "cpu_cfs_burst_us", "cpu", "cpu.cfs_burst_us", _int, "cpu.max.burst", _int, _nonneg, fmt_int, fmt_int
+    "cpu_cfs_burst_us",
+    "cpu",
+    "cpu.cfs_burst_us",
+    int_value,
+    "cpu.max.burst",
+    int_value,
+    nonneg,
+    fmt_int,
+    fmt_int,
 )
 CPU_IDLE: CgroupFile[int] = CgroupFile(
-    "cpu_idle", "cpu", "cpu.idle", _int, "cpu.idle", _int, range_check(0, 1), fmt_int, fmt_int
+    "cpu_idle", "cpu", "cpu.idle", int_value, "cpu.idle", int_value, range_check(0, 1), fmt_int, fmt_int
 )
 CPU_BVT_WARP_NS: CgroupFile[int] = CgroupFile(  # Anolis group identity
     "cpu_bvt_warp_ns",
     "cpu",
     "cpu.bvt_warp_ns",
-    _int,
+    int_value,
     "cpu.bvt_warp_ns",
-    _int,
+    int_value,
     range_check(-1, 2),
     fmt_int,
     fmt_int,
@@ -431,21 +249,21 @@ MEMORY_STAT: CgroupFile[MemoryStat] = CgroupFile(
     "memory_stat",
     "memory",
     "memory.stat",
-    _memory_stat("total_", "cache", "rss"),
+    memory_stat_v1,
     "memory.stat",
-    _memory_stat("", "file", "anon"),
+    memory_stat_v2,
 )
 MEMORY_USAGE: CgroupFile[int] = CgroupFile(
-    "memory_usage_bytes", "memory", "memory.usage_in_bytes", _int, "memory.current", _int, _nonneg
+    "memory_usage_bytes", "memory", "memory.usage_in_bytes", int_value, "memory.current", int_value, nonneg
 )
 MEMORY_LIMIT: CgroupFile[int] = CgroupFile(
     "memory_limit_bytes",
     "memory",
     "memory.limit_in_bytes",
-    _int,
+    int_value,
     "memory.max",
-    _int_or_max,
-    _limit,
+    int_or_max,
+    limit,
     v1_format=fmt_int,  # v1 takes "-1" for unlimited
     v2_format=fmt_int_or_max,
 )
@@ -455,16 +273,14 @@ def _memory_protection(file: str) -> CgroupFile[int]:
     """memory.min/low/high: same name on both versions (v1: Anolis/Alinux only); −1 ⇄ ``max``."""
     name = file.replace(".", "_")
     fmt = fmt_int_or_max  # v1 Anolis parses these with page_counter_memparse(buf, "max")
-    return CgroupFile(
-        name, "memory", file, _int_or_max, file, _int_or_max, _limit, fmt, fmt, merge=merge_larger
-    )
+    return CgroupFile(name, "memory", file, int_or_max, file, int_or_max, limit, fmt, fmt, merge=merge_larger)
 
 
 MEMORY_MIN = _memory_protection("memory.min")
 MEMORY_LOW = _memory_protection("memory.low")
 MEMORY_HIGH = _memory_protection("memory.high")
 MEMORY_NUMA_STAT: CgroupFile[dict[int, int]] = CgroupFile(
-    "memory_numa_stat", "memory", "memory.numa_stat", _numa_stat_v1, "memory.numa_stat", _numa_stat_v2
+    "memory_numa_stat", "memory", "memory.numa_stat", numa_stat_v1, "memory.numa_stat", numa_stat_v2
 )
 # PSI: cgroup v2, or Anolis v1 kernels exposing the pressure files in the cpuacct subsystem.
 CPU_PRESSURE: CgroupFile[PressureStats] = CgroupFile(

@@ -31,7 +31,7 @@ def _reference(
 def test_queries_match_a_plain_list(
     capacity: int, steps: list[tuple[int, float]], window: tuple[int, int], c_sum: bool
 ) -> None:
-    """With the C window sum (agent.accel) and without it."""
+    """With the C window sum (agent.system.accel) and without it."""
     saved = series_module._window_sum
     if not c_sum:
         series_module._window_sum = None

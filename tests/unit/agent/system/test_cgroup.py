@@ -202,6 +202,11 @@ def test_pressure_files(host: HostTree, spec: cg.CgroupFile[object]) -> None:
         (cg.CPU_STAT, "nr_periods 1\nnr_throttled 0\n", "missing key"),
         (cg.CPU_STAT, "nr_periods 1 2\n", "line 1: expected 'key value'"),
         (cg.CPU_STAT, "nr_periods x\n", "line 1: not an integer"),
+        (cg.CPU_STAT, "nr_periods 1\nnr_throttled x\nthrottled_time 3\n", "line 2: not an integer"),
+        (cg.CPU_STAT, "nr_periods 1 2\nnr_throttled 1\n", "line 1: expected 'key value'"),
+        (cg.CPU_USAGE, "-3\n", "negative value"),
+        (cg.MEMORY_NUMA_STAT, "file=1 N0=1\n", "first line is not 'total="),
+        (cg.MEMORY_NUMA_STAT, "total=1 N0=x\n", "bad field 'N0=x'"),
     ],
 )
 def test_v1_converter_errors(spec: cg.CgroupFile[object], text: str, match: str) -> None:
@@ -219,6 +224,8 @@ def test_v1_converter_errors(spec: cg.CgroupFile[object], text: str, match: str)
         (cg.CPU_PERIOD, "max 0", "not positive"),
         (cg.MEMORY_LIMIT, "unlimited", "not an integer"),
         (cg.CPU_STAT, "nr_periods 1\nnr_throttled 0\nthrottled_time 5\n", "missing key 'throttled_usec'"),
+        (cg.CPU_USAGE, "usage_usec -5\n", "negative value"),
+        (cg.MEMORY_NUMA_STAT, "file N0=1\n", "expected both 'anon' and 'file' lines"),
     ],
 )
 def test_v2_converter_errors(spec: cg.CgroupFile[object], text: str, match: str) -> None:
@@ -229,3 +236,22 @@ def test_v2_converter_errors(spec: cg.CgroupFile[object], text: str, match: str)
 def test_missing_file_is_oserror(host: HostTree) -> None:
     with pytest.raises(FileNotFoundError):
         _read(host, cg.CPU_USAGE, "kubepods/podnothere/")
+
+
+def test_kv_files_accept_blank_lines() -> None:
+    text = "\nnr_periods 10\n\nnr_throttled 3\nthrottled_time 99\n\n"
+    assert cg.convert_cgroup(cg.CPU_STAT, V1, text, "cpu.stat") == CpuStat(10, 3, 99)
+
+
+def test_numa_stat(host: HostTree) -> None:
+    pod = host.add_pod(UID, KubeQOS.BURSTABLE)
+    host.set_numa_stat(pod, {0: 10, 1: 3})
+    assert _read(host, cg.MEMORY_NUMA_STAT, pod) == {0: 10, 1: 3}
+
+
+def test_numa_stat_v2_truncates_each_line() -> None:
+    text = "anon N0=4097 N1=8191\nfile N0=4095 N1=4096\n"
+    # each line is divided by 4096 separately: 1 + 0 and 1 + 1
+    assert cg.convert_cgroup(cg.MEMORY_NUMA_STAT, V2, text, "x") == {0: 1, 1: 2}
+    # v1 reads the first line only, and a node listed twice keeps its last value
+    assert cg.convert_cgroup(cg.MEMORY_NUMA_STAT, V1, "total=3 N0=1 N0=2\nfile=x\n", "x") == {0: 2}

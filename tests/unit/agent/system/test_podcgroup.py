@@ -1,15 +1,19 @@
-"""Tests of pod/container cgroup dirs (kubelet naming) for the cgroupfs and systemd drivers."""
+"""Tests of pod/container cgroup dirs (kubelet naming) and of cgroup driver detection (cgroupfs, systemd)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from agent.system import cgroup as cg
+from agent.system.cgroup import CgroupVersion, HostPaths
 from agent.system.podcgroup import (
     CgroupDriver,
     ContainerID,
     KubeQOS,
     container_cgroup_dir,
+    detect_cgroup_driver,
     parse_container_id,
     pod_cgroup_dir,
     qos_cgroup_dir,
@@ -100,3 +104,17 @@ def test_read_pod_and_container_on_host(host: HostTree) -> None:
         root / ("cpu" if ver is cg.CgroupVersion.V1 else "") / qos_cgroup_dir(host.driver, KubeQOS.BESTEFFORT)
     )
     assert (qos_dir / pod.split("/")[-2]).is_dir()
+
+
+def test_detect_driver(host: HostTree) -> None:
+    assert detect_cgroup_driver(host.paths, host.version) is host.driver
+
+
+def test_detect_driver_nothing(tmp_path: Path) -> None:
+    paths = HostPaths(cgroup_root=tmp_path)
+    with pytest.raises(ValueError, match=r"neither kubepods\.slice"):
+        detect_cgroup_driver(paths, CgroupVersion.V2)
+    (tmp_path / "kubepods").mkdir()  # v1 looks under cpu/, not at the root
+    with pytest.raises(ValueError):
+        detect_cgroup_driver(paths, CgroupVersion.V1)
+    assert detect_cgroup_driver(paths, CgroupVersion.V2) is CgroupDriver.CGROUPFS
