@@ -8,7 +8,7 @@ Container dirs come from PodSource (pods of Kubernetes class BestEffort), not fr
 (pause) dirs that kubelet does not report are not part of the cpuset minimum.
 The request and the cpuset files follow the pod set (recomputed when it changes); the cpusets are read in
 one loop (agent.system.readers).
-Imports: standard library, apis.{constants,pod,qos}, agent.system.{cgroup,podcgroup,readers},
+Imports: standard library, apis.{constants,kubeobjects,pod,qos}, agent.system.{cgroup,podcgroup,readers},
 agent.metriccache.cache, agent.metricsadvisor.framework.
 """
 
@@ -24,6 +24,7 @@ from agent.system import cgroup as cg
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
 from agent.system.readers import decoder, read_bytes, read_files, reader
 from apis.constants import BATCH_CPU
+from apis.kubeobjects import Pod
 from apis.pod import container_requests, containers, init_containers, is_restartable_init_container
 from apis.qos import QoSClass, qos_class_raw
 
@@ -36,7 +37,7 @@ _LABELS = {
 }
 
 
-def be_request_milli(pods: Sequence[Mapping[str, Any]]) -> int:
+def be_request_milli(pods: Sequence[Pod]) -> int:
     """Σ over raw-QoS-BE pods of their containers' (and sidecar init containers') batch-cpu requests."""
     total = 0
     for pod in pods:

@@ -6,7 +6,7 @@ on a CNI bridge that also carries the node IP, so the API server reaches the kub
 
 Needs root. `stop()` deletes the pods through kubelet, stops every process by PID and then undoes
 what the run changed on the host (hoststate.cleanup); `reap_stale` does the same for a crashed run.
-Imports: standard library, koord.localcluster, the kubernetes client (lazily).
+Imports: standard library, apis.kubeobjects, koord.localcluster, the kubernetes client (lazily).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from apis.kubeobjects import Pod
 from koord.localcluster.controlplane import ControlPlane, _tail, free_ports
 from koord.localcluster.hoststate import CGROUP_ROOT, HostSnapshot, cgroup_tops, cleanup, leftovers, snapshot
 from koord.localcluster.image import BUSYBOX_IMAGE, PAUSE_IMAGE, ensure_images
@@ -91,7 +92,7 @@ class LocalNode:
     def log_path(self, name: str) -> Path:
         return self.paths.logs / f"{name}.log"
 
-    def pod_manifest(self, name: str, **kwargs: Any) -> dict[str, Any]:
+    def pod_manifest(self, name: str, **kwargs: Any) -> Pod:
         """busybox_pod() bound to this node unless a schedulerName is given (see podspec)."""
         if kwargs.get("scheduler_name") is None:
             kwargs.setdefault("node_name", self.node_name)
