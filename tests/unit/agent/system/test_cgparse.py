@@ -97,7 +97,7 @@ def test_kv_batch_answers_the_kernel_layout(
     assert misses == 0 and got == tuple(values[order.index(k)] for k in KEYS)
     assert list(got) == _strict_pick(data, KEYS)
     (total,), _ = _cgparse.kv_batch([data], tuple(k.encode() for k in KEYS), 1, 3, True, 7)
-    assert total == 7 * sum(got[1:3])
+    assert total == (7 * sum(got[1:3]) if 7 * sum(got[1:3]) < 2**63 else None)  # (int64 overflow: no answer)
 
 
 @st.composite
