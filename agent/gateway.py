@@ -8,19 +8,21 @@ and creates Events.
 Errors are translated at this boundary into ``GatewayError`` with the object named.
 
 It speaks through ``kube.rest.KubeRest`` (not the full kubernetes client, which alone would cost a third
-of the agent's memory budget). Imports: standard library, kube.{rest,ratelimit,informer}, apis.constants.
+of the agent's memory budget). Its informers are typed with apis.kubeobjects (``Informer[Pod]``, ...).
+Imports: standard library, kube.{rest,ratelimit,informer}, apis.{constants,kubeobjects}.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from urllib3.exceptions import HTTPError
 
 from apis import constants as c
-from kube.informer import Handler, Informer
+from apis.kubeobjects import CustomResource, Node, Pod
+from kube.informer import Informer
 from kube.ratelimit import RateLimiter
 from kube.rest import KubeRest, RestError
 
@@ -34,6 +36,8 @@ NODESLO_PLURAL = "nodeslos"
 STATUS_QPS = 0.1
 STATUS_BURST = 2
 REQUEST_TIMEOUT_SECONDS = 10
+CRHandler = Callable[[CustomResource], None]
+CRUpdateHandler = Callable[[CustomResource, CustomResource], None]
 
 
 class GatewayError(RuntimeError):
@@ -62,7 +66,12 @@ class KubeGateway:
     def _own(self) -> dict[str, Any]:
         return {"field_selector": f"metadata.name={self.node_name}"}
 
-    def pod_informer(self, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
+    def pod_informer(
+        self,
+        on_add: Callable[[Pod], None],
+        on_update: Callable[[Pod, Pod], None],
+        on_delete: Callable[[Pod], None],
+    ) -> Informer[Pod]:
         """Pods bound to this node, in every namespace (field selector ``spec.nodeName``)."""
         return Informer(
             self.rest.list_func("/api/v1/pods"),
@@ -73,7 +82,7 @@ class KubeGateway:
             name="pods",
         )
 
-    def node_informer(self, on_change: Handler) -> Informer:
+    def node_informer(self, on_change: Callable[[Node], None]) -> Informer[Node]:
         return Informer(
             self.rest.list_func("/api/v1/nodes"),
             kwargs=self._own(),
@@ -83,7 +92,9 @@ class KubeGateway:
             name="node",
         )
 
-    def _crd_informer(self, plural: str, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
+    def _crd_informer(
+        self, plural: str, on_add: CRHandler, on_update: CRUpdateHandler, on_delete: CRHandler
+    ) -> Informer[CustomResource]:
         return Informer(
             self.rest.list_func(f"/apis/{c.SLO_GROUP}/{c.SLO_VERSION}/{plural}"),
             kwargs=self._own(),
@@ -94,10 +105,14 @@ class KubeGateway:
             name=plural,
         )
 
-    def nodeslo_informer(self, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
+    def nodeslo_informer(
+        self, on_add: CRHandler, on_update: CRUpdateHandler, on_delete: CRHandler
+    ) -> Informer[CustomResource]:
         return self._crd_informer(NODESLO_PLURAL, on_add, on_update, on_delete)
 
-    def nodemetric_informer(self, on_add: Handler, on_update: Handler, on_delete: Handler) -> Informer:
+    def nodemetric_informer(
+        self, on_add: CRHandler, on_update: CRUpdateHandler, on_delete: CRHandler
+    ) -> Informer[CustomResource]:
         return self._crd_informer(NODEMETRIC_PLURAL, on_add, on_update, on_delete)
 
     # -- writes --------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from agent.qosmanager.evictplan import (
 from agent.qosmanager.evictplan import allocatable_amount as shared_allocatable_amount
 from agent.qosmanager.framework import Decision, Snapshot
 from apis import constants as c
+from apis.kubeobjects import Node, Pod
 from apis.nodeslo import ResourceThresholdStrategy
 from apis.pod import pod_requests
 from apis.qos import (
@@ -147,7 +148,7 @@ def _usage_ok(usage: float, limit: float, s: ResourceThresholdStrategy) -> bool:
 
 
 def satisfaction_release(
-    node: Mapping[str, Any] | None,
+    node: Node | None,
     collect_seconds: float,
     s: Strategy,
     avg: BECPUMetrics | None,
@@ -189,7 +190,7 @@ def satisfaction_release(
     return max(0, min(avg_release, cur_release))
 
 
-def used_release(node: Mapping[str, Any] | None, node_cores: float | None, s: Strategy) -> int:
+def used_release(node: Node | None, node_cores: float | None, s: Strategy) -> int:
     """Milli-cores the CPUEvict task must release (0 = not triggered); thresholds as given."""
     capacity = node_quantity(node, "capacity", c.RESOURCE_CPU, milli=True) or 0
     if s is None or node_cores is None or capacity <= 0:
@@ -203,7 +204,7 @@ def used_release(node: Mapping[str, Any] | None, node_cores: float | None, s: St
     return max(0, go_div(capacity * (usage - lower), 100))
 
 
-def _pod_tier_request(pod: Mapping[str, Any]) -> tuple[PriorityClass, str, int]:
+def _pod_tier_request(pod: Pod) -> tuple[PriorityClass, str, int]:
     cls = priority_class_with_default(pod)
     if cls is PriorityClass.BATCH:
         return cls, c.BATCH_CPU, tier_request(pod, c.BATCH_CPU)
@@ -213,9 +214,7 @@ def _pod_tier_request(pod: Mapping[str, Any]) -> tuple[PriorityClass, str, int]:
     return cls, c.RESOURCE_CPU, 0 if q is None else q.milli_value()
 
 
-def allocatable_release(
-    node: Mapping[str, Any] | None, pods: Sequence[PodMeta], s: Strategy
-) -> dict[str, int]:
+def allocatable_release(node: Node | None, pods: Sequence[PodMeta], s: Strategy) -> dict[str, int]:
     """Per tier resource (only positive entries): batch/mid cpu as their integer values; native ``cpu``
     in milli-cores of upstream's ``NewQuantity(x)`` (x taken as cores: 1000× the computed milli,
     docs/upstream.md D10)."""
@@ -289,7 +288,7 @@ def candidates(feature: str, pods: Sequence[PodMeta], usage: PodUsage, s: Strate
 
 def build_tasks(
     features: Collection[str],
-    node: Mapping[str, Any] | None,
+    node: Node | None,
     node_cores: float | None,
     pods: Sequence[PodMeta],
     usage: PodUsage,

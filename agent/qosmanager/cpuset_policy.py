@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from agent.system.nodeinfo import CpuInfo
 from apis import constants as c
+from apis.kubeobjects import KubeObject, Node, Pod
 from apis.qos import QoSClass, qos_class_raw
 from apis.quantity import Quantity
 
@@ -96,9 +97,9 @@ def _field(obj: Mapping[str, Any], name: str) -> Any:
     return None
 
 
-def reserved_cpus(node: Mapping[str, Any] | None) -> frozenset[int]:
+def reserved_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
     """``reservedCPUs`` of ``node.koordinator.sh/reservation`` (unparsable → empty)."""
-    res = annotation_json(node, c.ANNOTATION_NODE_RESERVATION)
+    res = annotation_json(nrt_or_node, c.ANNOTATION_NODE_RESERVATION)
     text = _field(res, "reservedCPUs") if res is not None else None
     if not isinstance(text, str):
         return frozenset()
@@ -108,7 +109,7 @@ def reserved_cpus(node: Mapping[str, Any] | None) -> frozenset[int]:
         return frozenset()
 
 
-def annotation_reserved_milli(node: Mapping[str, Any] | None) -> int:
+def annotation_reserved_milli(node: Node | None) -> int:
     """The reservation annotation's cpu in milli-cores; ``reservedCPUs`` replaces ``resources.cpu`` by its
     CPU count; an undecodable annotation, quantity or cpuset means no reservation (docs/upstream.md,
     edge case 16)."""
@@ -132,10 +133,10 @@ def annotation_reserved_milli(node: Mapping[str, Any] | None) -> int:
         return 0
 
 
-def system_exclusive_cpus(node: Mapping[str, Any] | None) -> frozenset[int]:
+def system_exclusive_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
     """The ``cpuset`` of ``node.koordinator.sh/system-qos-resource`` when exclusive (``cpusetExclusive``
     unset counts as true, as upstream ``IsCPUSetExclusive``); unparsable → empty."""
-    res = annotation_json(node, c.ANNOTATION_NODE_SYSTEM_QOS_RESOURCE)
+    res = annotation_json(nrt_or_node, c.ANNOTATION_NODE_SYSTEM_QOS_RESOURCE)
     if res is None:
         return frozenset()
     exclusive = _field(res, "cpusetExclusive")
@@ -148,7 +149,7 @@ def system_exclusive_cpus(node: Mapping[str, Any] | None) -> frozenset[int]:
         return frozenset()
 
 
-def pod_cpuset(pod: Mapping[str, Any]) -> frozenset[int]:
+def pod_cpuset(pod: Pod) -> frozenset[int]:
     """The ``cpuset`` of the pod's ``scheduling.koordinator.sh/resource-status`` (unparsable → empty)."""
     status = annotation_json(pod, c.ANNOTATION_RESOURCE_STATUS)
     text = _field(status, "cpuset") if status is not None else None
@@ -160,7 +161,7 @@ def pod_cpuset(pod: Mapping[str, Any]) -> frozenset[int]:
         return frozenset()
 
 
-def pod_has_cpu_allocation(pod: Mapping[str, Any]) -> bool:
+def pod_has_cpu_allocation(pod: Pod) -> bool:
     """The resource-status annotation carries a cpuset or NUMA allocation."""
     status = annotation_json(pod, c.ANNOTATION_RESOURCE_STATUS)
     if status is None:
@@ -168,14 +169,14 @@ def pod_has_cpu_allocation(pod: Mapping[str, Any]) -> bool:
     return bool(pod_cpuset(pod)) or bool(_field(status, "numaNodeResources"))
 
 
-def cpu_manager_policy(nrt_or_node: Mapping[str, Any] | None) -> str:
+def cpu_manager_policy(nrt_or_node: KubeObject | None) -> str:
     """``policy`` of the ``kubelet.koordinator.sh/cpu-manager-policy`` annotation (absent → ``none``)."""
     value = annotation_json(nrt_or_node, c.ANNOTATION_KUBELET_CPU_MANAGER_POLICY)
     policy = _field(value, "policy") if value is not None else None
     return policy if isinstance(policy, str) and policy else "none"
 
 
-def lse_cpus(pods: Iterable[Mapping[str, Any]]) -> frozenset[int]:
+def lse_cpus(pods: Iterable[Pod]) -> frozenset[int]:
     """CPUs in the resource-status cpusets of pods whose raw QoS label is LSE."""
     out: set[int] = set()
     for pod in pods:

@@ -32,6 +32,7 @@ from agent.system.cgroup import CPU_QUOTA, CPUSET_CPUS
 from agent.system.nodeinfo import CpuInfo
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
 from apis.gonum import go_div as _go_div
+from apis.kubeobjects import KubeObject, Node, Pod
 from apis.nodeslo import HostApplicationSpec, ResourceThresholdStrategy
 from apis.qos import KubeQoSClass, QoSClass, kube_qos_class, qos_class_raw
 from apis.quantity import Quantity, QuantityError
@@ -78,14 +79,14 @@ def _quantity(value: Any) -> Quantity:
         return Quantity("0")
 
 
-def _cpu_of(node: Mapping[str, Any] | None, field: str) -> Quantity | None:
+def _cpu_of(node: Node | None, field: str) -> Quantity | None:
     status = (node or {}).get("status")
     res = status.get(field) if isinstance(status, Mapping) else None
     value = res.get("cpu") if isinstance(res, Mapping) else None
     return None if value is None else _quantity(value)
 
 
-def node_reserved_milli(node: Mapping[str, Any] | None) -> int:
+def node_reserved_milli(node: Node | None) -> int:
     """``max(kubeletReserved, annotationReserved).cpu`` in milli-cores (reservedCPUs replaces ``cpu``)."""
     cap = _cpu_of(node, "capacity") or Quantity("0")
     alloc = _cpu_of(node, "allocatable") or Quantity("0")
@@ -94,7 +95,7 @@ def node_reserved_milli(node: Mapping[str, Any] | None) -> int:
     return max(kubelet, annotated)
 
 
-def _is_be(pod: Mapping[str, Any]) -> bool:
+def _is_be(pod: Pod) -> bool:
     return qos_class_raw(pod) is QoSClass.BE or kube_qos_class(pod) is KubeQoSClass.BEST_EFFORT
 
 
@@ -104,9 +105,9 @@ def _host_app_is_be(app: HostApplicationSpec) -> bool:
 
 
 def be_suppress_milli(
-    node: Mapping[str, Any] | None,
+    node: Node | None,
     node_used: float,
-    pods: Sequence[Mapping[str, Any]],
+    pods: Sequence[Pod],
     pod_usage: Mapping[str, float],
     host_apps: Sequence[HostApplicationSpec],
     host_app_usage: Mapping[str, float],
@@ -159,7 +160,7 @@ def adjust_cfs_quota(capacity_cores: int, suppress_milli: int, cur_quota: int) -
 
 
 def full_be_cpuset(
-    processors: Sequence[CpuInfo], annotated: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]]
+    processors: Sequence[CpuInfo], annotated: KubeObject | None, pods: Sequence[Pod]
 ) -> list[int]:
     """All CPUs minus reserved CPUs, exclusive SYSTEM CPUs and LSE pods' cpusets."""
     excluded = reserved_cpus(annotated) | system_exclusive_cpus(annotated) | lse_cpus(pods)
@@ -170,8 +171,8 @@ def suppress_cpuset(
     suppress_milli: int,
     processors: Sequence[CpuInfo],
     current_len: int,
-    annotated: Mapping[str, Any] | None,
-    pods: Sequence[Mapping[str, Any]],
+    annotated: KubeObject | None,
+    pods: Sequence[Pod],
 ) -> list[int] | None:
     """The new BE cpuset in pick order (LSR pool first, then LS); None when both pools are empty."""
     excluded = reserved_cpus(annotated) | system_exclusive_cpus(annotated)
@@ -226,7 +227,8 @@ def _walk(snapshot: Snapshot, be_dir: str) -> list[str]:
     return out
 
 
-def _annotated(snapshot: Snapshot, config: CPUSuppressConfig) -> Mapping[str, Any] | None:
+def _annotated(snapshot: Snapshot, config: CPUSuppressConfig) -> KubeObject | None:
+    """Where the cpuset annotations are read: the NodeResourceTopology's when configured, else the node's."""
     if config.nrt_annotations is not None:
         return {"metadata": {"annotations": dict(config.nrt_annotations)}}
     return snapshot.node
@@ -334,8 +336,8 @@ def _apply_cpuset(
     snapshot: Snapshot,
     be_dir: str,
     milli: int,
-    annotated: Mapping[str, Any] | None,
-    raw_pods: Sequence[Mapping[str, Any]],
+    annotated: KubeObject | None,
+    raw_pods: Sequence[Pod],
     gauges: dict[str, float],
 ) -> None:
     current = snapshot.cgroups.read(CPUSET_CPUS, be_dir)

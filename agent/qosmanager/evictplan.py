@@ -8,7 +8,7 @@ release.
 Also the allocatable tasks' common parts (config check, tier sums, per-pod credit, node quantities), the
 NodeSLO switch (``threshold_strategy``) and the conversion of picks into ``Evict`` actions with the
 cool-down state (``to_decision``, docs/upstream.md D2 guard). Pure, no I/O.
-Imports: standard library, apis.{constants,nodeslo,pod,qos,quantity}, agent.podmeta,
+Imports: standard library, apis.{constants,kubeobjects,nodeslo,pod,qos,quantity}, agent.podmeta,
 agent.resourceexecutor.actions, agent.qosmanager.framework.
 """
 
@@ -19,13 +19,14 @@ import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Final
 
 from agent.podmeta import PodMeta
 from agent.qosmanager.framework import Decision, Snapshot
 from agent.resourceexecutor.actions import Evict
 from apis import constants as c
 from apis.gonum import go_div
+from apis.kubeobjects import Node, Pod
 from apis.nodeslo import ResourceThresholdStrategy
 from apis.pod import (
     PHASE_PENDING,
@@ -85,7 +86,7 @@ MAX_ALLOCATABLE_PRIORITY: Final = 7999
 
 Amounts = Mapping[str, int]
 AmountFn = Callable[[PodMeta], Amounts]
-TierRequest = Callable[[Mapping[str, Any]], tuple[PriorityClass, str, int]]
+TierRequest = Callable[[Pod], tuple[PriorityClass, str, int]]
 """A pod's priority class, the tier resource the allocatable evictor counts for it, and its request."""
 
 
@@ -103,7 +104,7 @@ def allocatable_config_valid(
     )
 
 
-def node_quantity(node: Mapping[str, Any] | None, section: str, name: str, milli: bool = False) -> int | None:
+def node_quantity(node: Node | None, section: str, name: str, milli: bool = False) -> int | None:
     """``status.<section>[name]`` as ``Value()`` (``MilliValue()`` with ``milli``); None when absent."""
     q = resource_list(status(node or {}).get(section), (name,)).get(name)
     if q is None:
@@ -141,7 +142,7 @@ def is_be(pod: PodMeta) -> bool:
     return qos_class_raw(pod.pod) is QoSClass.BE
 
 
-def eviction_allowed(pod: Mapping[str, Any], gate: str) -> bool:
+def eviction_allowed(pod: Pod, gate: str) -> bool:
     """``koordinator.sh/eviction-policy``: absent → allowed; a JSON array of gate names → allowed iff it
     lists ``gate``; unparsable → disallowed."""
     raw = pod_annotations(pod).get(c.ANNOTATION_EVICTION_POLICY)
@@ -158,15 +159,15 @@ def eviction_allowed(pod: Mapping[str, Any], gate: str) -> bool:
     return gate in names
 
 
-def running_or_pending(pod: Mapping[str, Any]) -> bool:
+def running_or_pending(pod: Pod) -> bool:
     return phase(pod) in (PHASE_RUNNING, PHASE_PENDING)
 
 
-def eviction_enabled(pod: Mapping[str, Any]) -> bool:
+def eviction_enabled(pod: Pod) -> bool:
     return pod_labels(pod).get(c.LABEL_POD_EVICTION_ENABLED) == "true"
 
 
-def tier_request(pod: Mapping[str, Any], name: str) -> int:
+def tier_request(pod: Pod, name: str) -> int:
     """Σ of the positive ``name`` requests of the containers and sidecar init containers, as ``Value()``
     (batch/mid cpu are already milli integers)."""
     total = 0

@@ -39,6 +39,7 @@ from agent.qosmanager.evictplan import (
 from agent.qosmanager.evictplan import allocatable_amount as shared_allocatable_amount
 from agent.qosmanager.framework import Decision, Snapshot
 from apis import constants as c
+from apis.kubeobjects import Node, Pod
 from apis.nodeslo import ResourceThresholdStrategy
 from apis.pod import pod_requests
 from apis.qos import (
@@ -118,7 +119,7 @@ def used_release(capacity: int, used: int, s: Strategy) -> int:
     return max(0, go_div(capacity * (usage - lower), 100))
 
 
-def _tier_name(pod: Mapping[str, Any]) -> tuple[PriorityClass, str]:
+def _tier_name(pod: Pod) -> tuple[PriorityClass, str]:
     cls = priority_class_with_default(pod)
     if cls is PriorityClass.BATCH:
         return cls, c.BATCH_MEMORY
@@ -127,7 +128,7 @@ def _tier_name(pod: Mapping[str, Any]) -> tuple[PriorityClass, str]:
     return cls, c.RESOURCE_MEMORY
 
 
-def _pod_tier_request(pod: Mapping[str, Any]) -> tuple[PriorityClass, str, int]:
+def _pod_tier_request(pod: Pod) -> tuple[PriorityClass, str, int]:
     cls, name = _tier_name(pod)
     if name == c.RESOURCE_MEMORY:
         q = pod_requests(pod).get(c.RESOURCE_MEMORY)
@@ -135,9 +136,7 @@ def _pod_tier_request(pod: Mapping[str, Any]) -> tuple[PriorityClass, str, int]:
     return cls, name, tier_request(pod, name)
 
 
-def allocatable_release(
-    node: Mapping[str, Any] | None, pods: Sequence[PodMeta], s: Strategy
-) -> dict[str, int]:
+def allocatable_release(node: Node | None, pods: Sequence[PodMeta], s: Strategy) -> dict[str, int]:
     """Bytes the MemoryAllocatableEvict task must release per tier resource (only positive entries)."""
     if s is None or s.allocatable_evict_priority_threshold is None:
         return {}
@@ -210,7 +209,7 @@ def candidates(feature: str, pods: Sequence[PodMeta], usage: PodUsage, s: Strate
 
 def build_tasks(
     features: Collection[str],
-    node: Mapping[str, Any] | None,
+    node: Node | None,
     node_used: float | None,
     pods: Sequence[PodMeta],
     usage: PodUsage,

@@ -10,13 +10,14 @@ cpuburst,cpuburst_limiter}. Pure apart from its input dict.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from agent.qosmanager import cpuburst, cpuburst_limiter
 from agent.qosmanager.cpuset_policy import select_be_cpuset
 from agent.qosmanager.cpusuppress import adjust_cfs_quota, be_suppress_milli
 from agent.system.nodeinfo import CpuInfo
 from apis.gojson import decode_into
+from apis.kubeobjects import Node, Pod
 from apis.nodeslo import CPUBurstStrategy, HostApplicationSpec, ResourceThresholdStrategy
 from apis.nodeslo_defaults import default_cpu_burst_strategy, default_resource_threshold_strategy
 from apis.quantity import Quantity
@@ -43,6 +44,19 @@ def _list(s: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
     if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
         raise ValueError(f"{key}: expected a list of objects, got {v!r:.80}")
     return v
+
+
+# The scenario's Kubernetes objects: its JSON is their boundary, as the informers are the cluster's.
+def _pod(s: Mapping[str, Any]) -> Pod:
+    return cast(Pod, _obj(s, "pod"))
+
+
+def _pods(s: Mapping[str, Any]) -> list[Pod]:
+    return cast(list[Pod], _list(s, "pods"))
+
+
+def _node(s: Mapping[str, Any]) -> Node:
+    return cast(Node, _obj(s, "node"))
 
 
 def _num(s: Mapping[str, Any], key: str, *, optional: bool = False) -> float | None:
@@ -117,9 +131,9 @@ def _suppress_quantity(s: Mapping[str, Any]) -> dict[str, Any]:
     node_used = _num(s, "nodeCPUUsage")
     assert node_used is not None
     milli, ls_used = be_suppress_milli(
-        _obj(s, "node"),
+        _node(s),
         node_used,
-        _list(s, "pods"),
+        _pods(s),
         _usage_map(s, "podCPUUsage"),
         apps,
         _usage_map(s, "hostApplicationCPUUsage"),
@@ -133,7 +147,7 @@ def _cpuset_selection(s: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _cfs_quota_adjust(s: Mapping[str, Any]) -> dict[str, Any]:
-    node = _obj(s, "node")
+    node = _node(s)
     cap = ((node.get("status") or {}).get("capacity") or {}).get("cpu")
     cores = Quantity.from_json(cap).value() if cap is not None else 0
     cur = _int(s, "currentBECFSQuota")
@@ -143,7 +157,7 @@ def _cfs_quota_adjust(s: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- CPUBurst ---------------------------------------------------------------------------------------
 def _static_burst(s: Mapping[str, Any]) -> dict[str, Any]:
-    pod = _obj(s, "pod")
+    pod = _pod(s)
     cfg = cpuburst.pod_burst_config(pod, _burst_cfg(s.get("cpuBurstConfig"), "cpuBurstConfig"))
     per_container, total = cpuburst.static_burst(pod, cfg)
     return {"containerCPUBurst": per_container, "podCPUBurst": total}
@@ -157,7 +171,7 @@ def _node_state(s: Mapping[str, Any]) -> dict[str, Any]:
         threshold,
         _num(s, "nodeCPUUsage", optional=True),
         len(processors) if processors else None,
-        _list(s, "pods"),
+        _pods(s),
         _usage_map(s, "podCPUUsage"),
     )
     return {"nodeState": state.value}
@@ -182,7 +196,7 @@ def _limiter_allow(s: Mapping[str, Any]) -> dict[str, Any]:
 def _pod_burst_config(s: Mapping[str, Any]) -> dict[str, Any]:
     raw = s.get("nodeCPUBurstConfig")
     node_cfg = None if raw is None else _decode(CPUBurstStrategy(), raw, "nodeCPUBurstConfig")
-    return {"cpuBurstConfig": cpuburst.pod_burst_config(_obj(s, "pod"), node_cfg).to_dict()}
+    return {"cpuBurstConfig": cpuburst.pod_burst_config(_pod(s), node_cfg).to_dict()}
 
 
 OPERATIONS: dict[str, dict[str, Operation]] = {

@@ -3,20 +3,21 @@ JSON out, evaluated with the very functions the memory/CPU evict strategies run 
 ``candidates``, the release helpers and ``evictplan.plan_evictions``). Bad input raises ``ValueError``
 naming the field.
 
-Imports: standard library, apis.nodeslo, agent.podmeta, agent.system.podcgroup,
+Imports: standard library, apis.{kubeobjects,nodeslo}, agent.podmeta, agent.system.podcgroup,
 agent.qosmanager.{evictplan,memoryevict,cpuevict}.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from agent.podmeta import PodMeta, pod_meta
 from agent.qosmanager import cpuevict, memoryevict
 from agent.qosmanager.evictplan import node_quantity, plan_evictions
 from agent.system.podcgroup import CgroupDriver
 from apis import constants as c
+from apis.kubeobjects import Node, Pod
 from apis.nodeslo import ResourceThresholdStrategy
 
 __all__ = ["simulate_cpu", "simulate_memory"]
@@ -42,7 +43,7 @@ def _pods(sc: Mapping[str, Any]) -> list[PodMeta]:
     for i, p in enumerate(pods):
         if not isinstance(p, dict):
             raise ValueError(f"pods[{i}]: expected an object")
-        out.append(pod_meta(p, CgroupDriver.CGROUPFS))
+        out.append(pod_meta(cast(Pod, p), CgroupDriver.CGROUPFS))  # scenario JSON: the boundary
     return out
 
 
@@ -67,11 +68,11 @@ def _usage(sc: Mapping[str, Any], key: str) -> dict[str, float]:
     return out
 
 
-def _node(sc: Mapping[str, Any]) -> Mapping[str, Any]:
+def _node(sc: Mapping[str, Any]) -> Node:
     node = sc.get("node")
     if not isinstance(node, dict):
         raise ValueError(f"node: expected a Node object, got {node!r}")
-    return node
+    return cast(Node, node)  # scenario JSON: the boundary
 
 
 def _features(sc: Mapping[str, Any]) -> list[str]:

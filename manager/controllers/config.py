@@ -24,9 +24,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from apis import constants as c
+from apis.kubeobjects import ConfigMap
 from apis.sloconfig import ConfigKeyError, SLOControllerConfig, parse_slo_controller_config
 from manager.controllerruntime.runtime import Controller
-from manager.gateway import Gateway, Obj
+from manager.gateway import Gateway
 from manager.metrics import ManagerMetrics
 
 __all__ = [
@@ -50,7 +51,7 @@ def event_reason(key: str) -> str:
     return COLOCATION_EVENT_REASON if key == c.COLOCATION_CONFIG_KEY else SLO_EVENT_REASON
 
 
-def _data(cm: Obj | None) -> dict[str, str] | None:
+def _data(cm: ConfigMap | None) -> dict[str, str] | None:
     if cm is None:
         return None
     return {str(k): str(v) for k, v in (cm.get("data") or {}).items()}
@@ -107,10 +108,10 @@ class ConfigController:
 
     # -- events -----------------------------------------------------------------------------------------
 
-    def _on_add(self, obj: Obj) -> None:
+    def _on_add(self, obj: ConfigMap) -> None:
         self.controller.enqueue(self.key)
 
-    def _on_update(self, old: Obj, new: Obj) -> None:
+    def _on_update(self, old: ConfigMap, new: ConfigMap) -> None:
         if (old.get("data") or {}) != (new.get("data") or {}) or self._last_data is _UNLOADED:
             self.controller.enqueue(self.key)
 
@@ -147,7 +148,9 @@ class ConfigController:
                 except Exception:
                     log.exception("slo-controller-config: change callback failed")
 
-    def _report(self, cm: Obj | None, data: Mapping[str, str] | None, errors: list[ConfigKeyError]) -> None:
+    def _report(
+        self, cm: ConfigMap | None, data: Mapping[str, str] | None, errors: list[ConfigKeyError]
+    ) -> None:
         by_key: dict[str, list[ConfigKeyError]] = {}
         for err in errors:
             by_key.setdefault(err.key, []).append(err)

@@ -25,6 +25,7 @@ from typing import Any
 from prometheus_client import Gauge
 
 from apis import constants as c
+from apis.kubeobjects import Node
 from apis.nodemetric import parse_time
 from apis.sloconfig import node_colocation_enabled, node_colocation_strategy
 from manager.controllerruntime.runtime import Controller
@@ -230,7 +231,7 @@ class NodeResourceController:
         if changes:
             self.gateway.patch_node_metadata(name, annotations=changes)
 
-    def _publish(self, name: str, node: Mapping[str, Any]) -> None:
+    def _publish(self, name: str, node: Node) -> None:
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         for resource, unit in RESOURCE_UNITS:
             raw = allocatable.get(resource)

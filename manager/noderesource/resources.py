@@ -24,6 +24,7 @@ from typing import Any, Final, Generic, NamedTuple, TypeVar
 from apis import constants as c
 from apis.gojson import GoStruct, MapKind, jf
 from apis.gojson_kinds import QuantityKind, StrKind
+from apis.kubeobjects import Node, Pod
 from apis.nodemetric import NodeMetric
 from apis.pod import pod_key, pod_requests, resources_key
 from apis.qos import (
@@ -197,15 +198,15 @@ def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return ann if isinstance(ann, Mapping) else {}
 
 
-def node_capacity(node: Mapping[str, Any]) -> Resources:
+def node_capacity(node: Node) -> Resources:
     return resources_of(_status(node).get("capacity"))
 
 
-def node_allocatable(node: Mapping[str, Any]) -> Resources:
+def node_allocatable(node: Node) -> Resources:
     return resources_of(_status(node).get("allocatable"))
 
 
-def kubelet_reserved(node: Mapping[str, Any]) -> Resources:
+def kubelet_reserved(node: Node) -> Resources:
     """``max(capacity − allocatable, 0)`` per resource (a resource missing from allocatable counts 0)."""
     return (node_capacity(node) - node_allocatable(node)).clamp()
 
@@ -239,14 +240,14 @@ def _reservation_of_text(text: str) -> Resources:
     return amount
 
 
-def annotation_reserved(node: Mapping[str, Any]) -> Resources:
+def annotation_reserved(node: Node) -> Resources:
     """The reservation annotation's cpu/memory; ``reservedCPUs`` replaces cpu by its CPU count; an
     undecodable annotation or cpuset means no reservation (docs/upstream.md, edge case 16)."""
     text = annotations_of(node).get(c.ANNOTATION_NODE_RESERVATION)
     return _reservation_of_text(text) if isinstance(text, str) else ZERO
 
 
-def node_reserved(node: Mapping[str, Any]) -> Resources:
+def node_reserved(node: Node) -> Resources:
     """``max(kubelet reserved, annotation reservation)`` per resource."""
     return kubelet_reserved(node).max(annotation_reserved(node))
 
@@ -341,7 +342,7 @@ _REQUEST_MEMO_LIMIT: Final = 4096
 _request_memo: dict[Hashable, tuple[int, int]] = {}
 
 
-def _request_nanos(pod: Mapping[str, Any]) -> tuple[int, int]:
+def _request_nanos(pod: Pod) -> tuple[int, int]:
     """Effective cpu/memory request (``apis.pod.pod_requests``) in nanos, memoised by the pod's
     ``resources_key`` (everything the aggregation reads), so a recurring shape is summed once."""
     key = resources_key(pod, "requests")
@@ -359,7 +360,7 @@ def _request_nanos(pod: Mapping[str, Any]) -> tuple[int, int]:
     return pair
 
 
-def pod_info(pod: Mapping[str, Any]) -> PodInfo:
+def pod_info(pod: Pod) -> PodInfo:
     st = pod.get("status")
     key = pod_key(pod)
     if (type(st) is not dict and not isinstance(st, Mapping)) or st.get("phase") not in ACTIVE_PHASES:
@@ -376,7 +377,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     )
 
 
-PodsInput = Sequence[Mapping[str, Any]] | Sequence[PodInfo]
+PodsInput = Sequence[Pod] | Sequence[PodInfo]
 
 
 def pod_infos(pods: PodsInput) -> Sequence[PodInfo]:

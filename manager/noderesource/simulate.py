@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from apis.gojson import decode_into, overlay
+from apis.kubeobjects import Node, Pod
 from apis.rfc3339 import parse_rfc3339
 from apis.sloconfig import node_colocation_strategy
 from apis.sloconfig_merge import default_colocation_cfg
@@ -35,7 +36,7 @@ def _object(scenario: Mapping[str, Any], key: str, *, optional: bool = False) ->
     return v
 
 
-def strategy_for(config: object, node: Mapping[str, Any]) -> ColocationStrategy:
+def strategy_for(config: object, node: Node) -> ColocationStrategy:
     """``config`` (ColocationStrategy JSON) over the defaults, then merged for ``node``."""
     base = default_colocation_cfg()
     if config is not None:
@@ -61,14 +62,15 @@ def _now(scenario: Mapping[str, Any]) -> datetime:
 def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     """Evaluate one BatchResource scenario (see the module docstring for the result shape)."""
     now = _now(scenario)
-    node = _object(scenario, "node")
-    assert node is not None
+    raw_node = _object(scenario, "node")
+    assert raw_node is not None
+    node = cast(Node, raw_node)  # scenario JSON: the boundary, as the informers are the cluster's
     nodemetric = _object(scenario, "nodeMetric", optional=True)
     pods = scenario.get("pods") or []
     if not isinstance(pods, list) or not all(isinstance(p, dict) for p in pods):
         raise ValueError(f"pods: expected a list of objects, got {pods!r:.80}")
     strategy = strategy_for(scenario.get("config"), node)
-    infos = pod_infos(pods)
+    infos = pod_infos(cast(list[Pod], pods))
     mid = midresource.calculate(strategy, node, infos, nodemetric, now)
     batch = batchresource.calculate(strategy, node, infos, nodemetric, now)
     prepared = prepare_node_status(node, (*mid.items, *batch.items))

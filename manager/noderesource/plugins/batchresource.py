@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from apis import constants as c
+from apis.kubeobjects import Node
 from apis.qos import PriorityClass
 from apis.sloconfig_types import ColocationStrategy
 from manager.noderesource.resources import (
@@ -132,7 +133,7 @@ def classify_pods(pods: PodsInput, nm: Mapping[str, Any] | None) -> tuple[Resour
 
 def calculate(
     strategy: ColocationStrategy,
-    node: Mapping[str, Any],
+    node: Node,
     pods: PodsInput,
     nodemetric: NodeMetricInput,
     now: datetime,
