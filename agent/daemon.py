@@ -59,7 +59,8 @@ SHUTDOWN_JOIN_SECONDS = 10.0
 NODE_RETENTION_SLACK_SECONDS = 300.0
 DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
 REASSERT_INTERVAL_SECONDS = 10.0
-"""How often the executor re-checks every file it wrote, drift counted and rewritten (docs/upstream.md D5)."""
+"""How often the executor re-checks every file it wrote, drift counted and rewritten
+(docs/rules/koordlet.md#re-asserting-written-values)."""
 
 
 class Koordlet:
@@ -293,9 +294,9 @@ class Koordlet:
             log.info("QoS strategies running: %s%s", names, dry)
 
     def _reassert(self, stop: threading.Event) -> None:
-        """Every ``reassert_interval_seconds``, re-check every file the executor wrote (docs/upstream.md D5);
-        a value someone else (the kubelet) changed is counted in ``koordlet_cgroup_drift_total`` and written
-        back."""
+        """Every ``reassert_interval_seconds``, re-check every file the executor wrote; a value someone else
+        (the kubelet) changed is counted in ``koordlet_cgroup_drift_total`` and written back
+        (docs/rules/koordlet.md#re-asserting-written-values)."""
         while not stop.wait(self.reassert_interval_seconds):
             results = self.executor.reassert()
             drifted = [r.path for r in results if r.drift]

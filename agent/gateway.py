@@ -141,7 +141,7 @@ class KubeGateway:
         except (HTTPError, OSError) as e:
             raise GatewayError(f"nodemetrics/{self.node_name}: status update failed: {e}") from e
 
-    # -- eviction and events (docs/rules/koordlet.md, "How a pod is evicted"; docs/upstream.md D2) ------
+    # -- eviction and events (docs/rules/koordlet.md#how-a-pod-is-evicted) -----------------------------------
     def eviction_api_version(self) -> str:
         """``policy/v1`` when the server serves it (GET /apis/policy/v1), else ``policy/v1beta1``."""
         try:

@@ -2,12 +2,13 @@
 windows, the sample-count rule), CPUAllocatableEvict and CPUEvict (in that order), executed by
 ``evictplan.plan_evictions``; 20 s cool-down, counted from the koordlet start (the first ``decide`` with
 no state) and from every round that evicted. The BE task only ever lists raw-QoS-BE pods
-(docs/upstream.md D2). The allocatable task keeps upstream's quirks (native ``cpu`` target in
-cores-as-milli, never credited; docs/upstream.md D10).
+(docs/rules/koordlet.md#be-evictors-evict-only-be-pods). The allocatable task keeps upstream's quirks
+(native ``cpu`` target in cores-as-milli, never credited;
+docs/rules/koordlet.md#allocatable-evictors-keep-upstreams-behaviour).
 
 ``decide`` is pure; ``build_tasks`` and the per-gate helpers are what ``koord simulate`` runs. The BE
 sample-count rule needs a metric view with ``count`` (``SampleCounter``); without one BECPUEvict stays
-idle (docs/upstream.md D7: act on fresh, sufficient samples only).
+idle (act on fresh, sufficient samples only: docs/rules/koordlet.md#freshness-rule).
 Imports: standard library, apis.*, agent.podmeta, agent.qosmanager.{framework,evictplan}.
 """
 
@@ -217,7 +218,7 @@ def _pod_tier_request(pod: Pod) -> tuple[PriorityClass, str, int]:
 def allocatable_release(node: Node | None, pods: Sequence[PodMeta], s: Strategy) -> dict[str, int]:
     """Per tier resource (only positive entries): batch/mid cpu as their integer values; native ``cpu``
     in milli-cores of upstream's ``NewQuantity(x)`` (x taken as cores: 1000× the computed milli,
-    docs/upstream.md D10)."""
+    docs/rules/koordlet.md#allocatable-evictors-keep-upstreams-behaviour)."""
     if s is None or s.allocatable_evict_priority_threshold is None:
         return {}
     thr = s.cpu_allocatable_evict_threshold_percent or 0

@@ -39,7 +39,7 @@ _GO_ATOI: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 def parse_cpuset_go(text: str) -> frozenset[int]:
     """Kubernetes ``cpuset.Parse``: ``""`` is empty, ``A-B`` with ``A > B`` is empty, ids above 4096 and
-    malformed elements raise ``ValueError`` (docs/upstream.md, edge case 16)."""
+    malformed elements raise ``ValueError`` (docs/rules/manager.md#the-node-reservation-annotation)."""
     if text == "":
         return frozenset()
     cpus: set[int] = set()
@@ -111,8 +111,8 @@ def reserved_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
 
 def annotation_reserved_milli(node: Node | None) -> int:
     """The reservation annotation's cpu in milli-cores; ``reservedCPUs`` replaces ``resources.cpu`` by its
-    CPU count; an undecodable annotation, quantity or cpuset means no reservation (docs/upstream.md,
-    edge case 16)."""
+    CPU count; an undecodable annotation, quantity or cpuset means no reservation
+    (docs/rules/manager.md#the-node-reservation-annotation)."""
     res = annotation_json(node, c.ANNOTATION_NODE_RESERVATION)
     if res is None:
         return 0

@@ -309,7 +309,7 @@ def _recover_quota(w: _Writes, be_dir: str, st: CPUSuppressState) -> CPUSuppress
 
 
 def _recover_cpuset(w: _Writes, snapshot: Snapshot, be_dir: str, full: Sequence[int]) -> None:
-    if not full:  # never write an empty cpuset (docs/upstream.md D5); no NodeCPUInfo → nothing to recover to
+    if not full:  # docs/rules/koordlet.md#never-an-empty-cpuset: no NodeCPUInfo → nothing to recover to
         return
     value = format_cpuset(full)
     for d in _walk(snapshot, be_dir):

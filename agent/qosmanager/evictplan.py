@@ -7,7 +7,8 @@ release.
 
 Also the allocatable tasks' common parts (config check, tier sums, per-pod credit, node quantities), the
 NodeSLO switch (``threshold_strategy``) and the conversion of picks into ``Evict`` actions with the
-cool-down state (``to_decision``, docs/upstream.md D2 guard). Pure, no I/O.
+cool-down state (``to_decision``, with the guard of docs/rules/koordlet.md#be-evictors-evict-only-be-pods).
+Pure, no I/O.
 Imports: standard library, apis.{constants,kubeobjects,nodeslo,pod,qos,quantity}, agent.podmeta,
 agent.resourceexecutor.actions, agent.qosmanager.framework.
 """
@@ -138,7 +139,7 @@ def allocatable_amount(release: Mapping[str, int], tier: TierRequest) -> AmountF
 
 def is_be(pod: PodMeta) -> bool:
     """The raw ``koordinator.sh/qosClass`` label is exactly ``BE`` (the BE evictors' selector,
-    docs/upstream.md D2)."""
+    docs/rules/koordlet.md#be-evictors-evict-only-be-pods)."""
     return qos_class_raw(pod.pod) is QoSClass.BE
 
 
@@ -320,7 +321,8 @@ def to_decision(
     for pick in plan_evictions(tasks, already_evicted):
         if pick.pending:
             continue
-        if pick.task.gate == be_gate and not is_be(pick.pod):  # docs/upstream.md D2, whatever the input
+        # docs/rules/koordlet.md#be-evictors-evict-only-be-pods, whatever the input
+        if pick.task.gate == be_gate and not is_be(pick.pod):
             continue
         actions.append(
             Evict(

@@ -1,8 +1,8 @@
 """Memory eviction (docs/rules/koordlet.md): the tasks of gates BEMemoryEvict, MemoryAllocatableEvict and
 MemoryEvict (in that order), each with its config check, trigger, release and sorted candidates,
 executed by ``evictplan.plan_evictions``; a 4 s cool-down after a round that evicted. The BE task only
-ever lists pods whose raw QoS label is BE (docs/upstream.md D2). MemoryEvict credits released memory in
-bytes (docs/upstream.md D4).
+ever lists pods whose raw QoS label is BE (docs/rules/koordlet.md#be-evictors-evict-only-be-pods). MemoryEvict
+credits released memory in bytes (docs/rules/koordlet.md#released-memory-is-counted-in-bytes).
 
 ``decide`` is pure; ``build_tasks`` and the per-gate helpers are what ``koord simulate`` runs.
 Imports: standard library, apis.*, agent.podmeta, agent.qosmanager.{framework,evictplan}.
@@ -241,7 +241,8 @@ def build_tasks(
 
 def _used_amount(usage: PodUsage) -> Any:
     def amount(pod: PodMeta) -> dict[str, int]:
-        return {c.RESOURCE_MEMORY: _used(usage, pod)}  # bytes (docs/upstream.md D4: not ×1000)
+        # bytes, not ×1000 (docs/rules/koordlet.md#released-memory-is-counted-in-bytes)
+        return {c.RESOURCE_MEMORY: _used(usage, pod)}
 
     return amount
 

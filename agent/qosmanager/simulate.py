@@ -1,4 +1,4 @@
-"""``koord simulate`` adapters for the koordlet QoS-manager kinds (SCENARIOS.md): each kind maps its
+"""``koord simulate`` adapters for the koordlet QoS-manager kinds (docs/simulate.md): each kind maps its
 ``operation`` to a function ``(scenario) -> result dict`` that decodes the inputs and calls the same pure
 code the strategies run. To add a kind, write its operation table and a ``simulate_<kind>`` entry and
 register it in ``koord/simulate.py`` KINDS.

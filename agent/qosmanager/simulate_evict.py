@@ -1,4 +1,4 @@
-"""``koord simulate`` kinds ``MemoryEvict`` and ``CPUEvict`` (SCENARIOS.md): scenario JSON in, result
+"""``koord simulate`` kinds ``MemoryEvict`` and ``CPUEvict`` (docs/simulate.md): scenario JSON in, result
 JSON out, evaluated with the very functions the memory/CPU evict strategies run (``build_tasks``,
 ``candidates``, the release helpers and ``evictplan.plan_evictions``). Bad input raises ``ValueError``
 naming the field.

@@ -1,4 +1,4 @@
-"""Pushes the koordlet's reports to koord-manager's MetricHub over gRPC (docs/upstream.md D6).
+"""Pushes the koordlet's reports to the MetricHub (docs/rules/koordlet.md#pushing-reports-to-the-metrichub).
 
 Each push is one short ``Report`` stream carrying one report, over one long-lived channel, so every
 report gets its own acknowledgement and a failure is known at once. While the hub is unreachable only the

@@ -1,6 +1,6 @@
 """The slo-controller-config cache (docs/configuration.md#node-overrides-and-merge-rules,
-docs/upstream.md D9): watches the one ConfigMap, parses every key with ``apis.sloconfig``
-(keep-last-good per key) and tells subscribers when the cached config changed.
+docs/rules/manager.md#a-bad-configmap-key-never-stops-the-manager): watches the one ConfigMap, parses every
+key with ``apis.sloconfig`` (keep-last-good per key) and tells subscribers when the cached config changed.
 
 Only Create and Update (with changed ``data``) count; Delete is ignored, so the cache survives a
 deleted ConfigMap. A rejected key (not decodable) raises a Warning Event on the ConfigMap naming the key

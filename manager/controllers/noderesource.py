@@ -3,7 +3,8 @@ status.
 
 Per node: colocation disabled → batch/mid removed; else the pure plugins (manager.noderesource) compute
 mid then batch from the node, its pods and its NodeMetric — the fresher of the CR and the MetricHub's
-latest report (docs/upstream.md D6). The node is written only when the result moved by more than
+latest report (docs/rules/manager.md#the-fresher-of-hub-and-cr). The node is written only when the result
+moved by more than
 ``resourceDiffThreshold`` or appeared/vanished, or the last write is older than
 ``updateTimeThresholdSeconds`` (the key is requeued after that long so the forced sync happens). When it
 writes, the formula's terms go into the ``*-resource-explain`` annotations, so an operator sees why the
@@ -191,8 +192,8 @@ class NodeResourceController:
             last = self._last_update.get(name)
         now_mono = self._monotonic()
         forced = last is None or now_mono - last >= period
-        # docs/upstream.md D6: the hub may bring a fresh report without any NodeMetric event, so a degraded
-        # node is looked at again soon instead of after the whole update period.
+        # docs/rules/manager.md#degrade: the hub may bring a fresh report without any NodeMetric event, so a
+        # degraded node is looked at again soon instead of after the whole update period.
         retry = period
         if self._hub_lookup is not None and any(r.reason in DEGRADE_REASONS for r in results):
             retry = min(period, DEGRADED_RETRY_SECONDS)

@@ -1,6 +1,6 @@
-"""Shared pieces of the NodeResource plugins (docs/rules/manager.md, "Batch resource formula" and "Mid
-resources"; docs/upstream.md, edge cases 12–18): exact cpu/memory amounts, the node's capacity and
-reservations, NodeMetric reads, the degrade rule, the result types.
+"""Shared pieces of the NodeResource plugins (docs/rules/manager.md#batch-resource-formula,
+docs/rules/manager.md#mid-resources, docs/rules/manager.md#edge-cases-kept-from-upstream): exact cpu/memory
+amounts, the node's capacity and reservations, NodeMetric reads, the degrade rule, the result types.
 
 Amounts are exact integers in **nano units** (1e-9 core, 1e-9 byte): every parsed quantity is a whole
 number of nanos (Go rounds to nano on parse), so sums and differences are exact like Go's
@@ -180,8 +180,8 @@ def reset_result(names: tuple[str, ...], message: str, reason: str) -> Calculate
 
 # --- strategy ----------------------------------------------------------------------------------------
 def setting(strategy: ColocationStrategy, attr: str) -> Any:
-    """A strategy field, or ``DefaultColocationStrategy``'s when unset (docs/upstream.md, edge case
-    12)."""
+    """A strategy field, or ``DefaultColocationStrategy``'s when unset
+    (docs/rules/manager.md#missing-strategy-fields-take-the-default-strategys-values)."""
     v = getattr(strategy, attr)
     return getattr(DEFAULT_STRATEGY, attr) if v is None else v
 
@@ -242,7 +242,8 @@ def _reservation_of_text(text: str) -> Resources:
 
 def annotation_reserved(node: Node) -> Resources:
     """The reservation annotation's cpu/memory; ``reservedCPUs`` replaces cpu by its CPU count; an
-    undecodable annotation or cpuset means no reservation (docs/upstream.md, edge case 16)."""
+    undecodable annotation or cpuset means no reservation
+    (docs/rules/manager.md#the-node-reservation-annotation)."""
     text = annotations_of(node).get(c.ANNOTATION_NODE_RESERVATION)
     return _reservation_of_text(text) if isinstance(text, str) else ZERO
 
@@ -280,7 +281,7 @@ def usage_of(resource_map: object) -> Resources:
 
 def is_degraded(nm: Mapping[str, Any] | None, now: datetime, degrade_minutes: int) -> bool:
     """No NodeMetric, no (or an unreadable) ``status.updateTime``, or ``now`` strictly after
-    ``updateTime + degradeTimeMinutes`` (docs/upstream.md, edge case 13)."""
+    ``updateTime + degradeTimeMinutes`` (docs/rules/manager.md#degrade)."""
     raw = metric_status(nm).get("updateTime")
     if raw is None:
         return True

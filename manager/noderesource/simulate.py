@@ -1,8 +1,8 @@
-"""``koord simulate`` for kind ``BatchResource`` (SCENARIOS.md): the scenario's ``config`` overlaid on
+"""``koord simulate`` for kind ``BatchResource`` (docs/simulate.md): the scenario's ``config`` overlaid on
 ``DefaultColocationStrategy`` and merged for the node (annotation/labels, as the controller does), then
 the MidResource and BatchResource plugins and Prepare, exactly as the NodeResource controller runs them
-(``enable`` is the controller's switch, not an input: it is ignored here; docs/upstream.md, edge case
-12).
+(``enable`` is the controller's switch, not an input: it is ignored here;
+docs/rules/manager.md#missing-strategy-fields-take-the-default-strategys-values).
 
 Result: ``kubernetes.io/batch-cpu`` / ``kubernetes.io/batch-memory`` (and ``kubernetes.io/mid-cpu`` /
 ``kubernetes.io/mid-memory``) as the integers written to the node's allocatable, ``null`` when reset;

@@ -1,6 +1,6 @@
-"""BatchResource plugin (docs/rules/manager.md#batch-resource-formula; docs/upstream.md, edge cases
-12–18 and D3): how much ``kubernetes.io/batch-cpu`` (integer milli-cores) and
-``kubernetes.io/batch-memory`` (bytes) a node can lend to batch pods.
+"""BatchResource plugin (docs/rules/manager.md#batch-resource-formula,
+docs/rules/manager.md#edge-cases-kept-from-upstream): how much ``kubernetes.io/batch-cpu`` (integer
+milli-cores) and ``kubernetes.io/batch-memory`` (bytes) a node can lend to batch pods.
 
 ``calculate`` is pure: the merged node strategy, the Node, its pods and its NodeMetric (JSON dicts) and
 the instant ``now`` in, a ``CalculateResult[BatchTerms]`` out carrying every term of the formula, so the
@@ -92,10 +92,10 @@ def reserve_ratio(reclaim_threshold_percent: int) -> float:
 def classify_pods(pods: PodsInput, nm: Mapping[str, Any] | None) -> tuple[Resources, Resources, Resources]:
     """(HPRequest, HPUsed, HPMaxUsedReq) over the node's pods and the NodeMetric's pod entries.
 
-    Pods not Running/Pending are skipped (their metrics stay dangling); batch/free pods are LP and
-    ignored; an HP pod without a metric counts its request as used **and** in HPMaxUsedReq
-    (docs/upstream.md D3); an LSE pod counts its cpu request instead of its cpu usage; dangling HP metrics
-    count their usage."""
+    Pods not Running/Pending are skipped (their metrics stay dangling); batch/free pods are LP and ignored; an
+    HP pod without a metric counts its request as used **and** in HPMaxUsedReq
+    (docs/rules/manager.md#a-pod-without-a-metric-counts-its-request); an LSE pod counts its cpu request
+    instead of its cpu usage; dangling HP metrics count their usage."""
     metrics = PodMetrics.of(nm).by_key
     dangling = dict(metrics)
     rc = rm = uc = um = xc = xm = 0
@@ -113,7 +113,9 @@ def classify_pods(pods: PodsInput, nm: Mapping[str, Any] | None) -> tuple[Resour
         if metric is None:
             uc += qc
             um += qm
-            xc += qc  # the request counts at node level too (docs/upstream.md D3; upstream adds nothing)
+            # the request counts at node level too
+            # (docs/rules/manager.md#a-pod-without-a-metric-counts-its-request)
+            xc += qc
             xm += qm
             continue
         usage = usage_of(metric.get("podUsage"))
@@ -163,7 +165,7 @@ def calculate(
     by_max = (capacity - safety - system_or_reserved - hp_max).clamp()
 
     # a cpu `request` policy is unsupported upstream and falls back to usage
-    # (docs/upstream.md, edge case 15)
+    # (docs/rules/manager.md#cpucalculatepolicy-request-behaves-as-usage)
     cpu_policy = POLICY_USAGE
     if strategy.cpu_calculate_policy == POLICY_MAX_USAGE_REQUEST:
         cpu_policy = POLICY_MAX_USAGE_REQUEST
