@@ -8,8 +8,8 @@ oracles schedules exactly as the production profile should.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from apis.kubeobjects import Pod
 from apis.nodemetric import NodeMetric
 from apis.pod import is_daemonset_pod
 from apis.qos import PriorityClass
@@ -136,11 +136,11 @@ class LoadAwareOracle:
     def name(self) -> str:
         return NAME
 
-    def incoming(self, pod: dict[str, Any]) -> IncomingPod:
+    def incoming(self, pod: Pod) -> IncomingPod:
         estimate, priority_class = self.plugin.estimator.facts(pod)
         return IncomingPod(estimate, priority_class is PriorityClass.PROD, is_daemonset_pod(pod))
 
-    def filter(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, i: int) -> Status:
+    def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
         p, info = self.plugin, snapshot.infos[i]
         return filter_node(
             p.args,
@@ -153,7 +153,7 @@ class LoadAwareOracle:
             state.now,
         )
 
-    def score(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, i: int) -> tuple[int, Status]:
+    def score(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> tuple[int, Status]:
         p, info = self.plugin, snapshot.infos[i]
         value = score_node(
             p.args,
@@ -173,17 +173,17 @@ class LoadAwareOracle:
     def on_node_metric(self, name: str, nm: NodeMetric | None) -> None:
         self.plugin.on_node_metric(name, nm)
 
-    def on_pod_add(self, pod: dict[str, Any]) -> None:
+    def on_pod_add(self, pod: Pod) -> None:
         self.plugin.on_pod_add(pod)
 
-    def on_pod_update(self, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+    def on_pod_update(self, old: Pod | None, new: Pod) -> None:
         self.plugin.on_pod_update(old, new)
 
-    def on_pod_delete(self, pod: dict[str, Any]) -> None:
+    def on_pod_delete(self, pod: Pod) -> None:
         self.plugin.on_pod_delete(pod)
 
-    def reserve(self, state: CycleState, pod: dict[str, Any], node_name: str) -> Status:
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         return self.plugin.reserve(state, pod, node_name)
 
-    def unreserve(self, state: CycleState, pod: dict[str, Any], node_name: str) -> None:
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         self.plugin.unreserve(state, pod, node_name)

@@ -10,18 +10,14 @@ nodemetric_cache, usage).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from apis import constants as c
+from apis.kubeobjects import Pod
 from apis.pod import is_terminated, metadata, pod_annotations, pod_key, spec, status
 from apis.qos import PriorityClass
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.estimator import Estimator, assign_timestamp
 from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
 from scheduler.plugins.loadaware.usage import NodeSums, PodEntry, node_sums
-
-Pod = Mapping[str, Any]
 
 
 def pod_id(pod: Pod) -> str:

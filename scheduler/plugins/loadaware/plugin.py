@@ -19,6 +19,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from apis.kubeobjects import Pod
 from apis.nodemetric import NodeMetric
 from apis.pod import is_daemonset_pod
 from apis.qos import PriorityClass
@@ -40,7 +41,6 @@ from scheduler.plugins.loadaware.usage import (
     IncomingPod,
 )
 
-Pod = dict[str, Any]
 STATE_KEY: Final = f"{NAME}/preFilter"
 RESULTS_KEY: Final = f"{NAME}/results"
 

@@ -10,10 +10,11 @@ scheduler.plugins.loadaware.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 
+from apis.kubeobjects import Pod
 from apis.nodemetric import NodeMetric
 from apis.rfc3339 import parse_rfc3339
 from scheduler.framework.cycle_state import CycleState
@@ -39,7 +40,7 @@ def _now(scenario: Mapping[str, Any]) -> float:
         raise ValueError(f"now={scenario.get('now')!r}: {e}") from None
 
 
-def prepare(scenario: dict[str, Any]) -> tuple[LoadAwareScheduling, Snapshot, CycleState, dict[str, Any]]:
+def prepare(scenario: dict[str, Any]) -> tuple[LoadAwareScheduling, Snapshot, CycleState, Pod]:
     """The plugin fed with the scenario's objects, its snapshot, the cycle state and the incoming pod."""
     now = _now(scenario)
     plugin = LoadAwareScheduling(scenario.get("args"), clock=lambda: now)
@@ -52,7 +53,8 @@ def prepare(scenario: dict[str, Any]) -> tuple[LoadAwareScheduling, Snapshot, Cy
         nm = NodeMetric.from_dict(raw, f"nodeMetrics[{i}]")
         plugin.on_node_metric(nm.name, nm)
     state = CycleState(now)
-    for assigned in _list(scenario, "pods"):
+    for raw_pod in _list(scenario, "pods"):
+        assigned = cast(Pod, raw_pod)  # scenario JSON enters here
         annotations = (assigned.get("metadata") or {}).get("annotations") or {}
         if annotations.get(ANNOTATION_ASSUMED) == "true":
             plugin.reserve(state, assigned, str((assigned.get("spec") or {}).get("nodeName") or ""))
@@ -61,7 +63,7 @@ def prepare(scenario: dict[str, Any]) -> tuple[LoadAwareScheduling, Snapshot, Cy
     incoming = scenario.get("pod")
     if not isinstance(incoming, dict):
         raise ValueError(f"pod: expected an object, got {incoming!r:.80}")
-    return plugin, snapshot, state, incoming
+    return plugin, snapshot, state, cast(Pod, incoming)
 
 
 def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
