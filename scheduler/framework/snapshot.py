@@ -131,8 +131,7 @@ class NodeColumn:
 
 class Snapshot:
     """Columnar view of the nodes for scheduling cycles. `layout` changes whenever rows or columns
-    change (plugins that keep arrays aligned to the rows re-align then); `generation[i]` is the
-    NodeInfo generation row i was last copied at."""
+    change; the views registered with `view` follow every change themselves."""
 
     def __init__(self, infos: Iterable[NodeInfo] = (), resources: Iterable[str] = BASE_RESOURCES) -> None:
         self.layout = 0
@@ -144,7 +143,6 @@ class Snapshot:
         self.allocatable: I64 = np.zeros((0, 0), np.int64)
         self.requested: I64 = np.zeros((0, 0), np.int64)
         self.pod_count: I64 = np.zeros(0, np.int64)
-        self.generation: I64 = np.zeros(0, np.int64)
         self.nodes: list[Node] = []  # the Node object each row was last copied from
         self._views: dict[Hashable, RowView] = {}
         self.rebuild(list(infos), resources)
@@ -182,7 +180,6 @@ class Snapshot:
         self.allocatable = np.zeros((n, r), np.int64)
         self.requested = np.zeros((n, r), np.int64)
         self.pod_count = np.zeros(n, np.int64)
-        self.generation = np.zeros(n, np.int64)
         self.nodes = [info.node for info in self.infos]
         for i in range(n):
             self._copy_row(i)
@@ -202,7 +199,6 @@ class Snapshot:
             rrow[col[r]] = v
         self.pod_count[i] = len(info.pods)
         self.nodes[i] = info.node
-        self.generation[i] = info.generation
 
     def refresh(self, changed: Iterable[NodeInfo]) -> None:
         """Re-copies the rows of changed NodeInfos already in the snapshot (same node set). A resource

@@ -95,7 +95,6 @@ def nonzero_requested(info: NodeInfo) -> tuple[int, int]:
     return cpu, mem
 
 
-WEIGHTS: Final = np.array([w for _, w in SCORE_WEIGHTS], np.int64)
 WEIGHT_SUM: Final = sum(w for _, w in SCORE_WEIGHTS)
 
 
@@ -129,29 +128,29 @@ class FitRows:
         self.nonzero: IntArray = np.zeros((len(SCORE_WEIGHTS), 0), np.int64)
 
     def rebuild(self, snapshot: Snapshot) -> None:
-        alloc = snapshot.allocatable
-        self.free = (alloc - snapshot.requested).T.copy()
-        pods = snapshot.col.get("pods")
-        self.too_many = snapshot.pod_count + 1 > (alloc[:, pods] if pods is not None else 0)
-        cols = [snapshot.col.get(r) for r, _ in SCORE_WEIGHTS]
-        self.capacity = np.array(
-            [alloc[:, j] if j is not None else np.zeros(snapshot.n, np.int64) for j in cols]
-        )
-        self.capacity = self.capacity.reshape(len(SCORE_WEIGHTS), snapshot.n)
-        nonzero = [nonzero_requested(info) for info in snapshot.infos]
-        self.nonzero = np.array(nonzero, np.int64).reshape(snapshot.n, len(SCORE_WEIGHTS)).T.copy()
-        self.scores = RowResults(snapshot.n)
+        n, k = snapshot.n, len(SCORE_WEIGHTS)
+        self.free = np.zeros((len(snapshot.resources), n), np.int64)
+        self.too_many = np.zeros(n, np.bool_)
+        self.capacity, self.nonzero = np.zeros((k, n), np.int64), np.zeros((k, n), np.int64)
+        self._derive(snapshot, range(n))
+        self.scores = RowResults(n)
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
-        """The same values as ``rebuild`` for ``rows`` only (one row in a scheduling cycle)."""
-        alloc, pods = snapshot.allocatable, snapshot.col.get("pods")
-        cols = [snapshot.col.get(r) for r, _ in SCORE_WEIGHTS]
-        for i in rows:
-            self.free[:, i] = alloc[i] - snapshot.requested[i]
-            self.too_many[i] = snapshot.pod_count[i] + 1 > (alloc[i, pods] if pods is not None else 0)
-            self.capacity[:, i] = [int(alloc[i, j]) if j is not None else 0 for j in cols]
-            self.nonzero[:, i] = nonzero_requested(snapshot.infos[i])
+        self._derive(snapshot, rows)
         self.scores.changed(rows)
+
+    def _derive(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        """The rows' values from the snapshot's (one row in a scheduling cycle, every row on rebuild)."""
+        at = np.asarray(rows, np.intp)
+        alloc = snapshot.allocatable[at]
+        self.free[:, at] = (alloc - snapshot.requested[at]).T
+        pods = snapshot.col.get("pods")
+        self.too_many[at] = snapshot.pod_count[at] + 1 > (alloc[:, pods] if pods is not None else 0)
+        for k, (r, _) in enumerate(SCORE_WEIGHTS):
+            j = snapshot.col.get(r)
+            self.capacity[k, at] = alloc[:, j] if j is not None else 0
+        nonzero = [nonzero_requested(snapshot.infos[i]) for i in rows]
+        self.nonzero[:, at] = np.array(nonzero, np.int64).reshape(len(at), len(SCORE_WEIGHTS)).T
 
     def least_allocated(self, pod: tuple[int, int]) -> IntArray:
         """The scores of every row for a pod of non-zero requests ``pod`` (kept: callers copy)."""

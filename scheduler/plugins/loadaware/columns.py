@@ -191,7 +191,7 @@ class LoadRows:
             ("", 0) if agg is None else (agg.score_aggregation_type, agg.score_aggregated_duration)
         )
         self.names: list[str] = []
-        self.results = RowResults(0)  # the rules' results per estimate (``columns`` users' keys)
+        self.results = RowResults(0)  # the plugin's rule results per estimate, patched on ``_set``
         self.rows: list[Row] = []
         self.block = Block([], len(self.resources), np.int64)
         self.big: list[int] = []
@@ -249,13 +249,11 @@ class LoadRows:
         self.results = RowResults(len(self.rows))
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
-        """Rows the snapshot re-copied: only a replaced node dict matters here (the assigned pods the
-        rows depend on are the assign cache's, whose changes come through ``refresh_names``)."""
+        """Rows whose Node object was replaced (``reads_pods`` is false: the assigned pods the rows
+        depend on are the assign cache's, whose changes come through ``refresh_names``)."""
         infos = snapshot.infos
         for i in rows:
-            known = self._static[i]
-            if known is None or known[0] is not infos[i].node:
-                self._set(i, self._row(i, infos[i].name, infos[i].node))
+            self._set(i, self._row(i, infos[i].name, infos[i].node))
 
     def refresh_names(self, snapshot: Snapshot, names: Iterable[str]) -> None:
         """Rows of nodes whose metric or assigned pods changed (names not in the snapshot are skipped)."""

@@ -176,7 +176,8 @@ def test_generation_stamped_on_changed_node(cache: SchedulerCache) -> None:
     assert cache.generation == g + 1
     snap = Snapshot()
     cache.update_snapshot(snap)
-    assert snap.generation[snap.index["n2"]] == g + 1 and snap.generation[snap.index["n1"]] < g + 1
+    gens = {info.name: info.generation for info in snap.infos}
+    assert gens["n2"] == g + 1 and gens["n1"] < g + 1
 
 
 # --- snapshot ------------------------------------------------------------------------------------------
@@ -198,7 +199,7 @@ def assert_matches_scratch(cache: SchedulerCache, snap: Snapshot) -> None:
     assert snap.names == scratch.names
     assert rows(snap) == rows(scratch)
     for i, info in enumerate(snap.infos):
-        assert snap.generation[i] == info.generation
+        assert snap.nodes[i] is info.node  # the Node object the row was copied from
 
 
 NODES = [f"n{i}" for i in range(5)]

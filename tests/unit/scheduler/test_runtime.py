@@ -228,4 +228,4 @@ def test_snapshot_refresh_with_a_new_resource_keeps_every_changed_row() -> None:
     assert "example.com/gpu" in snap.col
     assert snap.allocatable[snap.index["a"], snap.col["cpu"]] == 16000
     assert snap.allocatable[snap.index["b"], snap.col["example.com/gpu"]] == 2
-    assert snap.generation.tolist() == [5, 6]
+    assert [info.generation for info in snap.infos] == [5, 6]
