@@ -60,13 +60,18 @@ class Row:
     exact: bool = True  # every value fits the int64 block (see ``make_row``)
 
 
+def within_exact(values: Iterable[int]) -> bool:
+    """Every value fits the int64 block exactly (magnitude at most ``EXACT_LIMIT``)."""
+    return all(-EXACT_LIMIT <= v <= EXACT_LIMIT for v in values)
+
+
 def make_row(*fields: Any) -> Row:
     """A Row with ``exact`` set: every value within ``EXACT_LIMIT`` and no negative capacity (which no
     sane node reports; it could make Score's weighted sums overflow)."""
     x = Row(*fields)
     values = (*x.capacity, *x.score_usage, *x.prod_usage, *x.thresholds2[0], *x.thresholds2[1])
     values += (*x.existing2[0], *x.existing2[1])
-    if all(v >= 0 for v in x.capacity) and all(-EXACT_LIMIT <= v <= EXACT_LIMIT for v in values):
+    if all(v >= 0 for v in x.capacity) and within_exact(values):
         return x
     return dataclasses.replace(x, exact=False)
 

@@ -30,7 +30,7 @@ from scheduler.framework.status import Status
 from scheduler.plugins.loadaware import rules
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.assign_cache import AssignCache
-from scheduler.plugins.loadaware.columns import EXACT_LIMIT, Block, LoadRows
+from scheduler.plugins.loadaware.columns import Block, LoadRows, within_exact
 from scheduler.plugins.loadaware.estimator import Estimator
 from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
 from scheduler.plugins.loadaware.usage import (
@@ -184,7 +184,7 @@ def _per_block(view: LoadRows, key: Hashable, estimate: tuple[int, ...], rule: C
     """A fresh array of ``rule`` over every row (its last axis): the int64 block's result kept per
     ``key`` in the view (rows rewritten since are re-evaluated by ``rule`` over just those rows), the
     big rows (or, for an estimate outside the exact range, every row) evaluated on Python ints."""
-    if not all(-EXACT_LIMIT <= e <= EXACT_LIMIT for e in estimate):
+    if not within_exact(estimate):
         return rule(view.big_block(all_rows=True))
     block = view.block
     out = view.results.get(key, lambda rows: rule(block if rows is None else block.select(rows))).copy()
