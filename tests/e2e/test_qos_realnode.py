@@ -89,8 +89,9 @@ def test_ls_burner_suppresses_be(real_node: RealNode, e2e_namespace: str, tmp_pa
         cut = quota()
         suppressed = _rate(root, version, be_dir, 3.0)
         # The kernel holds the BE tier to the quota written; the BE container's own counter shows it.
+        # (Not compared with ``free``: on a busy host the BE burner alone gets little more than the cut
+        # allows, so that margin measures the host, not suppression; the cut itself was awaited above.)
         assert suppressed <= cut / 100_000 + 0.1, f"BE used {suppressed:.2f} cores under a {cut} µs quota"
-        assert suppressed < free - 0.2, f"BE used {suppressed:.2f} cores suppressed vs {free:.2f} free"
 
         core.delete_namespaced_pod(ls_name, e2e_namespace, grace_period_seconds=0)
         # Growth is limited to 10 % of capacity per tick: back near the earlier allowance within ~15 s.
