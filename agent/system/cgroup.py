@@ -201,31 +201,19 @@ CPU_SHARES: CgroupFile[int] = CgroupFile(
     v2_format=fmt_weight,
     validate_write=shares_write,
 )
-CPU_BURST: CgroupFile[int] = CgroupFile(
-    "cpu_cfs_burst_us",
-    "cpu",
-    "cpu.cfs_burst_us",
-    int_value,
-    "cpu.max.burst",
-    int_value,
-    nonneg,
-    fmt_int,
-    fmt_int,
-)
-CPU_IDLE: CgroupFile[int] = CgroupFile(
-    "cpu_idle", "cpu", "cpu.idle", int_value, "cpu.idle", int_value, range_check(0, 1), fmt_int, fmt_int
-)
-CPU_BVT_WARP_NS: CgroupFile[int] = CgroupFile(  # Anolis group identity
-    "cpu_bvt_warp_ns",
-    "cpu",
-    "cpu.bvt_warp_ns",
-    int_value,
-    "cpu.bvt_warp_ns",
-    int_value,
-    range_check(-1, 2),
-    fmt_int,
-    fmt_int,
-)
+
+
+def _cpu_int_knob(
+    name: str, v1_file: str, v2_file: str, check: Callable[[int], str | None]
+) -> CgroupFile[int]:
+    """A ``cpu`` subsystem integer, read and written as is on both versions."""
+    return CgroupFile(name, "cpu", v1_file, int_value, v2_file, int_value, check, fmt_int, fmt_int)
+
+
+CPU_BURST = _cpu_int_knob("cpu_cfs_burst_us", "cpu.cfs_burst_us", "cpu.max.burst", nonneg)
+CPU_IDLE = _cpu_int_knob("cpu_idle", "cpu.idle", "cpu.idle", range_check(0, 1))
+# Anolis group identity.
+CPU_BVT_WARP_NS = _cpu_int_knob("cpu_bvt_warp_ns", "cpu.bvt_warp_ns", "cpu.bvt_warp_ns", range_check(-1, 2))
 # Writes take CPU ids or any cpuset text and write the canonical list; never an empty set. v2 reads
 # ``cpuset.cpus.effective`` but writes (and compares against) ``cpuset.cpus``.
 CPUSET_CPUS: CgroupFile[list[int]] = CgroupFile(
