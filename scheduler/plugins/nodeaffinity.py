@@ -16,7 +16,7 @@ one value over the node's fields, which are only ``metadata.name`` (any other fi
 Vectorised: per label key a snapshot view of value codes aligned to the rows (made on first use,
 kept up to date by the snapshot); each distinct requirement becomes a lookup table over the key's
 distinct values, gathered over all rows.
-Imports: numpy, scheduler.framework.
+Imports: numpy, apis (jsonfields, labelselector), scheduler.framework.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from apis.jsonfields import as_mapping
 from apis.labelselector import is_label_value, is_qualified_name
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, Pod
@@ -44,10 +45,6 @@ IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT = "In", "NotIn", "Exists", "DoesNotEx
 
 _INT_RE: Final = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _list(value: Any) -> list[Any]:
@@ -68,7 +65,7 @@ valid_label_value = is_label_value
 
 def node_labels(node: Mapping[str, Any]) -> dict[str, str]:
     """``metadata.labels`` (a JSON null value reads as "", as Go decodes it)."""
-    raw = _mapping(_mapping(node.get("metadata")).get("labels"))
+    raw = as_mapping(as_mapping(node.get("metadata")).get("labels"))
     return {str(k): v if isinstance(v, str) else "" for k, v in raw.items()}
 
 
@@ -137,8 +134,8 @@ def _field_req(expr: Mapping[str, Any]) -> FieldReq | None:
 
 def _term(raw: Mapping[str, Any]) -> Term | None:
     """A compiled term, or None when it can match nothing (empty or invalid)."""
-    exprs = [_mapping(e) for e in _list(raw.get("matchExpressions"))]
-    fields = [_mapping(e) for e in _list(raw.get("matchFields"))]
+    exprs = [as_mapping(e) for e in _list(raw.get("matchExpressions"))]
+    fields = [as_mapping(e) for e in _list(raw.get("matchFields"))]
     if not exprs and not fields:
         return None
     labels = [_label_req(e) for e in exprs]
@@ -155,18 +152,18 @@ _NO_CONSTRAINTS: Final = RequiredAffinity((), None)
 
 
 def compile_pod(pod: Pod) -> RequiredAffinity:
-    spec = _mapping(pod.get("spec"))
+    spec = as_mapping(pod.get("spec"))
     if not spec.get("nodeSelector") and not spec.get("affinity"):  # the common case: nothing to compile
         return _NO_CONSTRAINTS
     selector = tuple(
         LabelReq(str(k), IN, frozenset({v if isinstance(v, str) else ""}))
-        for k, v in _mapping(spec.get("nodeSelector")).items()
+        for k, v in as_mapping(spec.get("nodeSelector")).items()
     )
-    required = _mapping(spec.get("affinity")).get("nodeAffinity")
-    required = _mapping(required).get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = as_mapping(spec.get("affinity")).get("nodeAffinity")
+    required = as_mapping(required).get("requiredDuringSchedulingIgnoredDuringExecution")
     terms: tuple[Term, ...] | None = None
     if isinstance(required, Mapping):
-        compiled = (_term(_mapping(t)) for t in _list(required.get("nodeSelectorTerms")))
+        compiled = (_term(as_mapping(t)) for t in _list(required.get("nodeSelectorTerms")))
         terms = tuple(dict.fromkeys(t for t in compiled if t is not None))
     return RequiredAffinity(selector, terms)
 

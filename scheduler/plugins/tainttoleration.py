@@ -13,7 +13,7 @@ Vectorised: each row's list of NoSchedule/NoExecute taints is interned as a "sig
 signatures, and there are few distinct ones) in a snapshot view; a pod is checked once per distinct
 signature and the verdicts are spread over the rows with one numpy gather. When every signature is
 empty (no row has such a taint), every row passes without that work.
-Imports: numpy, scheduler.framework.
+Imports: numpy, apis.jsonfields, scheduler.framework.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
@@ -34,10 +35,6 @@ FILTERED_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute"})
 
 Taint = tuple[str, str, str]  # key, value, effect
 Signature = tuple[Taint, ...]
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _str(value: Any) -> str:
@@ -63,13 +60,13 @@ def toleration_tolerates(tol: Mapping[str, Any], taint: Taint) -> bool:
 
 
 def pod_tolerations(pod: Pod) -> list[Mapping[str, Any]]:
-    tols = _mapping(pod.get("spec")).get("tolerations")
+    tols = as_mapping(pod.get("spec")).get("tolerations")
     return [t for t in tols if isinstance(t, Mapping)] if isinstance(tols, list) else []
 
 
 def node_filtered_taints(node: Mapping[str, Any]) -> Signature:
     """The node's NoSchedule/NoExecute taints, in ``spec.taints`` order."""
-    taints = _mapping(node.get("spec")).get("taints")
+    taints = as_mapping(node.get("spec")).get("taints")
     if not isinstance(taints, list):
         return ()
     out: list[Taint] = []
