@@ -43,7 +43,13 @@ def copy_node_info(info: NodeInfo) -> NodeInfo:
     """A NodeInfo whose dicts later cache changes don't touch (PodInfos and pod/node dicts are shared:
     the cache replaces them, never mutates them)."""
     return NodeInfo(
-        info.name, info.node, dict(info.allocatable), dict(info.pods), dict(info.requested), info.generation
+        info.name,
+        info.node,
+        dict(info.allocatable),
+        dict(info.pods),
+        dict(info.requested),
+        info.generation,
+        info.nonzero,
     )
 
 

@@ -56,7 +56,7 @@ class FilterResult:
     @classmethod
     def from_mask(cls, failed: BoolArray, status: Status) -> FilterResult:
         """Nodes where `failed` is true get `status`; the others pass."""
-        if not failed.any():
+        if not np.count_nonzero(failed):
             return cls.all_pass(len(failed))
         return cls(np.where(failed, 0, -1).astype(np.int32), (status,))
 
@@ -119,7 +119,9 @@ class ScoreAllPlugin(Plugin, Protocol):
     """Vectorised Score."""
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        """Scores of the rows listed in `feasible` (ascending, distinct), in that order."""
+        """Scores of the rows listed in `feasible` (ascending, distinct), in that order, or of every
+        row (the runtime reads the feasible ones): a rule that costs the same for every row returns
+        them all rather than pick. The runtime never modifies the array."""
         ...
 
 

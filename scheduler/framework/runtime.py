@@ -176,13 +176,14 @@ class Framework:
                 self.observer(p.name, "Filter", time.perf_counter() - t0)
             if not res.statuses:  # rejected nothing
                 continue
-            newly = (rejected_by < 0) & (res.which >= 0)
-            if not newly.any():
+            newly = rejected_by < 0
+            newly &= res.which >= 0
+            if not np.count_nonzero(newly):
                 continue
             # All of this plugin's statuses are recorded; Rejections reports only those in use.
             base = len(found)
             found.extend(st.with_plugin(p.name) for st in res.statuses)
-            rejected_by[newly] = res.which[newly] + base
+            np.add(res.which, base, out=rejected_by, where=newly)
         feasible = np.flatnonzero(rejected_by < 0)
         return feasible, Rejections(rejected_by, tuple(found), snapshot.names)
 
@@ -195,7 +196,9 @@ class Framework:
         return Status.success()
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        total: IntArray | None = None
+        """The weighted sum of the plugins' scores of the feasible rows (in `feasible`'s order)."""
+        n, every = snapshot.n, len(feasible) == snapshot.n
+        total: IntArray | None = None  # over every row: plugins may score every row (ScoreAllPlugin)
         for p, w, norm, vectorised in zip(
             self.scores, self.weights, self._normalizers, self._score_all, strict=True
         ):
@@ -206,11 +209,24 @@ class Framework:
                 s = _score_rows(cast(ScorePlugin, p), state, pod, snapshot, feasible)
             if self.observer is not None:
                 self.observer(p.name, "Score", time.perf_counter() - t0)
-            if norm is not None:
+            full = len(s) == n
+            if norm is not None:  # normalises the feasible rows' scores, in a copy
+                s = (s.take(feasible) if full and not every else s).copy()
                 norm.normalize_scores(state, pod, s)
+                full = every
             weighted = s * w if w != 1 else s
-            total = weighted.copy() if total is None else np.add(total, weighted, out=total)
-        return total if total is not None else np.zeros(len(feasible), np.int64)
+            if total is None and full:
+                total = weighted.copy() if weighted is s else weighted  # (plugins keep their arrays)
+                continue
+            if total is None:
+                total = np.zeros(n, np.int64)
+            if full:
+                total += weighted
+            else:
+                total[feasible] += weighted  # (feasible rows are distinct)
+        if total is None:
+            return np.zeros(len(feasible), np.int64)
+        return total if every else total.take(feasible)
 
     # --- one pod ------------------------------------------------------------------------------------
     def schedule(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> ScheduleResult:

@@ -1,14 +1,16 @@
 """The scheduling snapshot: every node of the cluster in a stable order (row i is node i in every
-array), its pods, and columnar int64 matrices of allocatable and requested resources, so plugins can
-filter and score a pod against all nodes in one numpy pass.
+array), its pods, and int64 matrices of allocatable and requested resources, so plugins can filter and
+score a pod against all nodes in one numpy pass. The matrices are resource-major, ``(resources, nodes)``:
+``allocatable[col["cpu"]]`` is one contiguous array over every node.
 
-Resource values: cpu (and any resource named in MILLI_RESOURCES) in milli-units (`MilliValue()`),
-everything else `Value()`. A new resource name adds a column (a rare full rebuild of the matrices).
+Resource values are in snapshot units (scheduler.framework.units). Every row also carries its pods'
+non-zero cpu and memory requests (`nonzero`, scheduler.framework.nonzero). A new resource name adds a
+column (a rare full rebuild of the matrices).
 
 Plugins keep what they derive from Node objects as row-aligned data owned by the snapshot
 (`column` for one value per node, `view` for anything richer): the snapshot re-derives exactly the
 rows it re-copies, so no plugin tracks which nodes changed.
-Imports: numpy, apis (kubeobjects, quantity, pod).
+Imports: numpy, apis (kubeobjects, quantity, pod), scheduler.framework (nonzero, units).
 """
 
 from __future__ import annotations
@@ -22,32 +24,28 @@ import numpy.typing as npt
 
 from apis.kubeobjects import Node, Pod
 from apis.pod import pod_key, pod_requests
-from apis.quantity import Quantity, parse_resource_list
+from apis.quantity import parse_resource_list
+from scheduler.framework.nonzero import nonzero_requests
+from scheduler.framework.units import to_values
 
 I64 = npt.NDArray[np.int64]
-MILLI_RESOURCES = frozenset({"cpu"})
 BASE_RESOURCES: tuple[str, ...] = ("cpu", "memory")
-
-
-def resource_value(name: str, q: Quantity) -> int:
-    return q.milli_value() if name in MILLI_RESOURCES else q.value()
-
-
-def to_values(resources: Mapping[str, Quantity]) -> dict[str, int]:
-    return {n: resource_value(n, q) for n, q in resources.items()}
 
 
 @dataclass(slots=True)
 class PodInfo:
-    """A pod as the scheduler keeps it: the object and its effective requests in snapshot units."""
+    """A pod as the scheduler keeps it: the object, its effective requests in snapshot units and its
+    non-zero (cpu, memory) requests."""
 
     key: str
     pod: Pod
     requests: dict[str, int]
+    nonzero: tuple[int, int]
 
     @classmethod
     def of(cls, pod: Pod) -> PodInfo:
-        return cls(pod_key(pod), pod, to_values(pod_requests(pod)))
+        requests = to_values(pod_requests(pod))
+        return cls(pod_key(pod), pod, requests, nonzero_requests(pod, requests))
 
     @property
     def node_name(self) -> str:
@@ -56,7 +54,8 @@ class PodInfo:
 
 @dataclass(slots=True)
 class NodeInfo:
-    """One node and the pods on it (bound and assumed). `generation` grows on every change."""
+    """One node and the pods on it (bound and assumed): their requests summed (`requested`) and their
+    non-zero cpu and memory requests summed (`nonzero`). `generation` grows on every change."""
 
     name: str
     node: Node
@@ -64,6 +63,7 @@ class NodeInfo:
     pods: dict[str, PodInfo] = field(default_factory=dict)
     requested: dict[str, int] = field(default_factory=dict)
     generation: int = 0
+    nonzero: tuple[int, int] = (0, 0)
 
     @classmethod
     def of(cls, node: Node, generation: int = 0) -> NodeInfo:
@@ -81,6 +81,7 @@ class NodeInfo:
         self.pods[info.key] = info
         for r, v in info.requests.items():
             self.requested[r] = self.requested.get(r, 0) + v
+        self.nonzero = (self.nonzero[0] + info.nonzero[0], self.nonzero[1] + info.nonzero[1])
         self.generation = generation
 
     def remove_pod(self, key: str, generation: int) -> PodInfo | None:
@@ -88,6 +89,7 @@ class NodeInfo:
         if info is not None:
             for r, v in info.requests.items():
                 self.requested[r] = self.requested.get(r, 0) - v
+            self.nonzero = (self.nonzero[0] - info.nonzero[0], self.nonzero[1] - info.nonzero[1])
             self.generation = generation
         return info
 
@@ -140,9 +142,10 @@ class Snapshot:
         self.index: dict[str, int] = {}
         self.resources: tuple[str, ...] = ()
         self.col: dict[str, int] = {}
-        self.allocatable: I64 = np.zeros((0, 0), np.int64)
-        self.requested: I64 = np.zeros((0, 0), np.int64)
+        self.allocatable: I64 = np.zeros((0, 0), np.int64)  # (resources, nodes)
+        self.requested: I64 = np.zeros((0, 0), np.int64)  # (resources, nodes)
         self.pod_count: I64 = np.zeros(0, np.int64)
+        self.nonzero: I64 = np.zeros((2, 0), np.int64)  # the pods' non-zero cpu (row 0) and memory (row 1)
         self.nodes: list[Node] = []  # the Node object each row was last copied from
         self._views: dict[Hashable, RowView] = {}
         self.rebuild(list(infos), resources)
@@ -170,16 +173,17 @@ class Snapshot:
         self.infos = sorted(infos, key=lambda i: i.name)
         self.names = [i.name for i in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
-        names = set(resources)
+        names = {*resources, *BASE_RESOURCES}  # cpu and memory always have a column
         for info in self.infos:
             names.update(info.allocatable)
             names.update(info.requested)
         self.resources = tuple(sorted(names))
         self.col = {r: j for j, r in enumerate(self.resources)}
         n, r = len(self.infos), len(self.resources)
-        self.allocatable = np.zeros((n, r), np.int64)
-        self.requested = np.zeros((n, r), np.int64)
+        self.allocatable = np.zeros((r, n), np.int64)
+        self.requested = np.zeros((r, n), np.int64)
         self.pod_count = np.zeros(n, np.int64)
+        self.nonzero = np.zeros((2, n), np.int64)
         self.nodes = [info.node for info in self.infos]
         for i in range(n):
             self._copy_row(i)
@@ -190,14 +194,15 @@ class Snapshot:
     def _copy_row(self, i: int) -> None:
         info = self.infos[i]
         col = self.col
-        arow, rrow = self.allocatable[i], self.requested[i]
-        arow[:] = 0
-        rrow[:] = 0
+        alloc, req = self.allocatable, self.requested
+        alloc[:, i] = 0
+        req[:, i] = 0
         for r, v in info.allocatable.items():
-            arow[col[r]] = v
+            alloc[col[r], i] = v
         for r, v in info.requested.items():
-            rrow[col[r]] = v
+            req[col[r], i] = v
         self.pod_count[i] = len(info.pods)
+        self.nonzero[:, i] = info.nonzero
         self.nodes[i] = info.node
 
     def refresh(self, changed: Iterable[NodeInfo]) -> None:

@@ -24,8 +24,8 @@ explicit 0 stays 0), aggregated like ``pod_requests`` (overhead in snapshot unit
 cores) and ignored sidecars, which is not reproduced.
 
 The rule is docs/rules/scheduler.md#noderesourcesfit. Its arithmetic is Go's int64: numpy's int64
-wraps where Go's does, and divisions truncate (``resourcemath.go_div_all``). Vectorised over
-``FitRows``, a snapshot view of what the rule reads per node.
+wraps where Go's does, and divisions truncate (``resourcemath.go_div_all``). Vectorised over the
+snapshot's resource-major matrices; Score's results are kept per request pair (``Scores``, a view).
 Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins.resourcemath.
 """
 
@@ -41,15 +41,16 @@ from apis.pod import pod_requests, resources_key
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
+from scheduler.framework.nonzero import nonzero_requests
 from scheduler.framework.rowresults import RowResults
-from scheduler.framework.snapshot import NodeInfo, Snapshot, to_values
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, Status
+from scheduler.framework.units import to_values
 from scheduler.plugins.resourcemath import (
     MEMO_LIMIT,
     SCORE_WEIGHTS,
     go_div_all,
     is_checked_resource,
-    nonzero_requests,
     reason_order,
 )
 
@@ -86,16 +87,8 @@ def pre_filter_state(pod: Pod) -> PreFilterState:
     return PreFilterState(hit[0], dict(hit[1]))
 
 
-def nonzero_requested(info: NodeInfo) -> tuple[int, int]:
-    """The non-zero (cpu, memory) requests summed over the node's pods (``NodeInfo.NonZeroRequested``)."""
-    cpu = mem = 0
-    for p in info.pods.values():
-        c, m = nonzero_requests(p.pod, p.requests)
-        cpu, mem = cpu + c, mem + m
-    return cpu, mem
-
-
 WEIGHT_SUM: Final = sum(w for _, w in SCORE_WEIGHTS)
+_WEIGHTS: Final = np.array([w for _, w in SCORE_WEIGHTS], np.int64)
 
 
 def least_allocated(capacity: IntArray, nonzero: IntArray, pod: IntArray) -> IntArray:
@@ -104,64 +97,40 @@ def least_allocated(capacity: IntArray, nonzero: IntArray, pod: IntArray) -> Int
     requested = nonzero + pod
     fits = requested <= capacity
     fits &= capacity != 0
-    score = go_div_all((capacity - requested) * MAX_NODE_SCORE, np.where(fits, capacity, 1))
-    np.copyto(score, 0, where=~fits)
-    total = score[0] * SCORE_WEIGHTS[0][1]
-    for k in range(1, len(SCORE_WEIGHTS)):
-        total += score[k] * SCORE_WEIGHTS[k][1]
-    return go_div_all(total, WEIGHT_SUM)
+    free = capacity - requested
+    free *= MAX_NODE_SCORE
+    free *= fits  # 0 where it does not fit, and then any non-zero divisor gives 0
+    score = go_div_all(free, capacity | (capacity == 0))
+    return go_div_all(_WEIGHTS @ score, WEIGHT_SUM)
 
 
-class FitRows:
-    """NodeResourcesFit's row-aligned data (a snapshot view), resource-major so that a resource is one
-    contiguous array: ``free`` (allocatable - requested per snapshot column), ``too_many`` (one more pod
-    exceeds allocatable pods), and per score resource the allocatable (``capacity``) and the node's pods'
-    non-zero requests (``nonzero``). ``scores`` keeps LeastAllocated per pod non-zero requests."""
+class Scores:
+    """LeastAllocated of every row per pod non-zero requests (a snapshot view): results kept per
+    request pair and patched on the rows the snapshot re-copies (``RowResults``)."""
 
-    reads_pods = True  # the free resources and non-zero requests of its pods
+    reads_pods = True  # the non-zero requests of its pods
 
     def __init__(self) -> None:
-        self.scores = RowResults(0)
-        self.free: IntArray = np.zeros((0, 0), np.int64)
-        self.too_many: BoolArray = np.zeros(0, np.bool_)
-        self.capacity: IntArray = np.zeros((len(SCORE_WEIGHTS), 0), np.int64)
-        self.nonzero: IntArray = np.zeros((len(SCORE_WEIGHTS), 0), np.int64)
+        self.results = RowResults(0)
 
     def rebuild(self, snapshot: Snapshot) -> None:
-        n, k = snapshot.n, len(SCORE_WEIGHTS)
-        self.free = np.zeros((len(snapshot.resources), n), np.int64)
-        self.too_many = np.zeros(n, np.bool_)
-        self.capacity, self.nonzero = np.zeros((k, n), np.int64), np.zeros((k, n), np.int64)
-        self._derive(snapshot, range(n))
-        self.scores = RowResults(n)
+        self.results = RowResults(snapshot.n)
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
-        self._derive(snapshot, rows)
-        self.scores.changed(rows)
+        self.results.changed(rows)
 
-    def _derive(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
-        """The rows' values from the snapshot's (one row in a scheduling cycle, every row on rebuild)."""
-        at = np.asarray(rows, np.intp)
-        alloc = snapshot.allocatable[at]
-        self.free[:, at] = (alloc - snapshot.requested[at]).T
-        pods = snapshot.col.get("pods")
-        self.too_many[at] = snapshot.pod_count[at] + 1 > (alloc[:, pods] if pods is not None else 0)
-        for k, (r, _) in enumerate(SCORE_WEIGHTS):
-            j = snapshot.col.get(r)
-            self.capacity[k, at] = alloc[:, j] if j is not None else 0
-        nonzero = [nonzero_requested(snapshot.infos[i]) for i in rows]
-        self.nonzero[:, at] = np.array(nonzero, np.int64).reshape(len(at), len(SCORE_WEIGHTS)).T
-
-    def least_allocated(self, pod: tuple[int, int]) -> IntArray:
+    def least_allocated(self, snapshot: Snapshot, pod: tuple[int, int]) -> IntArray:
         """The scores of every row for a pod of non-zero requests ``pod`` (kept: callers copy)."""
         requests = np.array(pod, np.int64).reshape(-1, 1)
+        cols = [snapshot.col[r] for r, _ in SCORE_WEIGHTS]  # base resources: always columns
 
         def rule(rows: IntArray | None) -> IntArray:
+            alloc, nonzero = snapshot.allocatable, snapshot.nonzero
             if rows is None:
-                return least_allocated(self.capacity, self.nonzero, requests)
-            return least_allocated(self.capacity[:, rows], self.nonzero[:, rows], requests)
+                return least_allocated(alloc[cols], nonzero, requests)
+            return least_allocated(alloc[:, rows][cols], nonzero[:, rows], requests)
 
-        return self.scores.get(pod, rule)
+        return self.results.get(pod, rule)
 
 
 class NodeResourcesFit:
@@ -191,16 +160,20 @@ class NodeResourcesFit:
         n = snapshot.n
         if isinstance(s, Status):
             return FilterResult(np.zeros(n, np.int32), (s,))
-        rows = snapshot.view((NAME, "rows"), FitRows)
+        alloc, requested, col = snapshot.allocatable, snapshot.requested, snapshot.col
+        pods = col.get("pods")
         reasons = [REASON_TOO_MANY_PODS]
-        masks: list[BoolArray] = [rows.too_many]
+        masks: list[BoolArray] = [snapshot.pod_count + 1 > (alloc[pods] if pods is not None else 0)]
         for r, v in s.checked:
-            j = snapshot.col.get(r)
+            j = col.get(r)
             reasons.append(f"Insufficient {r}")
-            masks.append(np.ones(n, np.bool_) if j is None else rows.free[j] < v)
-        failing = np.flatnonzero(np.logical_or.reduce(masks))
-        if len(failing) == 0:
+            masks.append(np.ones(n, np.bool_) if j is None else alloc[j] - requested[j] < v)
+        failed = masks[0].copy()
+        for m in masks[1:]:
+            failed |= m
+        if not np.count_nonzero(failed):
             return FilterResult.all_pass(n)
+        failing = np.flatnonzero(failed)
         # One status per distinct failure pattern: rows' patterns packed to bytes and grouped.
         hits = np.stack([m[failing] for m in masks], axis=1)
         packed = np.ascontiguousarray(np.packbits(hits, axis=1))
@@ -225,5 +198,6 @@ class NodeResourcesFit:
         return nz
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        scores = snapshot.view((NAME, "rows"), FitRows).least_allocated(self._pod_nonzero(state, pod))
-        return scores.take(feasible)
+        """Every row's score (kept: the rule costs the same for every row)."""
+        view = snapshot.view((NAME, "scores"), Scores)
+        return view.least_allocated(snapshot, self._pod_nonzero(state, pod))

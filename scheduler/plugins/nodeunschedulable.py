@@ -2,7 +2,7 @@
 does not tolerate the taint ``node.kubernetes.io/unschedulable:NoSchedule``, as Kubernetes'
 ``nodeunschedulable`` plugin does (code UNSCHEDULABLE_AND_UNRESOLVABLE, reason
 ``node(s) were unschedulable``). Vectorised over a snapshot column of the cordoned flag.
-Imports: numpy, scheduler.framework, scheduler.plugins.tainttoleration (toleration matching).
+Imports: numpy, apis.jsonfields, scheduler.framework, scheduler.plugins.tainttoleration (toleration matching).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
@@ -24,13 +25,9 @@ TAINT_NODE_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
 EFFECT_NO_SCHEDULE: Final = "NoSchedule"
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def tolerates_unschedulable(pod: Pod) -> bool:
     """Whether any of the pod's tolerations tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
-    tolerations = _mapping(pod.get("spec")).get("tolerations")
+    tolerations = as_mapping(pod.get("spec")).get("tolerations")
     if not isinstance(tolerations, list):
         return False
     return any(
@@ -40,7 +37,7 @@ def tolerates_unschedulable(pod: Pod) -> bool:
 
 
 def node_unschedulable(node: Mapping[str, Any]) -> bool:
-    return _mapping(node.get("spec")).get("unschedulable") is True
+    return as_mapping(node.get("spec")).get("unschedulable") is True
 
 
 class NodeUnschedulable:
@@ -55,6 +52,6 @@ class NodeUnschedulable:
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         cordoned = snapshot.column((NAME, "cordoned"), node_unschedulable, np.bool_)
-        if tolerates_unschedulable(pod) or not cordoned.any():
+        if tolerates_unschedulable(pod) or not np.count_nonzero(cordoned):
             return FilterResult.all_pass(snapshot.n)
         return FilterResult.from_mask(cordoned, self._status)

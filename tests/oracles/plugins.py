@@ -16,12 +16,14 @@ from apis.pod import pod_requests
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Plugin, Pod
-from scheduler.framework.snapshot import NodeInfo, Snapshot, to_values
+from scheduler.framework.nonzero import with_default_requests
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, Status
+from scheduler.framework.units import to_values
 from scheduler.plugins import nodeaffinity, noderesources, nodeunschedulable, tainttoleration
 from scheduler.plugins.nodeaffinity import FIELD_NODE_NAME, LabelReq, RequiredAffinity, compile_pod
 from scheduler.plugins.noderesources import NodeResourcesFit, pre_filter_state
-from scheduler.plugins.resourcemath import SCORE_WEIGHTS, with_default_requests
+from scheduler.plugins.resourcemath import SCORE_WEIGHTS
 
 Taint = tuple[str, str, str]  # key, value, effect
 

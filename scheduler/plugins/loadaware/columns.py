@@ -6,10 +6,12 @@ A row's inputs (``Row``) come from the Node object (capacity, threshold profile:
 the row's node dict is replaced) and from the plugin's caches (the NodeMetric entry and the assigned-pod
 sums: re-derived when the snapshot re-copies the row or the assign cache marks the node dirty). The
 thresholds and existing usage a pod reads depend only on whether it is a Prod pod, so both variants
-are kept (index 0: other pods, 1: Prod pods). ``Block`` holds the arrays; values are exact int64 when
-every value of a row has magnitude at most ``EXACT_LIMIT`` and capacities are non-negative (then
-numpy's int64 sums and float64 conversions equal Go's and Python's), and such rows are all but a few;
-the others (``big``) are evaluated from a Python-int ``Block`` of just those rows, by the same rules.
+are kept (index 0: other pods, 1: Prod pods). ``Block`` holds the arrays. A row is ``exact`` when every
+value has magnitude at most ``EXACT_LIMIT`` and capacities and usages are non-negative: then numpy's
+int64 sums and float64 conversions equal Go's and Python's, and, for an estimate that is ``exact`` too,
+every result is a small integer (a Filter code, a score in [0, 100]) that ``RESULT_DTYPE`` holds. Such
+rows are all but a few; the others (``big``) are evaluated from a Python-int ``Block`` of just those
+rows, by the same rules.
 Imports: the standard library, numpy, scheduler.framework.snapshot, scheduler.plugins.loadaware.
 """
 
@@ -41,6 +43,9 @@ from scheduler.plugins.loadaware.usage import existing_usage
 #: Largest magnitude kept in the int64 block: sums of two stay exact, ``(cap − used) × 100`` cannot
 #: overflow, and float64 holds every value (thresholds compare exactly).
 EXACT_LIMIT: Final = 1 << 53
+#: The rules' results over exact rows for an exact estimate: Filter codes (-1 .. 2R + 1) and scores (0 ..
+#: 100), kept per estimate (``RowResults``) in one byte each, so that a pod's evaluation moves little memory.
+RESULT_DTYPE: Final = np.int8
 _CONTENT_LIMIT: Final = 4096
 
 
@@ -65,13 +70,17 @@ def within_exact(values: Iterable[int]) -> bool:
     return all(-EXACT_LIMIT <= v <= EXACT_LIMIT for v in values)
 
 
+def exact_estimate(estimate: Iterable[int]) -> bool:
+    """An estimate the int64 block evaluates (non-negative, at most ``EXACT_LIMIT``)."""
+    return all(0 <= v <= EXACT_LIMIT for v in estimate)
+
+
 def make_row(*fields: Any) -> Row:
-    """A Row with ``exact`` set: every value within ``EXACT_LIMIT`` and no negative capacity (which no
-    sane node reports; it could make Score's weighted sums overflow)."""
+    """A Row with ``exact`` set: every value within ``EXACT_LIMIT``, and no negative capacity or usage
+    (which no sane node reports; they could put a score outside [0, 100])."""
     x = Row(*fields)
-    values = (*x.capacity, *x.score_usage, *x.prod_usage, *x.thresholds2[0], *x.thresholds2[1])
-    values += (*x.existing2[0], *x.existing2[1])
-    if all(v >= 0 for v in x.capacity) and within_exact(values):
+    counts = (*x.capacity, *x.score_usage, *x.prod_usage, *x.existing2[0], *x.existing2[1])
+    if all(0 <= v <= EXACT_LIMIT for v in counts) and within_exact((*x.thresholds2[0], *x.thresholds2[1])):
         return x
     return dataclasses.replace(x, exact=False)
 
@@ -90,24 +99,35 @@ def _ints(x: Row, clip: bool) -> list[int]:
     return [v for vector in vectors for v in fit(vector)] + codes
 
 
+def _active(x: Row) -> tuple[bool, bool]:
+    """Some threshold set and a metric entry [k]."""
+    return (
+        x.has_entry and any(t != 0 for t in x.thresholds2[0]),
+        x.has_entry and any(t != 0 for t in x.thresholds2[1]),
+    )
+
+
 def _bools(x: Row) -> list[bool]:
-    """capacity 0, threshold and capacity non-zero [k] (R each); has a node metric; some threshold
-    set and a metric entry [k]; that and a node metric [k]; no updateTime."""
+    """capacity 0, threshold and capacity non-zero [k] (R each); active [k] and a node metric."""
     zero = [c == 0 for c in x.capacity]
     checked = [t != 0 and not z for k in (0, 1) for t, z in zip(x.thresholds2[k], zero, strict=True)]
-    active = [x.has_entry and any(t != 0 for t in x.thresholds2[k]) for k in (0, 1)]
-    evaluated = [a and x.has_node_metric for a in active]
-    return [*zero, *checked, x.has_node_metric, *active, *evaluated, math.isnan(x.update_time)]
+    a0, a1 = _active(x)
+    return [*zero, *checked, a0 and x.has_node_metric, a1 and x.has_node_metric]
+
+
+def _flags(x: Row) -> list[bool]:
+    """has a node metric; active [k]; no updateTime."""
+    return [x.has_node_metric, *_active(x), math.isnan(x.update_time)]
 
 
 class Block:
     """The rows' arrays, resource-major so that a rule's per-resource steps are elementwise operations
-    over contiguous ``(R, n)`` slices, packed by type so that writing a row is four assignments:
-    ``ints`` (8R + 2, n), int64 or object (Python ints), see ``_ints``; ``nums`` (4R, n): Filter's usage
-    and thresholds [k] as it compares them, float64 in the int64 block (every value is an exact double
-    there), the Python ints in the object block; ``floats`` (R + 1, n): the capacity as Filter's
-    divisor (1 where it is 0) and ``update_time``; ``bools`` (3R + 6, n), see ``_bools``. The rules
-    read named views of these (``capacity``, ``existing[k]``, ``checked[k]``, ...).
+    over contiguous ``(R, n)`` slices. What Filter and Score read per estimate is packed in two arrays
+    (selecting rows is two takes, writing one is two stores): ``ints`` (8R + 2, n), int64 or object
+    (Python ints), see ``_ints``; ``bools`` (3R + 2, n), see ``_bools``. What only the per-cycle expiry
+    and freshness rules read is kept apart, for every row only: ``update_time`` and ``flags``
+    (4, n), see ``_flags``. The rules read named views of these (``capacity``, ``existing[k]``,
+    ``checked[k]``, ...).
 
     [k]: k = 0 other pods, 1 Prod pods. In the int64 block a big row's values are clipped only so that
     they fit: they are never read from there."""
@@ -115,52 +135,51 @@ class Block:
     def __init__(self, rows: Sequence[Row], r: int, dtype: type[Any]) -> None:
         n = len(rows)
         self.n, self.r, self.dtype = n, r, dtype
-        num = np.float64 if dtype is not object else object
-        ints = [_ints(x, dtype is not object) for x in rows]
-        self.ints = _columns(ints, dtype, 8 * r + 2, n)
-        self.nums = _columns([v[4 * r : 8 * r] for v in ints], num, 4 * r, n)
-        floats = [[*v[r : 2 * r], x.update_time] for v, x in zip(ints, rows, strict=True)]
-        self.floats = _columns(floats, np.float64, r + 1, n)
-        self.bools = _columns([_bools(x) for x in rows], np.bool_, 3 * r + 6, n)
+        self.ints = _columns([_ints(x, dtype is not object) for x in rows], dtype, 8 * r + 2, n)
+        self.bools = _columns([_bools(x) for x in rows], np.bool_, 3 * r + 2, n)
+        self.update_time = np.array([x.update_time for x in rows], np.float64).reshape(n)
+        self.flags = _columns([_flags(x) for x in rows], np.bool_, 4, n)
         self._views()
+        self.has_node_metric, self.no_update_time = self.flags[0], self.flags[3]
+        self.active = [self.flags[1], self.flags[2]]
+        self._expired: tuple[int, float, npt.NDArray[np.bool_]] | None = None
 
     def _views(self) -> None:
-        r, ints, nums, bools = self.r, self.ints, self.nums, self.bools
+        r, ints, bools = self.r, self.ints, self.bools
         self.capacity, self.cap_safe = ints[0:r], ints[r : 2 * r]
         self.score_usage, self.prod_usage = ints[2 * r : 3 * r], ints[3 * r : 4 * r]
         self.existing = [ints[4 * r : 5 * r], ints[5 * r : 6 * r]]
         self.thresholds = [ints[6 * r : 7 * r], ints[7 * r : 8 * r]]
         self.code_base = [ints[8 * r], ints[8 * r + 1]]
-        self.existing_num, self.limit = (
-            [nums[0:r], nums[r : 2 * r]],
-            [nums[2 * r : 3 * r], nums[3 * r : 4 * r]],
-        )
-        self.total, self.update_time = self.floats[0:r], self.floats[r]
         self.cap_zero, self.checked = bools[0:r], [bools[r : 2 * r], bools[2 * r : 3 * r]]
-        self.has_node_metric = bools[3 * r]
-        self.active, self.evaluated = (
-            [bools[3 * r + 1], bools[3 * r + 2]],
-            [bools[3 * r + 3], bools[3 * r + 4]],
-        )
-        self.no_update_time = bools[3 * r + 5]
-        self._expired: tuple[int, float, npt.NDArray[np.bool_]] | None = None
+        self.evaluated = [bools[3 * r], bools[3 * r + 1]]
+        self._estimate: tuple[tuple[int, ...], npt.NDArray[Any]] | None = None
+
+    def estimate(self, est: Sequence[int]) -> npt.NDArray[Any]:
+        """The estimate as an ``(R, 1)`` column of the block's dtype (kept for the last estimate:
+        Filter and Score ask for the same one)."""
+        key = tuple(est)
+        known = self._estimate
+        if known is None or known[0] != key:
+            known = (key, np.array(key, self.dtype).reshape(self.r, 1))
+            self._estimate = known
+        return known[1]
 
     def select(self, rows: npt.NDArray[np.intp]) -> Block:
-        """A block of ``rows`` only (copies)."""
+        """A block of ``rows`` only (copies), for Filter's codes and Score's scores (not the expiry
+        and freshness rules, whose arrays it lacks)."""
         out = object.__new__(Block)
         out.n, out.r, out.dtype = len(rows), self.r, self.dtype
-        out.ints, out.nums = self.ints.take(rows, axis=1), self.nums.take(rows, axis=1)
-        out.floats, out.bools = self.floats.take(rows, axis=1), self.bools.take(rows, axis=1)
+        out.ints, out.bools = self.ints.take(rows, axis=1), self.bools.take(rows, axis=1)
         out._views()
         return out
 
     def write(self, i: int, x: Row) -> None:
         """Row ``i`` (of an int64 block)."""
-        ints = _ints(x, True)
-        self.ints[:, i] = ints
-        self.nums[:, i] = ints[4 * self.r : 8 * self.r]
-        self.floats[:, i] = [*ints[self.r : 2 * self.r], x.update_time]
+        self.ints[:, i] = _ints(x, True)
         self.bools[:, i] = _bools(x)
+        self.flags[:, i] = _flags(x)
+        self.update_time[i] = x.update_time
         self._expired = None
 
     def expired(self, expiration_seconds: int, now: float) -> npt.NDArray[np.bool_]:

@@ -3,7 +3,8 @@ aggregated usages keyed by (type, duration) with duration 0 = the longest window
 usages keyed by ``namespace/name`` (empty ones skipped), the pods reported as ``koord-prod``, the update
 time and the report interval (default 60 s). Vectors are in resource-vector order (cpu milli, others
 ``Value()``).
-Imports: the standard library, apis (nodemetric, qos), scheduler.plugins.loadaware.profile.
+Imports: the standard library, apis (nodemetric, qos), scheduler.framework.units,
+scheduler.plugins.loadaware.profile.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Final
 from apis.nodemetric import NodeMetric, ResourceMap
 from apis.qos import PriorityClass
 from apis.quantity import Quantity
-from scheduler.plugins.loadaware.profile import Vector, resource_value
+from scheduler.framework.units import resource_value
+from scheduler.plugins.loadaware.profile import Vector
 
 DEFAULT_REPORT_INTERVAL_SECONDS: Final = 60
 #: Go's zero time as "epoch seconds": before every timestamp.

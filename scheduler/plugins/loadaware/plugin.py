@@ -30,7 +30,7 @@ from scheduler.framework.status import Status
 from scheduler.plugins.loadaware import rules
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.assign_cache import AssignCache
-from scheduler.plugins.loadaware.columns import Block, LoadRows, within_exact
+from scheduler.plugins.loadaware.columns import RESULT_DTYPE, Block, LoadRows, exact_estimate
 from scheduler.plugins.loadaware.estimator import Estimator
 from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
 from scheduler.plugins.loadaware.usage import (
@@ -74,6 +74,7 @@ class LoadAwareScheduling:
         )
         assert len(self.statuses) == 1 + 2 * r
         self._synced: LoadRows | None = None  # the view that consumed the assign cache's dirty set
+        self._synced_snapshot: Snapshot | None = None  # and its snapshot
 
     @property
     def name(self) -> str:
@@ -120,39 +121,38 @@ class LoadAwareScheduling:
     def rows(self, snapshot: Snapshot) -> LoadRows:
         """The snapshot's view, up to date with the caches: a view that did not consume the assign
         cache's dirty nodes so far is rebuilt once (a different snapshot, e.g. in tests)."""
-        made: list[LoadRows] = []
-
-        def make() -> LoadRows:
-            made.append(LoadRows(self.args, self.resources, self.metrics, self.assign))
-            return made[0]
-
-        view = snapshot.view(self, make)
         dirty = self.assign.dirty
-        if view is not self._synced:
+        view = self._synced
+        if view is None or snapshot is not self._synced_snapshot:
+            made: list[LoadRows] = []
+
+            def make() -> LoadRows:
+                made.append(LoadRows(self.args, self.resources, self.metrics, self.assign))
+                return made[0]
+
+            view = snapshot.view(self, make)  # (a snapshot never replaces a registered view)
             if not made:
                 view.rebuild(snapshot)
-            self._synced = view
+            self._synced, self._synced_snapshot = view, snapshot
         elif dirty:
             view.refresh_names(snapshot, dirty)
         dirty.clear()
         return view
 
     # --- Filter / Score ---------------------------------------------------------------------------
-    def _evaluate(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> npt.NDArray[np.int64]:
+    def _evaluate(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> npt.NDArray[Any]:
         """Filter's codes (row 0, before the expiry rule) and Score's scores (row 1, before the
-        freshness rule) of every row, once per cycle: both depend on the same estimate."""
+        freshness rule) of every row, once per cycle: both depend on the same estimate (read-only)."""
         found = state.get(RESULTS_KEY)
         if isinstance(found, np.ndarray):
             return found
         incoming = self.incoming(state, pod)
         est, prod = incoming.estimate, incoming.prod
 
-        def rule(b: Block) -> npt.NDArray[np.int64]:
-            return np.stack(
-                [rules.filter_codes(b, est, prod), rules.scores(b, self.args, self.weights, est, prod)]
-            )
+        def rule(b: Block) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+            return rules.filter_codes(b, est, prod), rules.scores(b, self.args, self.weights, est, prod)
 
-        out: npt.NDArray[np.int64] = _per_block(self.rows(snapshot), (est, prod), est, rule)
+        out: npt.NDArray[Any] = _per_block(self.rows(snapshot), (est, prod), est, rule)
         state.write(RESULTS_KEY, out)
         return out
 
@@ -165,10 +165,10 @@ class LoadAwareScheduling:
         return FilterResult(which, self.statuses)
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        full = self._evaluate(state, pod, snapshot)[1].copy()
+        """Every row's score (the rule costs the same for every row)."""
+        full: IntArray = self._evaluate(state, pod, snapshot)[1].astype(np.int64)
         rules.score_freshness(full, self.rows(snapshot).block, self.args, state.now)
-        out: IntArray = full if len(feasible) == len(full) else full.take(feasible)
-        return out  # (feasible rows are ascending and distinct: as many as the rows means every row)
+        return full
 
     # --- Reserve ----------------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
@@ -180,14 +180,22 @@ class LoadAwareScheduling:
         self.assign.unassign(node_name, pod)
 
 
-def _per_block(view: LoadRows, key: Hashable, estimate: tuple[int, ...], rule: Callable[[Block], Any]) -> Any:
-    """A fresh array of ``rule`` over every row (its last axis): the int64 block's result kept per
-    ``key`` in the view (rows rewritten since are re-evaluated by ``rule`` over just those rows), the
-    big rows (or, for an estimate outside the exact range, every row) evaluated on Python ints."""
-    if not within_exact(estimate):
-        return rule(view.big_block(all_rows=True))
+def _per_block(
+    view: LoadRows, key: Hashable, estimate: tuple[int, ...], rule: Callable[[Block], tuple[Any, Any]]
+) -> Any:
+    """``rule`` over every row (its last axis; read-only): the int64 block's result kept per ``key`` in
+    the view (rows rewritten since are re-evaluated by ``rule`` over just those rows) in
+    ``RESULT_DTYPE``, the big rows (or, for an estimate outside the exact range, every row) evaluated on
+    Python ints."""
+    if not exact_estimate(estimate):
+        return np.array(rule(view.big_block(all_rows=True)), np.int64)
     block = view.block
-    out = view.results.get(key, lambda rows: rule(block if rows is None else block.select(rows))).copy()
+
+    def kept(rows: npt.NDArray[np.intp] | None) -> Any:
+        return np.array(rule(block if rows is None else block.select(rows)), RESULT_DTYPE)
+
+    out = view.results.get(key, kept)
     if view.big:
-        out[..., view.big] = rule(view.big_block())
+        out = out.astype(np.int64)
+        out[..., view.big] = np.array(rule(view.big_block()), np.int64)
     return out

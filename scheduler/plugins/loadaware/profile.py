@@ -6,7 +6,8 @@ Annotations decode like Go's ``encoding/json`` (docs/rules/scheduler.md#annotati
 fields accept only integer literals, struct field names match case-insensitively, bare numbers in resource
 lists are quantity literals, a null quantity is 0; any decode error discards the whole annotation. Values are
 in resource-vector order: cpu in milli-cores, everything else ``Value()``.
-Imports: the standard library, apis (constants, duration, quantity), scheduler.plugins.loadaware.args.
+Imports: the standard library, apis (constants, duration, quantity), scheduler.framework.units,
+scheduler.plugins.loadaware.args.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from apis import constants as c
 from apis.duration import Duration, DurationError
 from apis.quantity import Quantity, QuantityError
+from scheduler.framework.units import resource_value
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 
 Vector = tuple[int, ...]
@@ -92,11 +94,6 @@ def go_quantity(value: Any) -> Quantity:
         return Quantity.from_json(value)
     except QuantityError as e:
         raise GoJSONError(str(e)) from None
-
-
-def resource_value(name: str, q: Quantity) -> int:
-    """``getResourceValue``: cpu in milli-units, anything else ``Value()``."""
-    return q.milli_value() if name == c.RESOURCE_CPU else q.value()
 
 
 def to_vector(resources: Sequence[str], values: Mapping[str, int]) -> Vector:

@@ -41,33 +41,27 @@ def round_half_away(x: npt.NDArray[np.float64], finite: bool = False) -> npt.NDA
     return t
 
 
-def _column(values: Sequence[int], dtype: Any, r: int) -> Array:
-    """A per-resource vector as an ``(R, 1)`` column."""
-    return np.array(list(values), dtype).reshape(r, 1)
-
-
-def filter_codes(b: Block, estimate: Sequence[int], prod: bool) -> I32:
+def filter_codes(b: Block, estimate: Sequence[int], prod: bool) -> I64:
     """Per row, before the expiry rule: -1 pass, ``1 + j`` resource j over its usage threshold,
     ``1 + R + j`` over its aggregated threshold. Daemonset pods are not filtered (the caller's check).
     Prod pods read the prod thresholds and usage where the node sets them (``k = 1``)."""
     k = 1 if prod else 0
-    existing, thresholds = b.existing_num[k], b.limit[k]
-    # float64(existing + estimate): in the int64 block ``existing`` is float64 and both terms are exact
-    # doubles, so their (correctly rounded) float sum is that very double.
-    used = np.asarray(existing + _column(estimate, existing.dtype, b.r), np.float64)
-    used /= b.total
+    exact = b.dtype is not object
+    if b.r == 0:
+        return np.full(b.n, -1, np.int64)
+    # float64(existing + estimated) / float64(total) * 100: the sum is exact (int64 within the exact
+    # range, Python ints otherwise) and each conversion rounds once, as Go's do.
+    used = np.asarray(b.existing[k] + b.estimate(estimate), np.float64)
+    used /= b.cap_safe if exact else b.cap_safe.astype(np.float64)
     used *= 100
-    usage = round_half_away(used, finite=b.dtype is not object)  # |used| ≤ 2**54 there: no overflow
-    over = np.asarray(usage > thresholds, np.bool_)  # (the object block compares Python ints)
+    usage = round_half_away(used, finite=exact)  # |used| ≤ 2**54 in the int64 block: no overflow
+    # int64 thresholds compare as exact doubles (within the exact range); Python ints compare exactly
+    over = np.asarray(usage > b.thresholds[k], np.bool_)
     over &= b.checked[k]  # (R, n): resource j is over its threshold
-    first = np.zeros(b.n, np.int32)
-    for j in range(b.r - 1, 0, -1):  # the first resource over wins (0 where resource 0 is over)
-        np.copyto(first, j, where=over[j] & ~over[0])
     failed = np.logical_or.reduce(over, axis=0)
     failed &= b.evaluated[k]  # thresholds set, a metric entry and a node metric
-    which: I32 = np.full(b.n, -1, np.int32)
-    np.add(first, b.code_base[k], out=first, casting="unsafe")  # small ints (object block: Python's)
-    np.copyto(which, first, where=failed)
+    first = over.argmax(axis=0)  # the first resource over
+    which: I64 = np.where(failed, first + b.code_base[k], -1)
     return which
 
 
@@ -77,7 +71,7 @@ def filter_expiry(which: I32, b: Block, args: LoadAwareSchedulingArgs, prod: boo
     gets code 0."""
     if args.filter_expired_node_metrics:
         gone = b.active[1 if prod else 0] & b.expired(args.node_metric_expiration_seconds, now)
-        if gone.any():
+        if np.count_nonzero(gone):
             which[gone] = -1 if args.enable_schedule_when_node_metrics_expired else 0
 
 
@@ -90,16 +84,14 @@ def scores(
         return np.zeros(b.n, np.int64)
     existing = b.prod_usage if prod and args.score_according_prod_usage else b.score_usage
     cap = b.capacity
-    used = existing + _column(estimate, cap.dtype, b.r)
+    used = existing + b.estimate(estimate)
     least = cap - used  # (R, n): leastUsed = (capacity − used) × 100 / capacity, 0 if used > capacity
     least *= 100
     least //= b.cap_safe
     unfit = used > cap
     unfit |= b.cap_zero
     np.copyto(least, 0, where=unfit)
-    node_score = least[0] * weights[0]
-    for j in range(1, b.r):
-        node_score += least[j] * weights[j]
+    node_score = np.dot(np.array(weights, b.dtype), least)  # exact integer sums
     weight_sum = sum(weights)
     if dominant_weight > 0:
         dominant = np.minimum.reduce(least, axis=0, initial=100)  # min(100, every leastUsed)

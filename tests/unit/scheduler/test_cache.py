@@ -122,7 +122,7 @@ def test_pod_moving_nodes(cache: SchedulerCache) -> None:
     cache.update_snapshot(snap)
     assert pods_on(cache) == {"n1": [], "n2": ["ns/a"]}
     cpu = snap.col["cpu"]
-    assert snap.requested[snap.index["n1"], cpu] == 0 and snap.requested[snap.index["n2"], cpu] == 1000
+    assert snap.requested[cpu, snap.index["n1"]] == 0 and snap.requested[cpu, snap.index["n2"]] == 1000
 
 
 def test_terminated_and_unassigned_pods(cache: SchedulerCache) -> None:
@@ -149,7 +149,7 @@ def test_node_removal_with_pods(cache: SchedulerCache) -> None:
     cache.add_node(node("n1", cpu="2"))  # back: its pods are attached again
     cache.update_snapshot(snap)
     assert snap.names == ["n1", "n2"] and snap.pod_count.tolist() == [2, 0]
-    assert snap.allocatable[0, snap.col["cpu"]] == 2000
+    assert snap.allocatable[snap.col["cpu"], 0] == 2000
     cache.remove_node("n1")
     cache.remove_pod(pod("a"))
     cache.forget_pod(pod("b"))
@@ -166,7 +166,7 @@ def test_pods_before_their_node(clock: FakeClock) -> None:
     assert snap.n == 0 and cache.dump()["unknown_nodes"] == {"late": ["ns/a", "ns/b"]}
     cache.add_node(node("late"))
     cache.update_snapshot(snap)
-    assert snap.names == ["late"] and snap.requested[0, snap.col["cpu"]] == 3000
+    assert snap.names == ["late"] and snap.requested[snap.col["cpu"], 0] == 3000
     assert cache.dump()["unknown_nodes"] == {}
 
 
@@ -187,8 +187,8 @@ def rows(snap: Snapshot) -> dict[str, tuple[dict[str, int], dict[str, int], int,
     """Row by row, independent of column order and of all-zero columns."""
     out = {}
     for i, name in enumerate(snap.names):
-        alloc = {r: int(snap.allocatable[i, j]) for r, j in snap.col.items() if snap.allocatable[i, j]}
-        req = {r: int(snap.requested[i, j]) for r, j in snap.col.items() if snap.requested[i, j]}
+        alloc = {r: int(snap.allocatable[j, i]) for r, j in snap.col.items() if snap.allocatable[j, i]}
+        req = {r: int(snap.requested[j, i]) for r, j in snap.col.items() if snap.requested[j, i]}
         assert snap.infos[i].name == name
         out[name] = (alloc, req, int(snap.pod_count[i]), sorted(snap.infos[i].pods))
     return out
@@ -325,7 +325,7 @@ def test_new_resource_in_refresh_keeps_every_changed_row(cache: SchedulerCache) 
     cache.add_pod(pod("plain", "n2", cpu="3"))  # changed after it: still copied
     cache.update_snapshot(snap)
     assert_matches_scratch(cache, snap)
-    assert snap.requested[snap.index["n2"], snap.col["cpu"]] == 3000
+    assert snap.requested[snap.col["cpu"], snap.index["n2"]] == 3000
 
 
 def test_foreign_snapshot_is_rebuilt(cache: SchedulerCache) -> None:

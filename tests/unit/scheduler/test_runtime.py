@@ -76,7 +76,7 @@ class CPUScore:
 
     def score(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, i: int) -> tuple[int, Status]:
         CPUScore.calls += 1
-        return min(100, int(snapshot.allocatable[i, snapshot.col["cpu"]]) // 1000), Status.success()
+        return min(100, int(snapshot.allocatable[snapshot.col["cpu"], i]) // 1000), Status.success()
 
 
 class CPUScoreAll:
@@ -90,7 +90,7 @@ class CPUScoreAll:
         self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, feasible: IntArray
     ) -> IntArray:
         CPUScore.calls += 1
-        scores: IntArray = np.minimum(100, snapshot.allocatable[feasible, snapshot.col["cpu"]] // 1000)
+        scores: IntArray = np.minimum(100, snapshot.allocatable[snapshot.col["cpu"], feasible] // 1000)
         return scores
 
 
@@ -226,6 +226,6 @@ def test_snapshot_refresh_with_a_new_resource_keeps_every_changed_row() -> None:
     b.allocatable["example.com/gpu"] = 2
     snap.refresh([b, a])  # b brings a new column; a's change must not be lost
     assert "example.com/gpu" in snap.col
-    assert snap.allocatable[snap.index["a"], snap.col["cpu"]] == 16000
-    assert snap.allocatable[snap.index["b"], snap.col["example.com/gpu"]] == 2
+    assert snap.allocatable[snap.col["cpu"], snap.index["a"]] == 16000
+    assert snap.allocatable[snap.col["example.com/gpu"], snap.index["b"]] == 2
     assert [info.generation for info in snap.infos] == [5, 6]

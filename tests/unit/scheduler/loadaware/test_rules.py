@@ -16,7 +16,7 @@ from apis.nodemetric import NodeMetric
 from apis.qos import priority_class_with_default
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware import LoadAwareScheduling, LoadAwareSchedulingArgs, estimator, rules
-from scheduler.plugins.loadaware.columns import Block, LoadRows, Row, make_row
+from scheduler.plugins.loadaware.columns import RESULT_DTYPE, Block, LoadRows, Row, exact_estimate, make_row
 from tests.oracles.loadaware import least_used
 
 from .test_property import NOW, check_equal, pod_st, world_st
@@ -97,9 +97,9 @@ def test_incremental_rows_equal_a_rebuild(world: dict[str, Any]) -> None:
     fresh = LoadRows(plugin.args, plugin.resources, plugin.metrics, plugin.assign)
     fresh.rebuild(snapshot)
     assert view.rows == fresh.rows and view.big == fresh.big
-    for attr in ("ints", "nums", "bools"):
+    for attr in ("ints", "bools", "flags"):
         assert np.array_equal(getattr(view.block, attr), getattr(fresh.block, attr)), attr
-    assert np.array_equal(view.block.floats, fresh.block.floats, equal_nan=True)
+    assert np.array_equal(view.block.update_time, fresh.block.update_time, equal_nan=True)
 
 
 def _node(name: str, alloc: dict[str, str]) -> dict[str, Any]:
@@ -143,3 +143,20 @@ def test_estimate_memo_equals_a_fresh_estimate(pods: list[dict[str, Any]], custo
     for pod in pods * 2:
         fresh = (plugin.estimator.estimate_or_empty(pod), priority_class_with_default(pod))
         assert plugin.estimator.facts(pod) == fresh
+
+
+@given(capacities, thresholds, st.integers(0, 2**53), st.integers(0, 2**53))
+def test_exact_rows_give_results_the_kept_dtype_holds(
+    capacity: int, threshold: int, used: int, est: int
+) -> None:
+    """The int64 block's results are kept per estimate in RESULT_DTYPE: over exact rows and an exact
+    estimate every Filter code and score fits it (non-negative capacity and usage bound the score)."""
+    x = row(capacity, threshold, used)
+    if not x.exact or not exact_estimate((est,)):
+        return
+    b = Block([x], 1, np.int64)
+    code = int(rules.filter_codes(b, (est,), False)[0])
+    score = int(rules.scores(b, ARGS, [1], (est,), False)[0])
+    info = np.iinfo(RESULT_DTYPE)
+    assert -1 <= code <= 3 and 0 <= score <= 100
+    assert info.min <= code <= info.max and info.min <= score <= info.max
