@@ -229,3 +229,26 @@ def test_snapshot_refresh_with_a_new_resource_keeps_every_changed_row() -> None:
     assert snap.allocatable[snap.col["cpu"], snap.index["a"]] == 16000
     assert snap.allocatable[snap.col["example.com/gpu"], snap.index["b"]] == 2
     assert [info.generation for info in snap.infos] == [5, 6]
+
+
+class CPUScoreEveryRow:
+    """The same rule returning every row's score (the contract allows it)."""
+
+    @property
+    def name(self) -> str:
+        return "CPUScoreEveryRow"
+
+    def score_all(
+        self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, feasible: IntArray
+    ) -> IntArray:
+        scores: IntArray = np.minimum(100, snapshot.allocatable[snapshot.col["cpu"]] // 1000)
+        return scores
+
+
+def test_every_row_and_feasible_row_scores_add_on_the_feasible_rows() -> None:
+    snap = Snapshot.build([node("c", "8"), node("a", "4"), node("b", "2")])  # rows a, b, c
+    fw = Framework([CPUScore(), CPUScoreEveryRow()], {"CPUScore": 2, "CPUScoreEveryRow": 5})
+    feasible = np.array([0, 2], np.int64)  # a and c
+    assert fw.score_all(CycleState(0), POD, snap, feasible).tolist() == [4 * 2 + 4 * 5, 8 * 2 + 8 * 5]
+    fw = Framework([CPUScoreEveryRow(), CPUScore()])  # the full-length result first
+    assert fw.score_all(CycleState(0), POD, snap, feasible).tolist() == [8, 16]
