@@ -62,12 +62,22 @@ def test_configmap_edit_flows_to_nodeslo_and_nodemetric(harness: Harness) -> Non
     wait_for(lambda: h.collect_policy(node).get("reportIntervalSeconds") == 60, what="default policy")
     # the threshold key is gone → default threshold strategy (enable false, 65 %)
     wait_for(lambda: threshold(h, node).get("cpuSuppressThresholdPercent") == 65, what="default threshold")
-    assert h.sample("slo_controller_nodeslo_reconcile_count", status="succeeded", reason="updateNodeSLO") >= 2
+    # the counters move just after the write the API shows, so wait for them rather than read them once
+    wait_for(
+        lambda: (
+            h.sample("slo_controller_nodeslo_reconcile_count", status="succeeded", reason="updateNodeSLO")
+            >= 2
+        ),
+        what="two NodeSLO updates counted",
+    )
     assert (
         h.sample("slo_controller_nodemetric_reconcile_count", status="succeeded", reason="createNodeMetric")
         == 1
     )
-    assert h.sample("koord_manager_reconcile_total", controller="nodeslo", result="success") >= 3
+    wait_for(
+        lambda: h.sample("koord_manager_reconcile_total", controller="nodeslo", result="success") >= 3,
+        what="three NodeSLO reconciles counted",
+    )
 
 
 def test_broken_key_keeps_previous_values_and_warns(harness: Harness) -> None:
@@ -129,12 +139,15 @@ def test_nodes_created_and_deleted_create_and_delete_their_objects(harness: Harn
     h.core.delete_node(a)
     wait_for(lambda: h.nodeslo(a) is None and h.nodemetric(a) is None, what="objects deleted with node")
     assert h.nodeslo(b) is not None and h.nodemetric(b) is not None
-    assert h.sample("slo_controller_nodeslo_reconcile_count", status="succeeded", reason="createNodeSLO") == 2
-    assert h.sample("slo_controller_nodeslo_reconcile_count", status="succeeded", reason="deleteNodeSLO") == 1
-    assert (
-        h.sample("slo_controller_nodemetric_reconcile_count", status="succeeded", reason="deleteNodeMetric")
-        == 1
-    )
+    counted = {
+        ("nodeslo", "createNodeSLO"): 2.0,
+        ("nodeslo", "deleteNodeSLO"): 1.0,
+        ("nodemetric", "deleteNodeMetric"): 1.0,
+    }
+    # counters move just after the writes the API shows: wait until each reaches its exact count
+    for (kind, reason), want in counted.items():
+        name = f"slo_controller_{kind}_reconcile_count"
+        wait_for(lambda n=name, r=reason, w=want: h.sample(n, status="succeeded", reason=r) == w, what=reason)
 
     # An orphan NodeSLO (no such node) is deleted; extensions of an existing NodeSLO survive updates.
     orphan = h.node_name("orphan")
