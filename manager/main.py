@@ -51,6 +51,7 @@ from manager.metrichub.auth import (
 from manager.metrichub.metrics import HubCollector
 from manager.metrichub.server import serve, tls_credentials
 from manager.metrichub.store import HubStore
+from manager.webhook.flags import GATE_DEFAULTS, add_webhook_flags
 
 DEFAULT_HUB_ADDR = "0.0.0.0:9317"
 CONTROLLERS = ("nodemetric", "noderesource", "nodeslo")
@@ -122,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_klog_and_gate_flags(p, "koord-manager")
     add_config_flags(p)
+    add_webhook_flags(p)
     return p
 
 
@@ -134,7 +136,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         "koord-manager",
         upstreamflags.MANAGER,
         upstreamflags.MANAGER_GATES,
-        {},
+        GATE_DEFAULTS,
     )
 
 

@@ -227,7 +227,9 @@ def test_not_a_directory(tmp_path: Path) -> None:
 
 
 @needs_kubectl
-@pytest.mark.parametrize("tree", ["", "overlays/standalone-scheduler", "prometheus-operator"])
+@pytest.mark.parametrize(
+    "tree", ["", "overlays/standalone-scheduler", "overlays/cert-manager", "prometheus-operator"]
+)
 def test_deploy_renders_as_kubectl_kustomize(tree: str) -> None:
     """Same objects, same content, same order as kustomize v5 (kubectl's)."""
     assert build(DEPLOY / tree) == kubectl_kustomize(DEPLOY / tree)

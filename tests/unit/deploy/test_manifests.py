@@ -32,7 +32,9 @@ Obj = dict[str, Any]
 DEFAULT = build(DEPLOY)
 STANDALONE = build(DEPLOY / "overlays" / "standalone-scheduler")
 MONITORING = build(DEPLOY / "prometheus-operator")
-TREES = {"default": DEFAULT, "standalone": STANDALONE, "prometheus-operator": MONITORING}
+CERT_MANAGER = build(DEPLOY / "overlays" / "cert-manager")
+TREES = {"default": DEFAULT, "standalone": STANDALONE, "prometheus-operator": MONITORING,
+         "cert-manager": CERT_MANAGER}  # fmt: skip
 
 
 def find(objs: list[Obj], kind: str, name: str) -> Obj:
@@ -306,7 +308,8 @@ def test_manager_loses_the_scheduler_role_in_the_standalone_overlay() -> None:
 
 @pytest.mark.parametrize("tree", sorted(TREES))
 def test_namespaced_objects_live_in_koordinator_system(tree: str) -> None:
-    cluster = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PriorityClass"}
+    cluster = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
+               "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}  # fmt: skip
     for o in TREES[tree]:
         assert o["metadata"].get("namespace") == (None if o["kind"] in cluster else NAMESPACE), o["kind"]
         assert o["metadata"]["labels"]["app.kubernetes.io/part-of"] == "koord"

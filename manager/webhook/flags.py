@@ -1,0 +1,115 @@
+"""koord-manager's admission-webhook flags and feature gates (docs/flags.md#admission-webhooks).
+
+``add_webhook_flags`` registers the flags; ``GATE_DEFAULTS`` are the upstream gates koord implements for
+the webhooks, with koord's defaults (the ConfigMap check is on by default here, off upstream);
+``WebhookOptions.from_args`` turns parsed flags into the options manager.webhook.service starts from.
+Imports: the standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["GATE_DEFAULTS", "WebhookOptions", "add_webhook_flags"]
+
+# Off unless asked for: deploy/ turns them on (:9443); a manager run by hand or by tests serves none.
+DEFAULT_ADDR: Final = ""
+DEFAULT_SERVICE: Final = "koord-manager-webhook"
+MUTATING_CONFIG: Final = "koordinator-mutating-webhook-configuration"
+VALIDATING_CONFIG: Final = "koordinator-validating-webhook-configuration"
+
+POD_MUTATING: Final = "PodMutatingWebhook"
+POD_VALIDATING: Final = "PodValidatingWebhook"
+CONFIGMAP_VALIDATING: Final = "ConfigMapValidatingWebhook"
+SKIP_MUTATING_RESOURCES: Final = "ColocationProfileSkipMutatingResources"
+GATE_DEFAULTS: Final[Mapping[str, bool]] = {
+    POD_MUTATING: True,
+    POD_VALIDATING: True,
+    CONFIGMAP_VALIDATING: True,
+    SKIP_MUTATING_RESOURCES: False,
+}
+
+
+def add_webhook_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--webhook-addr",
+        default=DEFAULT_ADDR,
+        help="admission webhooks' HTTPS listen address, e.g. :9443 (deploy/ sets it); empty (default): no "
+        "webhooks",
+    )
+    p.add_argument(
+        "--webhook-tls-secret",
+        default="",
+        help="Secret (in POD_NAMESPACE, else --leader-election-namespace) keeping the webhooks' self-signed "
+        "CA and certificate: the first replica creates it, every replica serves it, keeps the caBundle of "
+        "the webhook configurations equal to its CA and renews it before it expires. Empty: serve "
+        "tls.crt/tls.key of --webhook-cert-dir as they are (e.g. cert-manager's), patch nothing",
+    )
+    p.add_argument(
+        "--webhook-cert-dir",
+        default="",
+        help="folder of the webhooks' tls.crt, tls.key and ca.crt (default: a private temporary folder)",
+    )
+    p.add_argument(
+        "--webhook-service",
+        default=DEFAULT_SERVICE,
+        help=f"the webhooks' Service, whose DNS names the certificate carries ({DEFAULT_SERVICE})",
+    )
+    p.add_argument(
+        "--webhook-hosts",
+        default="",
+        help="comma-separated extra names (DNS or IP) for the webhooks' certificate, e.g. 127.0.0.1 when "
+        "the API server calls the webhooks by URL",
+    )
+    p.add_argument("--mutating-webhook-configuration", default=MUTATING_CONFIG,
+                   help=f"the MutatingWebhookConfiguration whose caBundle is kept ({MUTATING_CONFIG})")  # fmt: skip
+    p.add_argument("--validating-webhook-configuration", default=VALIDATING_CONFIG,
+                   help=f"the ValidatingWebhookConfiguration whose caBundle is kept ({VALIDATING_CONFIG})")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    """The webhook flags, checked."""
+
+    host: str
+    port: int
+    tls_secret: str
+    cert_dir: str
+    hosts: tuple[str, ...]
+    mutating_configuration: str
+    validating_configuration: str
+    mutate_pods: bool
+    validate_pods: bool
+    validate_configmaps: bool
+    skip_mutating_resources: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, namespace: str) -> WebhookOptions | None:
+        """The options, or None when --webhook-addr is empty; ValueError names a bad flag value."""
+        addr: str = args.webhook_addr
+        if not addr:
+            return None
+        host, sep, port_text = addr.rpartition(":")
+        if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+            raise ValueError(f"--webhook-addr={addr!r}: expected [host]:port with a port in 0..65535")
+        service = args.webhook_service
+        names = [service, f"{service}.{namespace}", f"{service}.{namespace}.svc",
+                 f"{service}.{namespace}.svc.cluster.local"]  # fmt: skip
+        extra = [h.strip() for h in str(args.webhook_hosts).split(",") if h.strip()]
+        gates: Mapping[str, bool] = args.feature_gates if isinstance(args.feature_gates, Mapping) else {}
+        return cls(
+            host=host or "0.0.0.0",
+            port=int(port_text),
+            tls_secret=args.webhook_tls_secret,
+            cert_dir=args.webhook_cert_dir,
+            hosts=tuple(dict.fromkeys([*names, *extra])),
+            mutating_configuration=args.mutating_webhook_configuration,
+            validating_configuration=args.validating_webhook_configuration,
+            mutate_pods=gates.get(POD_MUTATING, GATE_DEFAULTS[POD_MUTATING]),
+            validate_pods=gates.get(POD_VALIDATING, GATE_DEFAULTS[POD_VALIDATING]),
+            validate_configmaps=gates.get(CONFIGMAP_VALIDATING, GATE_DEFAULTS[CONFIGMAP_VALIDATING]),
+            skip_mutating_resources=gates.get(SKIP_MUTATING_RESOURCES, GATE_DEFAULTS[SKIP_MUTATING_RESOURCES]),
+        )
