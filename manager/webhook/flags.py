@@ -64,10 +64,14 @@ def add_webhook_flags(p: argparse.ArgumentParser) -> None:
         help="comma-separated extra names (DNS or IP) for the webhooks' certificate, e.g. 127.0.0.1 when "
         "the API server calls the webhooks by URL",
     )
-    p.add_argument("--mutating-webhook-configuration", default=MUTATING_CONFIG,
-                   help=f"the MutatingWebhookConfiguration whose caBundle is kept ({MUTATING_CONFIG})")  # fmt: skip
-    p.add_argument("--validating-webhook-configuration", default=VALIDATING_CONFIG,
-                   help=f"the ValidatingWebhookConfiguration whose caBundle is kept ({VALIDATING_CONFIG})")  # fmt: skip
+    configurations = [
+        ("--mutating-webhook-configuration", "Mutating", MUTATING_CONFIG),
+        ("--validating-webhook-configuration", "Validating", VALIDATING_CONFIG),
+    ]
+    for flag, kind, name in configurations:
+        p.add_argument(
+            flag, default=name, help=f"the {kind}WebhookConfiguration whose caBundle is kept ({name})"
+        )
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ class WebhookOptions:
         names = [service, f"{service}.{namespace}", f"{service}.{namespace}.svc",
                  f"{service}.{namespace}.svc.cluster.local"]  # fmt: skip
         extra = [h.strip() for h in str(args.webhook_hosts).split(",") if h.strip()]
-        gates: Mapping[str, bool] = args.feature_gates if isinstance(args.feature_gates, Mapping) else {}
+        given: Mapping[str, bool] = args.feature_gates if isinstance(args.feature_gates, Mapping) else {}
+        gates = {**GATE_DEFAULTS, **given}
         return cls(
             host=host or "0.0.0.0",
             port=int(port_text),
@@ -108,8 +113,8 @@ class WebhookOptions:
             hosts=tuple(dict.fromkeys([*names, *extra])),
             mutating_configuration=args.mutating_webhook_configuration,
             validating_configuration=args.validating_webhook_configuration,
-            mutate_pods=gates.get(POD_MUTATING, GATE_DEFAULTS[POD_MUTATING]),
-            validate_pods=gates.get(POD_VALIDATING, GATE_DEFAULTS[POD_VALIDATING]),
-            validate_configmaps=gates.get(CONFIGMAP_VALIDATING, GATE_DEFAULTS[CONFIGMAP_VALIDATING]),
-            skip_mutating_resources=gates.get(SKIP_MUTATING_RESOURCES, GATE_DEFAULTS[SKIP_MUTATING_RESOURCES]),
+            mutate_pods=gates[POD_MUTATING],
+            validate_pods=gates[POD_VALIDATING],
+            validate_configmaps=gates[CONFIGMAP_VALIDATING],
+            skip_mutating_resources=gates[SKIP_MUTATING_RESOURCES],
         )

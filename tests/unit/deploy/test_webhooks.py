@@ -44,7 +44,7 @@ def _hooks(objs: list[Obj]) -> list[Obj]:
 
 @pytest.mark.parametrize("tree", [DEFAULT, STANDALONE, CERT_MANAGER])
 def test_every_replica_serves_behind_the_service(tree: list[Obj]) -> None:
-    pod, c = _manager(tree)
+    _, c = _manager(tree)
     opts = WebhookOptions.from_args(manager_parser().parse_args(c["args"]), NAMESPACE)
     assert opts is not None and opts.port == 9443
     [port] = [p for p in c["ports"] if p["name"] == "webhook"]
@@ -55,7 +55,8 @@ def test_every_replica_serves_behind_the_service(tree: list[Obj]) -> None:
     [sport] = svc["spec"]["ports"]
     assert sport["port"] == 443 and sport["targetPort"] == "webhook"
     assert f"{svc['metadata']['name']}.{NAMESPACE}.svc" in opts.hosts  # the name the API server dials
-    assert (opts.mutating_configuration, opts.validating_configuration) == (MUTATING_CONFIG, VALIDATING_CONFIG)
+    configurations = (opts.mutating_configuration, opts.validating_configuration)
+    assert configurations == (MUTATING_CONFIG, VALIDATING_CONFIG)
 
 
 @pytest.mark.parametrize("tree", [DEFAULT, CERT_MANAGER])
