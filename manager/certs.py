@@ -6,9 +6,17 @@ it exists, return what is stored), so the first replica to start wins and the ot
 back; every replica then serves the same certificate and clients trust the one CA. The Secret is of
 type kubernetes.io/tls with the keys tls.crt, tls.key and ca.crt; clients mount ca.crt. The CA's
 private key is never stored: it signs the one serving certificate and is dropped, so the Secret
-cannot mint other certificates. Rotation: delete the Secret and restart the replicas, then the
-clients (they read the CA when they start). Names, hosts and the Secret are parameters: the hub
-(manager.main, --hub-tls-secret) and any other server of the manager use it the same way.
+cannot mint other certificates. Names, hosts and the Secret are parameters: the hub (manager.main,
+--hub-tls-secret) and the admission webhooks (manager.webhook.certkeeper) use it the same way.
+
+Rotation. The hub's: delete the Secret and restart the replicas, then the clients (they read the CA
+when they start). The webhooks' is planned here (``plan_rotation``, pure) and carried out by
+manager.webhook.certkeeper, in two steps so that no client ever meets a certificate it does not
+trust: when the serving certificate has less than ``renew_before`` left (a third of its lifetime by
+default), a new CA and certificate are *staged* (kept in next.crt / next.key, the new CA added to the
+ca.crt bundle, which the API server is given as caBundle); ``promote_after`` later the staged pair
+becomes tls.crt / tls.key. ca.crt keeps every CA that has not expired, so servers still serving the
+previous certificate and clients holding the previous bundle both keep working.
 
 Imports: standard library, cryptography.
 """
@@ -27,16 +35,30 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["ServingCert", "bootstrap", "from_secret", "missing_hosts", "new_serving_cert", "secret_body"]
+__all__ = [
+    "Plan",
+    "ServingCert",
+    "bootstrap",
+    "decode_data",
+    "encode_data",
+    "from_secret",
+    "missing_hosts",
+    "new_serving_cert",
+    "plan_rotation",
+    "secret_body",
+]
 
 log = logging.getLogger(__name__)
 
 CA_CRT, TLS_CRT, TLS_KEY = "ca.crt", "tls.crt", "tls.key"
+NEXT_CRT, NEXT_KEY = "next.crt", "next.key"  # a staged pair (see Rotation in the module docstring)
 VALID_DAYS = 3650
+PROMOTE_AFTER = dt.timedelta(minutes=10)  # from the staged certificate's notBefore (5 min backdated)
 RENEW_WARNING = dt.timedelta(days=30)
 CreateOrRead = Callable[[dict[str, Any]], Mapping[str, Any]]
 
@@ -182,3 +204,123 @@ def bootstrap(
     if ca_file is not None:
         _write(ca_file, stored.ca, 0o644)
     return stored
+
+
+# -- rotation (pure: the decisions; manager.webhook.certkeeper reads and writes) ---------------------------
+
+
+def decode_data(secret: Mapping[str, Any] | None) -> dict[str, bytes]:
+    """A Secret's ``data`` as bytes (an undecodable value reads as empty)."""
+    out: dict[str, bytes] = {}
+    for k, v in ((secret or {}).get("data") or {}).items():
+        try:
+            out[str(k)] = base64.b64decode(v or b"", validate=True)
+        except (ValueError, TypeError):
+            out[str(k)] = b""
+    return out
+
+
+def encode_data(data: Mapping[str, bytes]) -> dict[str, str]:
+    return {k: base64.b64encode(v).decode() for k, v in data.items()}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The Secret data to write (every key: the managed ones and any other kept as it was), and why."""
+
+    data: dict[str, bytes]
+    reason: str
+
+
+def _certs(bundle: bytes) -> list[x509.Certificate]:
+    try:
+        return x509.load_pem_x509_certificates(bundle)
+    except ValueError:
+        return []
+
+
+def _pair(cert_pem: bytes | None, key_pem: bytes | None) -> x509.Certificate | None:
+    """The certificate when ``key_pem`` is its private key, else None."""
+    if not cert_pem or not key_pem:
+        return None
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return None
+    pub = serialization.PublicFormat.SubjectPublicKeyInfo
+    der = serialization.Encoding.DER
+    return (
+        cert if key.public_key().public_bytes(der, pub) == cert.public_key().public_bytes(der, pub) else None
+    )
+
+
+def _issuer(cert: x509.Certificate, cas: Sequence[x509.Certificate]) -> x509.Certificate | None:
+    for ca in cas:
+        try:
+            cert.verify_directly_issued_by(ca)
+            return ca
+        except (ValueError, TypeError, InvalidSignature):
+            continue
+    return None
+
+
+def _bundle(first: x509.Certificate | None, cas: Sequence[x509.Certificate], now: dt.datetime) -> bytes:
+    """``first`` then the other unexpired CAs, each once, as PEM."""
+    kept: list[x509.Certificate] = [first] if first is not None else []
+    for ca in cas:
+        if ca.not_valid_after_utc > now and all(ca != k for k in kept):
+            kept.append(ca)
+    return b"".join(ca.public_bytes(serialization.Encoding.PEM) for ca in kept)
+
+
+def plan_rotation(
+    data: Mapping[str, bytes],
+    now: dt.datetime,
+    fresh: Callable[[], ServingCert],
+    *,
+    renew_before: dt.timedelta | None = None,
+    promote_after: dt.timedelta = PROMOTE_AFTER,
+) -> Plan | None:
+    """What to write into the certificate Secret whose decoded ``data`` this is, at ``now``; None when
+    nothing (see Rotation in the module docstring). ``fresh`` makes a new CA and certificate; it is
+    called only when one is needed. In order: no usable pair (missing, unparsable, key not the
+    certificate's, or expired with nothing staged) → a fresh pair; a staged pair whose CA is not in
+    ca.crt or that does not load → dropped; a staged pair valid for ``promote_after``, or a serving
+    certificate that expired → promoted; less than ``renew_before`` left (default a third of the
+    lifetime) → a fresh pair staged; CAs that expired → dropped from ca.crt."""
+    others = {k: v for k, v in data.items() if k not in (CA_CRT, TLS_CRT, TLS_KEY, NEXT_CRT, NEXT_KEY)}
+    current = _pair(data.get(TLS_CRT), data.get(TLS_KEY))
+    staged_pem = (data.get(NEXT_CRT), data.get(NEXT_KEY))
+    has_staged = any(staged_pem)
+    staged = _pair(*staged_pem)
+    cas = _certs(data.get(CA_CRT, b""))
+    current_ca = _issuer(current, cas) if current is not None else None
+    expired = current is not None and current.not_valid_after_utc <= now
+    if current is None or current_ca is None or (expired and staged is None):
+        made = fresh()
+        why = "expired" if expired else "no usable certificate and CA"
+        return Plan({**others, CA_CRT: made.ca, TLS_CRT: made.cert, TLS_KEY: made.key}, why)
+    serving = {TLS_CRT: data[TLS_CRT], TLS_KEY: data[TLS_KEY]}
+    staged_ca = _issuer(staged, cas) if staged is not None else None
+    if has_staged and (staged is None or staged_ca is None or staged.not_valid_after_utc <= now):
+        return Plan({**others, CA_CRT: _bundle(current_ca, cas, now), **serving}, "staged pair unusable")
+    if staged is not None and (now >= staged.not_valid_before_utc + promote_after or expired):
+        promoted = {TLS_CRT: staged_pem[0] or b"", TLS_KEY: staged_pem[1] or b""}
+        return Plan({**others, CA_CRT: _bundle(staged_ca, cas, now), **promoted}, "staged pair promoted")
+    if staged is None:
+        lifetime = current.not_valid_after_utc - current.not_valid_before_utc
+        if current.not_valid_after_utc - now < (renew_before if renew_before is not None else lifetime / 3):
+            made = fresh()
+            new_ca = x509.load_pem_x509_certificate(made.ca)
+            bundle = _bundle(current_ca, [*cas, new_ca], now)
+            staged_data = {NEXT_CRT: made.cert, NEXT_KEY: made.key}
+            return Plan({**others, CA_CRT: bundle, **serving, **staged_data}, "renewal staged")
+    bundle = _bundle(current_ca, cas, now)
+    if bundle != data.get(CA_CRT):
+        kept = {
+            **serving,
+            **({NEXT_CRT: staged_pem[0] or b"", NEXT_KEY: staged_pem[1] or b""} if staged else {}),
+        }
+        return Plan({**others, CA_CRT: bundle, **kept}, "expired CAs dropped")
+    return None
