@@ -51,6 +51,7 @@ __all__ = [
     "new_serving_cert",
     "plan_rotation",
     "secret_body",
+    "write_file",
 ]
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ def missing_hosts(cert: ServingCert, hosts: Sequence[str]) -> list[str]:
     return [h for h in hosts if str(_san(h).value) not in named]
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
+def write_file(path: Path, data: bytes, mode: int) -> None:
     """Replaces `path` atomically (a server never reads half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -199,10 +200,10 @@ def bootstrap(
         log.warning(
             "Secret %s/%s: its certificate expires %s (delete it to renew)", namespace, secret, expires
         )
-    _write(cert_file, stored.cert, 0o644)
-    _write(key_file, stored.key, 0o600)
+    write_file(cert_file, stored.cert, 0o644)
+    write_file(key_file, stored.key, 0o600)
     if ca_file is not None:
-        _write(ca_file, stored.ca, 0o644)
+        write_file(ca_file, stored.ca, 0o644)
     return stored
 
 
