@@ -8,7 +8,9 @@ docs/rules/manager.md#a-bad-configmap-key-never-stops-the-manager): a key that c
 value from ``previous`` (or its default) while the valid fields apply
 (docs/configuration.md, "Invalid values"). Colocation additionally tracks upstream's cache flags:
 ``colocation_error`` (errorStatus) and ``colocation_available`` (false after a failed first load, until
-a valid update). Unknown keys are kept as raw JSON text. Per node: ``node_colocation_strategy``
+a valid update). Unknown keys are kept as raw JSON text. ``decode_config_key`` gives one key's document as
+written, before any merge (the admission webhook's upstream checks read it,
+docs/rules/manager.md#configmap-slo-controller-config). Per node: ``node_colocation_strategy``
 (docs/configuration.md#node-overrides-and-merge-rules), ``node_slo_spec``
 (docs/rules/manager.md#nodeslo-one-nodeslo-per-node) and ``node_metric_collect_policy``
 (docs/rules/manager.md#nodemetric-one-nodemetric-per-node).
@@ -36,6 +38,7 @@ from apis.quantity import Quantity, QuantityError
 from apis.sloconfig_merge import (
     NODE_SLO_DEFAULTS,
     ConfigKeyError,
+    decode_config_key,
     default_colocation_cfg,
     default_colocation_strategy,
     default_cpu_burst_cfg,
@@ -68,6 +71,7 @@ from apis.sloconfig_types import (
 __all__ = [
     "ConfigKeyError",
     "SLOControllerConfig",
+    "decode_config_key",
     "default_colocation_strategy",
     "default_node_metric_collect_policy",
     "default_slo_controller_config",

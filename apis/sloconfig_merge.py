@@ -208,6 +208,25 @@ NODE_SLO_DEFAULTS: Final = {
     c.SYSTEM_CONFIG_KEY: default_system_cfg,
 }
 
+# The document type each key decodes into (the user's text as written, before any merge).
+KEY_DOCUMENTS: Final[dict[str, type[Any]]] = {
+    c.COLOCATION_CONFIG_KEY: ColocationCfg,
+    c.RESOURCE_THRESHOLD_CONFIG_KEY: ResourceThresholdCfg,
+    c.RESOURCE_QOS_CONFIG_KEY: ResourceQOSCfg,
+    c.CPU_BURST_CONFIG_KEY: CPUBurstCfg,
+    c.SYSTEM_CONFIG_KEY: SystemCfg,
+    c.HOST_APPLICATION_CONFIG_KEY: HostApplicationCfg,
+    c.CPU_NORMALIZATION_CONFIG_KEY: CPUNormalizationCfg,
+    c.RESOURCE_AMPLIFICATION_CONFIG_KEY: ResourceAmplificationCfg,
+}
+
+
+def decode_config_key(key: str, text: str) -> tuple[Any | None, list[ConfigKeyError]]:
+    """The typed document of a known ``key`` exactly as written (no default, no merge, no repair): what
+    every ``parse_*`` function starts from, with the same decode errors. ``None`` when the document is
+    rejected whole; an unparsable node selector decodes as ``None`` with a non-fatal error."""
+    return _decode(key, text, KEY_DOCUMENTS[key]())
+
 
 # --- merging -----------------------------------------------------------------------------------------
 def _merge_entries(

@@ -1,0 +1,1 @@
+"""koord-manager's admission webhooks."""
