@@ -100,7 +100,7 @@ class CertKeeper:
         promote_after: dt.timedelta = PROMOTE_AFTER,
         interval: float = INTERVAL,
         retry_interval: float = RETRY_INTERVAL,
-        clock: Callable[[], dt.datetime] = _utcnow,
+        clock: Callable[[], dt.datetime] | None = None,
     ) -> None:
         if not hosts:
             raise ValueError("the webhooks' certificate needs at least one host name")
@@ -111,7 +111,7 @@ class CertKeeper:
         self.configurations = list(configurations)
         self.days, self.renew_before, self.promote_after = days, renew_before, promote_after
         self.interval, self.retry_interval = interval, retry_interval
-        self.clock = clock
+        self.clock = clock if clock is not None else _utcnow
         self.current: ServingCert | None = None
         self.rounds = 0
         self.last_error: str = ""
