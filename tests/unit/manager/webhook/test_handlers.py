@@ -163,3 +163,35 @@ def test_default_handlers_serve_the_modules_present_and_asked_for(monkeypatch: p
 
 def test_a_missing_module_is_none() -> None:
     assert h._module("no_such_decision_module") is None
+
+
+def test_the_real_decisions_behind_the_default_handlers() -> None:
+    """With the decision modules present, each path answers what its pure function decides."""
+    profile = pytest.importorskip("manager.webhook.profile")
+    validate_pod = pytest.importorskip("manager.webhook.validate_pod")
+    validate_config = pytest.importorskip("manager.webhook.validate_config")
+    colocation = {"metadata": {"name": "colocation"}, "spec": {"qosClass": "BE"}}
+    reads = Reads(profiles=lambda: [colocation], namespace_labels=lambda name: {})
+    handlers = default_handlers(reads)
+    assert sorted(handlers) == ["/mutate-pod", "/validate-configmap", "/validate-pod"]
+
+    mutated = handlers["/mutate-pod"](_req())
+    expected = profile.mutate_pod(
+        {**POD, "metadata": {**POD["metadata"], "namespace": "ns"}}, operation="CREATE",
+        profiles=[colocation], namespace_labels={}, priority_classes={},
+    )  # fmt: skip
+    assert expected.mutated and mutated.allowed and mutated.patch
+    assert {"op": "add", "path": "/metadata/labels/koordinator.sh~1qosClass", "value": "BE"} in mutated.patch
+
+    be_prod = {"metadata": {"name": "p", "labels": {"koordinator.sh/qosClass": "BE"}},
+               "spec": {"priority": 9500, "containers": [{"name": "c"}]}}  # fmt: skip
+    messages = validate_pod.validate_pod({**be_prod, "metadata": {**be_prod["metadata"], "namespace": "ns"}},
+                                         operation="CREATE", old_pod=None)  # fmt: skip
+    refused = handlers["/validate-pod"](_req(obj=be_prod))
+    assert messages and (refused.code, refused.message) == (400, validate_pod.refusal_reason(messages))
+
+    bad = {"metadata": {"name": "slo-controller-config", "namespace": "koordinator-system"},
+           "data": {"colocation-config": '{"enable": "yes"}'}}  # fmt: skip
+    messages = validate_config.validate_slo_config(bad, operation="CREATE", old=None)
+    refused = handlers["/validate-configmap"](_req(resource="configmaps", obj=bad))
+    assert messages and (refused.code, refused.message) == (400, validate_pod.refusal_reason(messages))
