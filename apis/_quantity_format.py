@@ -2,7 +2,9 @@
 
 A quantity's amount is held as ``(m, e)`` meaning ``m * 10**e`` with ``m`` an int free of trailing decimal
 zeros (``(0, 0)`` for zero) and ``e >= -9`` once rounded to nano. Every helper here works on that pair
-without building ``10**e`` for huge exponents, so ``"1e999999999"`` stays cheap, as it is in Go.
+without building ``10**e`` for huge exponents; parsing caps magnitudes at 2^63-1, so every parsed amount
+has at most 28 digits and arithmetic on parsed quantities costs microseconds
+(docs/upstream.md#quantity-limits).
 Imports: standard library only. Pure, no I/O.
 """
 
@@ -81,6 +83,27 @@ def normalize(m: int, e: int) -> tuple[int, int]:
         m //= 10
         e += 1
     return m, e
+
+
+def parsed_nanos(significant: str, e: int, p: int) -> int:
+    """``ceil(S * 10**e * 2**p * 10**9)`` for the digit string ``S`` (no leading or trailing zeros), read
+    cheaply: the caller has ruled out values of 10**19 and more, so only the digits at or above the nano
+    position (shifted by ``p``) are converted; any lower digit rounds the result up, away from zero.
+
+    With ``2**p = 10**p / 5**p`` the value in nanos is ``(I + F) / 5**p`` where ``I`` is the integer part of
+    ``S * 10**(e + 9 + p)`` and ``0 <= F < 1`` the rest; as ``I mod 5**p + F < 5**p`` the ceiling is
+    ``I // 5**p`` plus one when either the remainder or ``F`` is non-zero.
+    """
+    shift = e + 9 + p
+    keep = len(significant) + shift
+    if shift >= 0:
+        whole, rest = int_of_digits(significant) * pow10(shift), False
+    elif keep > 0:
+        whole, rest = int_of_digits(significant[:keep]), True  # the dropped tail ends in a non-zero digit
+    else:
+        whole, rest = 0, True
+    quotient, remainder = divmod(whole, 5**p) if p else (whole, 0)
+    return quotient + (1 if remainder or rest else 0)
 
 
 def round_nano(m: int, e: int) -> tuple[int, int]:

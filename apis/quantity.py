@@ -4,7 +4,8 @@ See docs/upstream.md#conventions.
 
 Role: the one place koord turns quantity text (``"500m"``, ``"1.5Gi"``, ``"12k"``, ``"1e3"``) into exact
 numbers and back. Values are exact decimals, never floats: parsing rounds away from zero to nano (1e-9),
-caps BinarySI magnitudes at 2^63-1 and remembers the suffix family (DecimalSI / BinarySI / DecimalExponent);
+caps magnitudes at 2^63-1 (docs/upstream.md#quantity-limits) and remembers the suffix family (DecimalSI /
+BinarySI / DecimalExponent), so a parsed amount has at most 28 digits and costs microseconds to use;
 ``str()`` is Go's canonical ``Quantity.String()``; ``value()`` / ``milli_value()`` round away from zero.
 Where Go's behaviour is accidental we differ on purpose; the ``Quantity`` docstring lists where.
 Imports: standard library only (and the private helper ``apis._quantity_format``). Pure, no I/O.
@@ -26,6 +27,7 @@ __all__ = ["Format", "Quantity", "QuantityError", "format_resource_list", "parse
 
 _NUMBER_RE: Final = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)", re.DOTALL)
 _EXPONENT_RE: Final = re.compile(r"[eE]([+-]?)([0-9]+)")
+_CAP_NANOS: Final = _fmt.INT64_MAX * 10**9  # 2^63-1, in nanos
 # Go's strings.TrimSpace set (unicode.IsSpace), used only for JSON input as UnmarshalJSON does.
 _GO_SPACE: Final = "\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
     chr(c) for c in range(0x2000, 0x200B)
@@ -98,19 +100,19 @@ def _parse_uncached(text: str) -> tuple[int, int, Format]:
     fmt, base, exponent = _suffix(text, suffix)
     digits = (whole + fraction).lstrip("0")
     significant = digits.rstrip("0")
-    m = _fmt.int_of_digits(significant) if significant else 0
-    e = len(digits) - len(significant) - len(fraction)
-    if base == 2:
-        m <<= exponent
+    if not significant:
+        return 0, 0, fmt
+    # The value is int(significant) * 10**e * 2**p; at least 10**(len(significant) - 1 + e).
+    e = len(digits) - len(significant) - len(fraction) + (exponent if base == 10 else 0)
+    p = exponent if base == 2 else 0
+    nanos = _CAP_NANOS + 1 if len(significant) - 1 + e >= 19 else _fmt.parsed_nanos(significant, e, p)
+    if nanos > _CAP_NANOS:  # docs/upstream.md#quantity-limits: every format is capped, not only BinarySI
+        m, e = _fmt.INT64_MAX, 0
     else:
-        e += exponent
-    m, e = _fmt.round_nano(*_fmt.normalize(-m if sign == "-" else m, e))
-    if fmt is Format.BINARY_SI and m != 0:
-        if _fmt.compare(abs(m), e, _fmt.INT64_MAX, 0) > 0:  # Go caps BinarySI only
-            m, e = (_fmt.INT64_MAX if m > 0 else -_fmt.INT64_MAX), 0
-        elif _fmt.compare(abs(m), e, 1, 0) < 0:  # 0 < |v| < 1 is DecimalSI
-            fmt = Format.DECIMAL_SI
-    return m, e, fmt
+        m, e = _fmt.normalize(nanos, _fmt.NANO_EXP)
+    if fmt is Format.BINARY_SI and _fmt.compare(m, e, 1, 0) < 0:  # 0 < |v| < 1 is DecimalSI
+        fmt = Format.DECIMAL_SI
+    return (-m if sign == "-" else m), e, fmt
 
 
 class Quantity:
@@ -123,7 +125,10 @@ class Quantity:
     text with no digit at all is rejected (Go reads ``"Gi"``, ``"."``, ``"+"`` as zero); ``value()`` and
     ``milli_value()`` saturate at ±(2^63-1) where Go's int64 overflows, and round negative values away
     from zero on every path (Go's big-decimal path truncates, then adds one: -0.5n gives +1);
-    DecimalSI values above ``999E`` print as ``e<N>`` (current upstream) instead of a bare mantissa.
+    DecimalSI values above ``999E`` print as ``e<N>`` (current upstream) instead of a bare mantissa;
+    parsing caps every format at 2^63-1, as Quantity's own documentation says, where Go caps only BinarySI
+    and keeps ``"1e999999999"`` exact at a cost of seconds per sum (docs/upstream.md#quantity-limits).
+    Sums may exceed the cap (as Go's ``Add``): they print exactly and parse back capped.
     """
 
     __slots__ = ("_e", "_format", "_m")
@@ -172,8 +177,8 @@ class Quantity:
             return cls.parse(v.strip(_GO_SPACE))
         if isinstance(v, bool):
             raise QuantityError(f"invalid quantity {v!r}: a boolean is not a quantity")
-        if isinstance(v, int):
-            return cls.from_int(v)
+        if isinstance(v, int):  # a JSON number is parsed as its text: capped like one
+            return cls.from_int(max(-_fmt.INT64_MAX, min(v, _fmt.INT64_MAX)))
         if isinstance(v, float):
             return cls.parse(repr(v))  # "1.5", "1e-05", "1e+16": quantity literals; "nan"/"inf" fail
         raise QuantityError(f"invalid quantity {v!r}: expected a string, a number or null")
