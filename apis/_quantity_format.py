@@ -106,20 +106,6 @@ def parsed_nanos(significant: str, e: int, p: int) -> int:
     return quotient + (1 if remainder or rest else 0)
 
 
-def round_nano(m: int, e: int) -> tuple[int, int]:
-    """Round ``m * 10**e`` away from zero to a multiple of 1e-9 (Go's ``inf.RoundUp`` at nano scale)."""
-    if e >= NANO_EXP:
-        return m, e
-    shift = NANO_EXP - e
-    magnitude = abs(m)
-    if magnitude.bit_length() <= 3 * shift:  # magnitude < 8**shift <= 10**shift: below one nano
-        rounded = 1 if magnitude else 0
-    else:  # shift < bit_length / 3, so 10**shift is no bigger than m
-        quotient, remainder = divmod(magnitude, pow10(shift))
-        rounded = quotient + (1 if remainder else 0)
-    return normalize(-rounded if m < 0 else rounded, NANO_EXP)
-
-
 def compare(m1: int, e1: int, m2: int, e2: int) -> int:
     """Sign of ``m1*10**e1 - m2*10**e2``; cheap even when the exponents are far apart."""
     s1 = (m1 > 0) - (m1 < 0)
