@@ -12,11 +12,12 @@ cannot mint other certificates. Names, hosts and the Secret are parameters: the 
 Rotation. The hub's: delete the Secret and restart the replicas, then the clients (they read the CA
 when they start). The webhooks' is planned here (``plan_rotation``, pure) and carried out by
 manager.webhook.certkeeper, in two steps so that no client ever meets a certificate it does not
-trust: when the serving certificate has less than ``renew_before`` left (a third of its lifetime by
-default), a new CA and certificate are *staged* (kept in next.crt / next.key, the new CA added to the
-ca.crt bundle, which the API server is given as caBundle); ``promote_after`` later the staged pair
-becomes tls.crt / tls.key. ca.crt keeps every CA that has not expired, so servers still serving the
-previous certificate and clients holding the previous bundle both keep working.
+trust (docs/architecture.md#admission-webhook-certificates): when the serving certificate has less
+than ``renew_before`` left (a third of its lifetime by default), a new CA and certificate are
+*staged* (kept in next.crt / next.key, the new CA added to the ca.crt bundle, which the API server
+is given as caBundle); ``promote_after`` later the staged pair becomes tls.crt / tls.key. ca.crt
+keeps every CA that has not expired, so servers still serving the previous certificate and clients
+holding the previous bundle both keep working.
 
 Imports: standard library, cryptography.
 """

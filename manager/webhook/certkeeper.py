@@ -1,6 +1,6 @@
 """The webhooks' certificate keeper, run by every replica: keeps the certificate Secret filled and
 renewed, the serving files equal to it, and the caBundle of the webhook configurations equal to its CA
-bundle.
+bundle (docs/architecture.md#admission-webhook-certificates).
 
 A round (``sync``; ``run`` repeats it every ``interval`` seconds on an injected clock): read the Secret
 (create it with a fresh pair when it does not exist: the first replica wins, the others read its pair);
