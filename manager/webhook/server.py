@@ -2,8 +2,9 @@
 ``Handler`` (manager.webhook.admission), plus ``/healthz``.
 
 Every replica serves (the API server calls any endpoint of the Service). A request must be a POST of
-``application/json`` to a registered path, at most ``max_body`` bytes (413 beyond, unread), read within
-``request_timeout`` (the socket timeout, and a deadline for the whole body). A body that is no
+``application/json`` to a registered path, at most ``max_body`` bytes (413 beyond: not read, only
+up to 256 KiB dropped so the client gets the answer), read within ``request_timeout`` (the socket
+timeout, and a deadline for the whole body). A body that is no
 AdmissionReview is answered 400; a handler that raises is answered as controller-runtime's
 ``Errored``: refused with code 500 and the exception's message (the webhook configurations'
 failurePolicy decides what the API server does with it). Connections are served by at most
@@ -43,6 +44,8 @@ MAX_BODY = 3 * 1024 * 1024
 REQUEST_TIMEOUT = 10.0
 MAX_WORKERS = 16
 QUEUE_WAIT = 2.0  # how long an accepted connection may wait for a worker before it is closed
+DRAIN_LIMIT = 256 * 1024  # of a refused body, read and dropped so that the client gets the answer
+DRAIN_TIME = 1.0
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -181,7 +184,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         media = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         if media != "application/json":
-            self._refuse(path, 415, f"Content-Type {media or 'none'!r}: expected application/json")
+            self._refuse(path, 415, f"Content-Type {media or 'none'!r}: expected application/json",
+                         unread=_length(self.headers.get("Content-Length")))  # fmt: skip
             return
         try:
             length = int(self.headers.get("Content-Length") or "")
@@ -189,7 +193,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._refuse(path, 411, "Content-Length required")
             return
         if length < 0 or length > owner.max_body:
-            self._refuse(path, 413, f"body of {length} bytes exceeds the limit of {owner.max_body}")
+            self._refuse(
+                path, 413, f"body of {length} bytes exceeds the limit of {owner.max_body}", unread=length
+            )
             return
         body = self._read(length)
         if body is None:
@@ -221,10 +227,24 @@ class _RequestHandler(BaseHTTPRequestHandler):
             left -= len(chunk)
         return b"".join(chunks)
 
-    def _refuse(self, path: str, code: int, message: str) -> None:
+    def _refuse(self, path: str, code: int, message: str, unread: int = 0) -> None:
         self.server.owner.metrics.requests.labels(webhook=path, result="error").inc()
         self.close_connection = True  # the unread body would be taken for the next request
         self._plain(code, message, {"Connection": "close"})
+        if unread > 0:
+            self._discard(min(unread, DRAIN_LIMIT))
+
+    def _discard(self, size: int) -> None:
+        """Read and drop up to ``size`` bytes for at most DRAIN_TIME: closing a socket with unread input
+        resets the connection, and the client, still sending its body, would lose our answer."""
+        deadline = time.monotonic() + DRAIN_TIME
+        with contextlib.suppress(OSError):
+            self.connection.settimeout(DRAIN_TIME)
+            while size > 0 and time.monotonic() < deadline:
+                chunk = self.rfile.read1(min(size, 65536))
+                if not chunk:
+                    return
+                size -= len(chunk)
 
     def _plain(self, code: int, text: str, headers: Mapping[str, str] | None = None) -> None:
         self.send(code, (text + "\n").encode(), "text/plain; charset=utf-8", headers)
@@ -332,6 +352,13 @@ class WebhookServer:
         self.metrics.requests.labels(webhook=path, result=result).inc()
         self.metrics.latency.labels(webhook=path).observe(time.monotonic() - start)
         http.send(200, encoded, "application/json")
+
+
+def _length(header: str | None) -> int:
+    try:
+        return max(0, int(header or "0"))
+    except ValueError:
+        return 0
 
 
 def _cut(sock: socket.socket) -> None:
