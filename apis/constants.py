@@ -25,6 +25,11 @@ NODE_METRIC_KIND: Final = "NodeMetric"
 NODE_METRIC_PLURAL: Final = "nodemetrics"
 NODE_SLO_KIND: Final = "NodeSLO"
 NODE_SLO_PLURAL: Final = "nodeslos"
+CONFIG_GROUP: Final = "config.koordinator.sh"
+CONFIG_VERSION: Final = "v1alpha1"
+CONFIG_API_VERSION: Final = f"{CONFIG_GROUP}/{CONFIG_VERSION}"
+CLUSTER_COLOCATION_PROFILE_KIND: Final = "ClusterColocationProfile"
+CLUSTER_COLOCATION_PROFILE_PLURAL: Final = "clustercolocationprofiles"
 
 # --- the slo-controller-config ConfigMap (docs/configuration.md#the-slo-controller-config-configmap) ---
 DEFAULT_CONFIG_NAMESPACE: Final = "koordinator-system"
@@ -60,6 +65,10 @@ ANNOTATION_POD_BLKIO_QOS: Final = "koordinator.sh/blkioQOS"
 ANNOTATION_EXTENDED_RESOURCE_SPEC: Final = "node.koordinator.sh/extended-resource-spec"
 ANNOTATION_RESOURCE_STATUS: Final = "scheduling.koordinator.sh/resource-status"
 ANNOTATION_RESERVE_POD: Final = "scheduling.koordinator.sh/reserve-pod"
+
+# --- ClusterColocationProfile (docs/rules/colocation-profile.md#the-clustercolocationprofile-crd) -------
+ANNOTATION_SKIP_UPDATE_RESOURCES: Final = "config.koordinator.sh/skip-update-resources"
+LABEL_CONTROLLER_MANAGED: Final = "config.koordinator.sh/controller-managed"
 
 # --- node labels and annotations -------------------------------------------------------------------
 ANNOTATION_NODE_COLOCATION_STRATEGY: Final = "node.koordinator.sh/colocation-strategy"

@@ -1,4 +1,4 @@
-"""The CustomResourceDefinitions of ``deploy/crds/`` (NodeSLO, NodeMetric) as data.
+"""The CustomResourceDefinitions of ``deploy/crds/`` (NodeSLO, NodeMetric, ClusterColocationProfile) as data.
 
 Each CRD is built from the typed dataclasses through ``apis.gojson.struct_openapi``, so the committed
 YAML (written by ``hack/gen_crds.py``) can be checked against the code: cluster-scoped, ``v1alpha1``
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from apis import constants as c
+from apis.colocationprofile import ClusterColocationProfileSpec
 from apis.gojson import struct_openapi
 from apis.nodemetric import NodeMetricSpec, NodeMetricStatus
 from apis.nodeslo import NodeSLOSpec
@@ -32,19 +33,23 @@ def _crd(
     spec: dict[str, Any],
     status: dict[str, Any],
     columns: list[dict[str, Any]],
+    *,
+    group: str = c.SLO_GROUP,
+    version: str = c.SLO_VERSION,
 ) -> dict[str, Any]:
-    """A cluster-scoped ``slo.koordinator.sh/v1alpha1`` CRD with a status subresource."""
+    """A cluster-scoped ``v1alpha1`` CRD with a status subresource (``slo.koordinator.sh`` unless
+    another group is given)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{c.SLO_GROUP}"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": c.SLO_GROUP,
+            "group": group,
             "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
             "scope": "Cluster",
             "versions": [
                 {
-                    "name": c.SLO_VERSION,
+                    "name": version,
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
@@ -117,8 +122,53 @@ def node_metric_crd() -> dict[str, Any]:
     )
 
 
+def cluster_colocation_profile_crd() -> dict[str, Any]:
+    """The full ClusterColocationProfile CRD object (config.koordinator.sh; printer columns: QoS class,
+    priority class, probability, scheduler name, age)."""
+    return _crd(
+        c.CLUSTER_COLOCATION_PROFILE_KIND,
+        c.CLUSTER_COLOCATION_PROFILE_PLURAL,
+        "ClusterColocationProfile selects pods at creation and writes QoS, priority, scheduler, labels, "
+        "annotations and a patch into them (docs/rules/colocation-profile.md).",
+        _described(
+            struct_openapi(ClusterColocationProfileSpec),
+            "Which pods the profile selects and what it writes into them.",
+        ),
+        {"description": "ClusterColocationProfileStatus is empty.", "type": "object"},
+        [
+            {
+                "name": "QoSClass",
+                "type": "string",
+                "description": "The koordinator.sh/qosClass label written into the pods.",
+                "jsonPath": ".spec.qosClass",
+            },
+            {
+                "name": "PriorityClass",
+                "type": "string",
+                "description": "The PriorityClass given to the pods.",
+                "jsonPath": ".spec.priorityClassName",
+            },
+            {
+                "name": "Probability",
+                "type": "string",
+                "description": "Share of the selected pods the profile applies to (unset: all).",
+                "jsonPath": ".spec.probability",
+            },
+            {
+                "name": "Scheduler",
+                "type": "string",
+                "description": "The schedulerName given to the pods.",
+                "jsonPath": ".spec.schedulerName",
+            },
+        ],
+        group=c.CONFIG_GROUP,
+        version=c.CONFIG_VERSION,
+    )
+
+
 # Committed file name under deploy/crds/ → its generator.
 CRDS: Final = {
     f"{c.SLO_GROUP}_{c.NODE_SLO_PLURAL}.yaml": node_slo_crd,
     f"{c.SLO_GROUP}_{c.NODE_METRIC_PLURAL}.yaml": node_metric_crd,
+    f"{c.CONFIG_GROUP}_{c.CLUSTER_COLOCATION_PROFILE_PLURAL}.yaml": cluster_colocation_profile_crd,
 }

@@ -25,6 +25,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "MemoryEvict": ("agent.qosmanager.simulate_evict", "simulate_memory"),
     "CPUEvict": ("agent.qosmanager.simulate_evict", "simulate_cpu"),
     "NodeSLO": ("manager.controllers.simulate_nodeslo", "simulate"),
+    "ColocationProfile": ("manager.webhook.simulate_profile", "simulate"),
 }
 
 

@@ -318,8 +318,9 @@ def test_namespaced_objects_live_in_koordinator_system(tree: str) -> None:
 def test_the_default_install_holds_crds_and_base() -> None:
     kinds = {(o["kind"], o["metadata"]["name"]) for o in DEFAULT}
     assert {("CustomResourceDefinition", "nodemetrics.slo.koordinator.sh"),
-            ("CustomResourceDefinition", "nodeslos.slo.koordinator.sh"), ("Namespace", NAMESPACE),
-            ("ConfigMap", "slo-controller-config")} <= kinds  # fmt: skip
+            ("CustomResourceDefinition", "nodeslos.slo.koordinator.sh"),
+            ("CustomResourceDefinition", "clustercolocationprofiles.config.koordinator.sh"),
+            ("Namespace", NAMESPACE), ("ConfigMap", "slo-controller-config")} <= kinds  # fmt: skip
     assert DEFAULT[0]["kind"] == "Namespace"
 
 
