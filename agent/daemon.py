@@ -4,7 +4,8 @@ docs/rules/koordlet.md#start-order-and-readiness).
 Order: probe server (``/healthz`` live at once, ``/readyz`` not yet) → metric cache (reloaded from the
 last shutdown) → states informer (wait until synced) → collectors (wait until each has run once) →
 reporter (NodeMetric CR + MetricHub push). Loops run as supervised threads. SIGTERM/SIGINT stop everything
-and save the metric cache. Imports: standard library, kube.{client,httpserver}, agent.*.
+and save the metric cache.
+Imports: standard library, apis.{nodemetric,waits}, kube.{client,httpserver}, agent.*.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from agent.system.cgroup import detect_cgroup_version
 from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
 from apis.nodemetric import NodeMetricCollectPolicy
+from apis.waits import clamp_seconds
 from kube.errors import KubeConfigError
 from kube.httpserver import ProbeServer
 from kube.rest import KubeRest
@@ -297,7 +299,7 @@ class Koordlet:
         """Every ``reassert_interval_seconds``, re-check every file the executor wrote; a value someone else
         (the kubelet) changed is counted in ``koordlet_cgroup_drift_total`` and written back
         (docs/rules/koordlet.md#re-asserting-written-values)."""
-        while not stop.wait(self.reassert_interval_seconds):
+        while not stop.wait(clamp_seconds(self.reassert_interval_seconds, "executor re-assert interval")):
             results = self.executor.reassert()
             drifted = [r.path for r in results if r.drift]
             if drifted:
@@ -314,7 +316,7 @@ class Koordlet:
 
     def _usage_metrics(self, stop: threading.Event) -> None:
         window_ms = int(2 * self.opts.collect_interval_seconds * 1000)
-        while not stop.wait(self.opts.push_interval_seconds):
+        while not stop.wait(clamp_seconds(self.opts.push_interval_seconds, "--push-interval-seconds")):
             self.metrics.update_usage(self.cache, self.states.pods(), int(time.time() * 1000), window_ms)
             self.cache.set_retention(*self.retention_seconds())
 

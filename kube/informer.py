@@ -10,7 +10,7 @@ becomes a ``T``, unchecked (the API server's schema is trusted, readers still us
 
 Works with any client whose list methods take the kubernetes client's keyword arguments and return a
 urllib3 response (the kubernetes client, or the lean ``kube.rest`` client); an API error is any exception
-with an integer ``status`` attribute. Imports: the standard library and apis.kubeobjects.
+with an integer ``status`` attribute. Imports: the standard library and apis.{kubeobjects,waits}.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar, cast
 
 from apis.kubeobjects import KubeObject
+from apis.waits import clamp_seconds
 
 __all__ = ["Handler", "Informer", "object_key"]
 
@@ -212,7 +213,8 @@ class Informer(Generic[T]):
         period = self.resync_seconds
         next_resync = time.monotonic() + period if period > 0 else None
         while True:
-            timeout = None if next_resync is None else max(0.0, next_resync - time.monotonic())
+            wait = None if next_resync is None else next_resync - time.monotonic()
+            timeout = None if wait is None else clamp_seconds(wait, f"informer {self.name}: resync period")
             if stop.wait(timeout):
                 break
             if next_resync is not None and time.monotonic() >= next_resync:

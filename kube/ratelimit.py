@@ -1,7 +1,7 @@
 """A thread-safe client-side token-bucket rate limiter (the equivalent of client-go's QPS/Burst), shared
 by the full kubernetes client (kube.client) and the lean REST client (kube.rest).
 
-Imports: the standard library only.
+Imports: the standard library and apis.waits.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+
+from apis.waits import clamp_seconds
 
 __all__ = ["RateLimiter"]
 
@@ -55,5 +57,5 @@ class RateLimiter:
                 return False
             self._tokens -= 1.0  # may go negative: a reservation that later callers queue behind
         if wait > 0:
-            time.sleep(wait)
+            time.sleep(clamp_seconds(wait, "client rate limiter wait (qps)"))
         return True

@@ -5,7 +5,7 @@ Unschedulable pods are parked with the plugins that rejected them and reported t
 API adapter turns that into the PodScheduled=False condition and an Event).
 
 The Binder is injected: the API binder in production, a recording binder in benchmarks and tests.
-Imports: standard library, scheduler.framework, scheduler.queue, scheduler.cache.
+Imports: standard library, apis.waits, scheduler.framework, scheduler.queue, scheduler.cache.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
+from apis.waits import clamp_seconds
 from scheduler.cache import SchedulerCache
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, Pod
@@ -49,7 +50,7 @@ class WaitingPod:
         self._done.set()
 
     def wait(self) -> Status:
-        if not self._done.wait(self.timeout):
+        if not self._done.wait(clamp_seconds(self.timeout, f"{self.plugin or 'Permit'}: permit wait")):
             msg = f"pod {self.key} rejected while waiting on permit: timeout"
             return Status.unschedulable(msg, plugin=self.plugin)
         return self.status

@@ -4,7 +4,7 @@ the others continue), with ``wait_started`` (docs/rules/koordlet.md#start-order-
 collector completed one successful round), ``stop`` and an ``on_collect(name, seconds, ok)`` callback after
 each round.
 
-Imports: standard library, agent.metriccache.cache, agent.metricsadvisor.framework.
+Imports: standard library, apis.waits, agent.metriccache.cache, agent.metricsadvisor.framework.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from agent.metriccache.cache import MetricCache
 from agent.metricsadvisor.framework import CollectContext, Collector
+from apis.waits import clamp_seconds
 
 __all__ = ["CollectorRunner", "OnCollect", "OnRound"]
 
@@ -160,7 +161,8 @@ class CollectorRunner:
         self._check_started()
         while not self._stop.is_set() and (stop is None or not stop.is_set()):
             self.tick()
-            wait = max(0.0, min(self._next_due.values()) - self._monotonic()) if self._next_due else 1.0
+            due = min(self._next_due.values()) if self._next_due else self._monotonic() + 1.0
+            wait = clamp_seconds(due - self._monotonic(), "collector wait (--collect-res-used-interval)")
             if stop is not None:
                 wait = min(wait, 0.5)  # notice the external stop event promptly
             if self._stop.wait(wait):

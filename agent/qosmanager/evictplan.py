@@ -9,7 +9,7 @@ Also the allocatable tasks' common parts (config check, tier sums, per-pod credi
 NodeSLO switch (``threshold_strategy``) and the conversion of picks into ``Evict`` actions with the
 cool-down state (``to_decision``, with the guard of docs/rules/koordlet.md#be-evictors-evict-only-be-pods).
 Pure, no I/O.
-Imports: standard library, apis.{constants,kubeobjects,nodeslo,pod,qos,quantity}, agent.podmeta,
+Imports: standard library, apis.{constants,kubeobjects,nodeslo,pod,qos,quantity,waits}, agent.podmeta,
 agent.resourceexecutor.actions, agent.qosmanager.framework.
 """
 
@@ -51,6 +51,7 @@ from apis.qos import (
     sub_priority,
 )
 from apis.quantity import Quantity
+from apis.waits import clamp_seconds
 
 __all__ = [
     "MAX_ALLOCATABLE_PRIORITY",
@@ -262,7 +263,10 @@ class EvictState:
 def cool_down_active(state: EvictState | None, now: datetime, seconds: float) -> bool:
     if state is None or state.last_evict_time is None:
         return False
-    return now < state.last_evict_time + timedelta(seconds=seconds)
+    try:
+        return now < state.last_evict_time + timedelta(seconds=clamp_seconds(seconds, "eviction cool-down"))
+    except OverflowError:  # a last eviction near datetime.max: still cooling down
+        return True
 
 
 def _covered(released: Mapping[str, int], target: Mapping[str, int]) -> bool:

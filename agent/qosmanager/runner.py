@@ -6,7 +6,8 @@ upstream's ``wait.Until``, the next tick starts one period after the previous on
 a collection round once the collectors ``kick`` (docs/rules/koordlet.md#start-order-and-readiness).
 Every reading of the time and every wait goes through the injected ``Clock``.
 
-Imports: standard library, agent.{metriccache,qosmanager.framework,resourceexecutor,system.cgroup}.
+Imports: standard library, apis.waits,
+agent.{metriccache,qosmanager.framework,resourceexecutor,system.cgroup}.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from agent.qosmanager.framework import Decision, Snapshot, Strategy
 from agent.resourceexecutor.actions import Evict
 from agent.resourceexecutor.executor import ResourceExecutor, WriteResult
 from agent.system.cgroup import CgroupFile, CgroupUnsupportedError, CgroupVersion, HostPaths, read_cgroup
+from apis.waits import clamp_seconds
 
 __all__ = [
     "CacheMetricView",
@@ -59,7 +61,7 @@ class SystemClock:
         return time.monotonic()
 
     def wait(self, event: threading.Event, timeout: float) -> bool:
-        return event.wait(timeout)
+        return event.wait(clamp_seconds(timeout, "QoS strategy wait"))
 
 
 class CacheMetricView:

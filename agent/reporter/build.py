@@ -44,6 +44,7 @@ from apis.qos import (
     qos_class_with_default,
 )
 from apis.quantity import Format, Quantity
+from apis.waits import clamp_seconds
 
 __all__ = [
     "MIN_AGGREGATE_DURATION_SECONDS",
@@ -83,11 +84,13 @@ class ReportInputs:
 
 
 def report_interval_seconds(policy: NodeMetricCollectPolicy | None) -> int:
-    """``max(spec.reportIntervalSeconds, 30)``; 60 while the spec is unknown."""
+    """``max(spec.reportIntervalSeconds, 30)``, at most 30 days (docs/configuration.md#duration-limits); 60
+    while the spec is unknown."""
     value = (
         policy.with_defaults() if policy else NodeMetricCollectPolicy().with_defaults()
     ).report_interval_seconds
-    return max(int(value or 0), MIN_REPORT_INTERVAL_SECONDS)
+    seconds = max(int(value or 0), MIN_REPORT_INTERVAL_SECONDS)
+    return int(clamp_seconds(seconds, "NodeMetric spec.metricCollectPolicy.reportIntervalSeconds"))
 
 
 def aggregate_duration_seconds(policy: NodeMetricCollectPolicy) -> int:

@@ -24,6 +24,7 @@ from agent.reporter.build import ReportInputs, build_status, report_interval_sec
 from apis.convert import report_to_proto
 from apis.nodemetric import NodeMetricCollectPolicy, NodeMetricStatus
 from apis.nodeslo import HostApplicationSpec
+from apis.waits import clamp_seconds
 from proto.koord.v1 import metrichub_pb2 as pb
 
 __all__ = ["Pusher", "ReporterLoop", "ReporterSources", "StatusWriter"]
@@ -136,7 +137,7 @@ class ReporterLoop:
             if due == float("inf"):
                 stop.wait()
                 return
-            if stop.wait(max(0.0, due - self._monotonic())):
+            if stop.wait(clamp_seconds(due - self._monotonic(), "reporter wait (--push-interval-seconds)")):
                 return
             now = self._monotonic()
             try:

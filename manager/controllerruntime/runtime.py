@@ -6,7 +6,7 @@ takes a key and returns ``None`` (done), a float > 0 (process the key again afte
 or a float <= 0 (requeue with rate limiting); an exception is logged, counted and requeued with the
 per-key exponential backoff. Keys may be enqueued at any time, also before ``run``; ``run`` first
 enqueues every key of ``list_keys()`` (the initial sync) and again every ``resync_seconds`` when > 0.
-Imports: the standard library, manager.controllerruntime.queue and manager.metrics.
+Imports: the standard library, apis.waits, manager.controllerruntime.queue and manager.metrics.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from apis.waits import clamp_seconds
 from manager.controllerruntime.queue import RateLimiter, RateLimitingQueue
 from manager.metrics import ManagerMetrics
 
@@ -60,7 +61,7 @@ class Controller:
         self.queue.add(key)
 
     def enqueue_after(self, key: str, seconds: float) -> None:
-        self.queue.add_after(key, seconds)
+        self.queue.add_after(key, clamp_seconds(seconds, f"controller {self.name}: requeue delay"))
 
     def enqueue_all(self, keys: Iterable[str]) -> None:
         self.queue.add_all(keys)
@@ -90,7 +91,7 @@ class Controller:
             ]
             for t in threads:
                 t.start()
-            period = self.resync_seconds
+            period = clamp_seconds(self.resync_seconds, f"controller {self.name}: resync period")
             while not stop.wait(period if period > 0 else None):
                 self.resync()
             self.queue.wake()
@@ -131,7 +132,7 @@ class Controller:
             elif after > 0:
                 result = "requeue_after"
                 self.queue.forget(key)
-                self.queue.add_after(key, after)
+                self.queue.add_after(key, clamp_seconds(after, f"controller {self.name}: requeue delay"))
             else:
                 result = "requeue"
                 self.metrics.queue_retries.labels(controller=self.name).inc()

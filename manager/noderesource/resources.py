@@ -38,6 +38,7 @@ from apis.quantity import Quantity
 from apis.rfc3339 import parse_rfc3339
 from apis.sloconfig_merge import default_colocation_strategy
 from apis.sloconfig_types import ColocationStrategy
+from apis.waits import clamp_seconds
 from manager.noderesource.cpuset import CPUSetError, parse_cpuset
 
 NANO: Final = 10**9
@@ -281,7 +282,8 @@ def usage_of(resource_map: object) -> Resources:
 
 def is_degraded(nm: Mapping[str, Any] | None, now: datetime, degrade_minutes: int) -> bool:
     """No NodeMetric, no (or an unreadable) ``status.updateTime``, or ``now`` strictly after
-    ``updateTime + degradeTimeMinutes`` (docs/rules/manager.md#degrade)."""
+    ``updateTime + degradeTimeMinutes`` (docs/rules/manager.md#degrade; at most 30 days,
+    docs/configuration.md#duration-limits)."""
     raw = metric_status(nm).get("updateTime")
     if raw is None:
         return True
@@ -289,7 +291,11 @@ def is_degraded(nm: Mapping[str, Any] | None, now: datetime, degrade_minutes: in
         updated = parse_rfc3339(raw)
     except ValueError:
         return True
-    return now > updated + timedelta(minutes=degrade_minutes)
+    grace = timedelta(seconds=clamp_seconds(degrade_minutes * 60, "colocation-config degradeTimeMinutes"))
+    try:
+        return now > updated + grace
+    except OverflowError:  # an updateTime near year 9999: not stale
+        return False
 
 
 def host_app_usage(nm: Mapping[str, Any] | None, above: int) -> Resources:

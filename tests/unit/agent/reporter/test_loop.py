@@ -16,6 +16,7 @@ from agent.reporter.loop import ReporterLoop
 from apis.convert import report_to_proto
 from apis.nodemetric import NodeMetricCollectPolicy, NodeMetricStatus
 from apis.nodeslo import HostApplicationSpec
+from apis.waits import MAX_WAIT_SECONDS
 from proto.koord.v1 import metrichub_pb2 as pb
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -284,3 +285,45 @@ def test_real_time_loop_pushes_and_stops() -> None:
         thread.join(5.0)
     assert not thread.is_alive()
     assert all(r is not None and r.node_name == "n1" for r in pushes)
+
+
+def test_huge_report_interval_waits_the_clamped_maximum() -> None:
+    h = Harness(pusher=False)
+    h.sources.policy = NodeMetricCollectPolicy(report_interval_seconds=2**62)
+    stop = h.run(MAX_WAIT_SECONDS * 2.5)
+    assert h.writer is not None
+    # docs/configuration.md#duration-limits: the interval is at most 30 days, every wait too.
+    assert [t for t, _ in h.writer.writes] == [MAX_WAIT_SECONDS, 2 * MAX_WAIT_SECONDS]
+    assert all(w is not None and 0 <= w <= MAX_WAIT_SECONDS for w in stop.waits)
+
+
+@pytest.mark.parametrize("push_interval", [1e300, 2.0**80])
+def test_real_wait_survives_huge_intervals(push_interval: float) -> None:
+    # Once an OverflowError on every start: threading refuses waits beyond TIMEOUT_MAX (~292 years).
+    clock = FakeTime()
+    sources = Sources(clock)
+    sources.policy = NodeMetricCollectPolicy(report_interval_seconds=2**62)
+    loop = ReporterLoop(
+        node_name="n1",
+        cache=MetricCache(),
+        sources=sources,
+        writer=Writer(clock),
+        pusher=Pusher(clock),
+        push_interval=push_interval,
+        clock=lambda: NOW,
+    )
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            loop.run(stop)
+        except BaseException as e:  # the test reports whatever escaped
+            errors.append(e)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(0.2)
+    stop.set()
+    thread.join(5.0)
+    assert not thread.is_alive() and errors == []
