@@ -6,8 +6,9 @@ its microseconds as Timestamp nanos, durations keep nanoseconds, device lists an
 travel as JSON text with None/empty kept apart), and a canonical dict (one ``to_dict`` wrote)
 survives dict → dataclass → proto → bytes → proto → dataclass → dict unchanged. The dict form itself
 keeps Go's second precision for ``updateTime``. Malformed protobuf content (bad quantity strings,
-unknown priority/QoS, invalid JSON text) raises NodeMetricError with the JSON path of the field.
-Imports: the standard library, apis.{nodemetric,duration,kubeobjects,qos,quantity} and the
+unknown priority/QoS, invalid JSON text) raises NodeMetricError with the JSON path of the field, as
+does content beyond apis.reportlimits (JSON text too long or too deep, a quantity string too long).
+Imports: the standard library, apis.{nodemetric,duration,kubeobjects,qos,quantity,reportlimits} and the
 generated proto.koord.v1.metrichub_pb2 (protobuf only, never grpc). Pure, no I/O.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from google.protobuf.duration_pb2 import Duration as PbDuration
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -43,6 +44,7 @@ from apis.nodemetric import (
 )
 from apis.qos import PriorityClass, QoSClass
 from apis.quantity import Quantity, QuantityError
+from apis.reportlimits import MAX_QUANTITY_CHARS, load_json
 from proto.koord.v1 import metrichub_pb2 as pb
 
 E = TypeVar("E", PriorityClass, QoSClass, MemoryCollectPolicy, AggregationType)
@@ -102,10 +104,10 @@ def _duration_to_proto(d: Duration) -> PbDuration:
 
 
 def _enum(cls: type[E], value: str, path: str) -> E:
-    try:
-        return cls(value)
-    except ValueError:
-        raise NodeMetricError(path, f"must be one of {[m.value for m in cls]}", value) from None
+    member = cls._value2member_map_.get(value)  # cls(value) without its exception machinery
+    if member is None:
+        raise NodeMetricError(path, f"must be one of {[m.value for m in cls]}", value)
+    return cast(E, member)
 
 
 def _dump_json(v: object) -> str:
@@ -113,10 +115,7 @@ def _dump_json(v: object) -> str:
 
 
 def _load_json(text: str, path: str, kind: type[list[Any]] | type[dict[str, Any]]) -> Any:
-    try:
-        v = json.loads(text)
-    except ValueError as e:
-        raise NodeMetricError(path, f"invalid JSON: {e}", text) from None
+    v = load_json(text, path)  # bounded in size and depth (apis.reportlimits)
     if not isinstance(v, kind):
         raise NodeMetricError(path, f"expected a JSON {'array' if kind is list else 'object'}", text)
     return v
@@ -134,12 +133,15 @@ def resource_map_to_proto(rm: ResourceMap) -> pb.ResourceMap:
 def resource_map_from_proto(msg: pb.ResourceMap, path: str = "resourceMap") -> ResourceMap:
     """The inverse of resource_map_to_proto; raises NodeMetricError on a bad quantity or JSON."""
     resources: dict[str, Quantity] = {}
-    for name in sorted(msg.resources):
-        text = msg.resources[name]
+    parse, texts = Quantity.parse, msg.resources
+    for name in sorted(texts):  # faster than sorting the map's items
+        text = texts[name]
         try:
-            resources[name] = Quantity.parse(text)
+            if len(text) > MAX_QUANTITY_CHARS:
+                raise QuantityError(f"longer than {MAX_QUANTITY_CHARS} characters")
+            resources[name] = parse(text)
         except QuantityError as e:
-            raise NodeMetricError(f"{path}.resources.{name}", f"invalid quantity: {e}", text) from None
+            raise NodeMetricError(f"{path}.resources.{name}", f"invalid quantity: {e}", text[:80]) from None
     devices: list[dict[str, Any]] | None = None
     if msg.HasField("devices_json"):
         devices = _load_json(msg.devices_json, f"{path}.devices", list)
