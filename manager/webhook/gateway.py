@@ -9,7 +9,7 @@ and priority classes only. Writes, for the certificate keeper (manager.webhook.c
 certificate Secret (create unless it exists, get, update guarded by its resourceVersion) and JSON
 patches of the two webhook configurations (their caBundle). Every API failure leaves as a
 ``GatewayError`` (``conflict``, ``not_found``).
-Imports: the standard library, the kubernetes client, apis.kubeobjects, manager.kubeapi.
+Imports: the standard library, the kubernetes client, apis.{constants,kubeobjects}, manager.kubeapi.
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ from typing import Any, Literal
 
 from kubernetes import client
 
+from apis import constants as c
 from apis.kubeobjects import CustomResource, KubeObject
 from manager.kubeapi import GatewayError, SharedInformer, call
 
 __all__ = ["WebhookConfigKind", "WebhookGateway"]
 
-# ClusterColocationProfile's API (apis.constants will carry these names too).
-PROFILE_GROUP = "config.koordinator.sh"
-PROFILE_VERSION = "v1alpha1"
-PROFILE_PLURAL = "clustercolocationprofiles"
+PROFILE_GROUP, PROFILE_VERSION = c.CONFIG_GROUP, c.CONFIG_VERSION
+PROFILE_PLURAL = c.CLUSTER_COLOCATION_PROFILE_PLURAL
 JSON_PATCH = "application/json-patch+json"
 
 WebhookConfigKind = Literal["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]

@@ -8,16 +8,14 @@ ConfigMap handlers turn their checks' error into exactly that); a ``ProfileError
 ``Errored(500, message)``. A pod without a namespace is judged with the request's, which never enters
 the patch. The reads (profiles, namespace labels, priority classes, nodes) are callables, so the
 handlers stay free of the API (manager.webhook.gateway provides them; tests pass plain functions).
-``default_handlers`` imports the decision modules when they are present and leaves a path out when
-its module is missing.
-Imports: the standard library, apis.constants, manager.webhook.admission; the decision modules at run
-time.
+``default_handlers`` builds the handlers ``HandlerOptions`` asks for on the real decisions; the
+``*_handler`` builders take the decision as a parameter (tests pass stand-ins).
+Imports: the standard library, apis.constants, manager.webhook.{admission,profile,validate_pod,
+validate_config}.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,11 +30,12 @@ from manager.webhook.admission import (
     errored,
     json_patch,
 )
+from manager.webhook.profile import ProfileError, mutate_pod
+from manager.webhook.validate_config import validate_slo_config
+from manager.webhook.validate_pod import refusal_reason, validate_pod
 
 __all__ = ["HandlerOptions", "Reads", "default_handlers", "mutate_pod_handler", "validate_configmap_handler",
            "validate_pod_handler"]  # fmt: skip
-
-log = logging.getLogger(__name__)
 
 MUTATE_POD, VALIDATE_POD, VALIDATE_CONFIGMAP = "/mutate-pod", "/validate-pod", "/validate-configmap"
 OPERATIONS = ("CREATE", "UPDATE")
@@ -76,12 +75,6 @@ def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     if not meta.get("namespace"):
         meta["namespace"] = namespace
     return {**obj, "metadata": meta}
-
-
-def _aggregate(messages: Sequence[str]) -> str:
-    """Upstream's aggregate error text: the message alone, or ``[a, b, ...]``."""
-    unique = list(dict.fromkeys(messages))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 def mutate_pod_handler(
@@ -128,7 +121,7 @@ def validate_pod_handler(
             _with_namespace(req.object, req.namespace), operation=req.operation, old_pod=req.old_object,
             skip_validating_priority=skip_validating_priority,
         )  # fmt: skip
-        return errored(400, _aggregate(messages)) if messages else allowed()
+        return errored(400, refusal_reason(messages)) if messages else allowed()
 
     return handle
 
@@ -149,35 +142,22 @@ def validate_configmap_handler(
             name=options.config_name, namespace=options.config_namespace, nodes=nodes(),
             check_node_strategy_names=options.check_node_strategy_names,
         )  # fmt: skip
-        return errored(400, _aggregate(messages)) if messages else allowed()
+        return errored(400, refusal_reason(messages)) if messages else allowed()
 
     return handle
 
 
-def _module(name: str) -> Any:
-    try:
-        return importlib.import_module(f"manager.webhook.{name}")
-    except ImportError as e:
-        log.warning(
-            "admission webhooks: manager.webhook.%s is not available (%s); its path is not served", name, e
-        )
-        return None
-
-
 def default_handlers(reads: Reads, options: HandlerOptions = HandlerOptions()) -> dict[str, Handler]:
-    """The paths ``options`` asks for whose decision module is present, each with its handler."""
+    """The paths ``options`` asks for, each with its handler on the real decision."""
     handlers: dict[str, Handler] = {}
-    if options.mutate_pods and (profile := _module("profile")) is not None:
+    if options.mutate_pods:
         handlers[MUTATE_POD] = mutate_pod_handler(
-            profile.mutate_pod,
-            profile.ProfileError,
-            reads,
-            skip_mutating_resources=options.skip_mutating_resources,
+            mutate_pod, ProfileError, reads, skip_mutating_resources=options.skip_mutating_resources
         )
-    if options.validate_pods and (pods := _module("validate_pod")) is not None:
+    if options.validate_pods:
         handlers[VALIDATE_POD] = validate_pod_handler(
-            pods.validate_pod, skip_validating_priority=options.skip_validating_priority
+            validate_pod, skip_validating_priority=options.skip_validating_priority
         )
-    if options.validate_configmaps and (config := _module("validate_config")) is not None:
-        handlers[VALIDATE_CONFIGMAP] = validate_configmap_handler(config.validate_slo_config, reads, options)
+    if options.validate_configmaps:
+        handlers[VALIDATE_CONFIGMAP] = validate_configmap_handler(validate_slo_config, reads, options)
     return handlers

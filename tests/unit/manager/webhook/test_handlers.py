@@ -7,12 +7,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from manager.webhook import handlers as h
+from manager.webhook import profile, validate_config, validate_pod
 from manager.webhook.admission import AdmissionRequest, AdmissionResponse
 from manager.webhook.handlers import (
     HandlerOptions,
@@ -150,26 +149,14 @@ def test_the_configmap_check_gets_names_nodes_and_the_old_object() -> None:
     assert seen[0]["cm"]["metadata"] == {"name": "slo", "namespace": "ns"}
 
 
-def test_default_handlers_serve_the_modules_present_and_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    modules = {
-        "profile": SimpleNamespace(mutate_pod=Recorder().mutate, ProfileError=ProfileError),
-        "validate_pod": SimpleNamespace(validate_pod=lambda pod, **kw: []),
-        "validate_config": None,  # not written yet
-    }
-    monkeypatch.setattr(h, "_module", modules.__getitem__)
-    assert sorted(default_handlers(READS)) == ["/mutate-pod", "/validate-pod"]
-    assert sorted(default_handlers(READS, HandlerOptions(mutate_pods=False))) == ["/validate-pod"]
-
-
-def test_a_missing_module_is_none() -> None:
-    assert h._module("no_such_decision_module") is None
+def test_default_handlers_serve_what_the_options_ask_for() -> None:
+    assert sorted(default_handlers(READS)) == ["/mutate-pod", "/validate-configmap", "/validate-pod"]
+    only = HandlerOptions(mutate_pods=False, validate_configmaps=False)
+    assert sorted(default_handlers(READS, only)) == ["/validate-pod"]
 
 
 def test_the_real_decisions_behind_the_default_handlers() -> None:
-    """With the decision modules present, each path answers what its pure function decides."""
-    profile = pytest.importorskip("manager.webhook.profile")
-    validate_pod = pytest.importorskip("manager.webhook.validate_pod")
-    validate_config = pytest.importorskip("manager.webhook.validate_config")
+    """Each path answers what its pure function decides."""
     colocation = {"metadata": {"name": "colocation"}, "spec": {"qosClass": "BE"}}
     reads = Reads(profiles=lambda: [colocation], namespace_labels=lambda name: {})
     handlers = default_handlers(reads)
