@@ -168,7 +168,10 @@ class ClusterColocationProfileSpec(GoStruct):
     probability: int | str | None = jf("probability", IntOrStrKind())
     qos_class: str | None = jf("qosClass", StrKind(), enum=QOS_CLASSES)
     priority_class_name: str | None = jf("priorityClassName", StrKind())
-    koordinator_priority: int | None = jf("koordinatorPriority", IntKind(32))
+    # The API server does not enforce the int32 format: the bounds make it refuse what Go cannot decode.
+    koordinator_priority: int | None = jf(
+        "koordinatorPriority", IntKind(32), crd_minimum=-(2**31), crd_maximum=2**31 - 1
+    )
     labels: dict[str, str] | None = jf("labels", _STRING_MAP)
     annotations: dict[str, str] | None = jf("annotations", _STRING_MAP)
     label_keys_mapping: dict[str, str] | None = jf("labelKeysMapping", _STRING_MAP)

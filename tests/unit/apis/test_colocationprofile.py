@@ -195,4 +195,9 @@ def test_crd_schema_is_structural_and_has_upstreams_fields(crd: dict[str, Any]) 
     assert props["qosClass"]["enum"] == ["LSE", "LSR", "LS", "BE", "SYSTEM", ""]
     assert props["probability"]["x-kubernetes-int-or-string"] is True
     assert props["patch"] == {"x-kubernetes-preserve-unknown-fields": True}
-    assert props["koordinatorPriority"] == {"type": "integer", "format": "int32"}
+    assert props["koordinatorPriority"] == {
+        "type": "integer",
+        "format": "int32",
+        "maximum": 2**31 - 1,
+        "minimum": -(2**31),
+    }
