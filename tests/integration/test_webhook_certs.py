@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import copy
 import datetime as dt
+import http.client
+import ssl
 import threading
 import uuid
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
 from koord.localcluster.controlplane import ControlPlane
-from manager.certs import NEXT_CRT, decode_data
+from manager.certs import NEXT_CRT, decode_data, new_serving_cert
 from manager.webhook.admission import AdmissionRequest, AdmissionResponse, allowed, denied, json_patch
 from manager.webhook.certkeeper import CertKeeper
 from manager.webhook.gateway import WebhookGateway
@@ -211,3 +213,33 @@ def _admitted(core: Any, namespace: str, name: str) -> None:
             namespace, {"metadata": {"name": f"{name}-x"}, "data": {"forbidden": "1"}}
         )
     assert refused.value.status == 403 and "the key 'forbidden' is refused" in str(refused.value.body)
+
+
+def test_without_a_secret_the_files_given_are_served_as_they_are(api: Any, tmp_path: Path) -> None:
+    """cert-manager's way: tls.crt/tls.key are someone else's; no keeper, no Secret, no caBundle patch."""
+    made = new_serving_cert("koord-manager-webhook", HOSTS)
+    (tmp_path / "tls.crt").write_bytes(made.cert)
+    (tmp_path / "tls.key").write_bytes(made.key)
+    (tmp_path / "ca.crt").write_bytes(made.ca)
+    stop = threading.Event()
+    service = start_webhooks(
+        api, addr="127.0.0.1:0", namespace="unused", secret="", service_name="koord-manager-webhook",
+        cert_dir=tmp_path, registry=CollectorRegistry(), stop=stop,
+    )  # fmt: skip
+    try:
+        assert service.keeper is None and service.paths == [
+            "/mutate-pod",
+            "/validate-configmap",
+            "/validate-pod",
+        ]
+        ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+        conn = http.client.HTTPSConnection("127.0.0.1", service.port, context=ctx, timeout=5)
+        try:
+            conn.request("GET", "/healthz")
+            assert conn.getresponse().status == 200
+        finally:
+            conn.close()
+    finally:
+        stop.set()
+        service.stop()
+    assert (tmp_path / "tls.crt").read_bytes() == made.cert  # not touched, not removed
