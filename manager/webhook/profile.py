@@ -77,7 +77,8 @@ def mutate_pod(
 ) -> Mutation:
     """Apply the matching profiles to ``pod``; raises ProfileError when the admission must be refused.
 
-    ``namespace_labels`` is None when the pod's Namespace could not be read; ``priority_classes`` maps
+    ``namespace_labels`` are the labels of the pod's Namespace (the request's namespace when the pod
+    names none), None when it could not be read; ``priority_classes`` maps
     a name to its PriorityClass object (``value``, ``preemptionPolicy``); ``skip_mutating_resources``
     is the feature gate ColocationProfileSkipMutatingResources; ``rand_intn(100)`` is the dice of the
     ``probability`` rule (docs/rules/colocation-profile.md#probability).
@@ -114,7 +115,8 @@ def _decoded(profiles: Sequence[Mapping[str, Any]]) -> list[ClusterColocationPro
         try:
             out.append(parse_profile(raw))
         except ColocationProfileError as e:
-            name = raw.get("metadata", {}).get("name") if isinstance(raw, Mapping) else None
+            metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+            name = metadata.get("name") if isinstance(metadata, Mapping) else None
             log.warning("ClusterColocationProfile %r is invalid and is skipped: %s", name, e)
     return out
 

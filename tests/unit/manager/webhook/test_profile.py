@@ -63,10 +63,16 @@ def test_input_is_never_modified_and_the_result_is_new() -> None:
 
 def test_invalid_profiles_are_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="manager.webhook.profile"):
-        result = mutate(pod(), profile("bad", qosClass="GOLD"), profile("good", labels={"x": "y"}), "junk")  # type: ignore[arg-type]
+        result = mutate(
+            pod(),
+            profile("bad", qosClass="GOLD"),
+            profile("good", labels={"x": "y"}),
+            "junk",
+            {"metadata": []},
+        )  # type: ignore[arg-type]
     assert result.pod["metadata"]["labels"] == {"app": "job", "x": "y"}
     assert "'bad'" in caplog.text and "spec.qosClass" in caplog.text
-    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 2
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 3
     only_bad = mutate(pod(priority=5000), profile("bad", labels={"x": 1}))
     assert only_bad == Mutation(False, pod(priority=5000))
 
