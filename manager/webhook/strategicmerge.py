@@ -8,15 +8,16 @@ This is what a ClusterColocationProfile's ``patch`` does to a pod
 * lists replace, unless the field's patch strategy is ``merge``: lists of objects then merge element by
   element on the field's merge key (``containers``/``initContainers``/``volumes``/``env`` by ``name``,
   ``ports`` by ``containerPort``, ``volumeMounts`` by ``mountPath``…; ``strategicmerge_meta``), lists
-  of scalars (``finalizers``) become the union. Order: the patch's items in the patch's order, the live
-  list's other items interleaved where the live order puts them; an item new to the list goes before
-  the live items (a container added by a patch becomes the first);
+  of scalars (``finalizers``) become the union. Order: the patch's items in the patch's order, each
+  other live item slotted in before the first patch item that follows it in the live list; a patch item
+  new to the list is placed as soon as it is reached (a patch naming only a new container puts it first);
 * directives: ``$patch: replace`` / ``$patch: delete`` in an object or a list element, ``$retainKeys``,
   ``$deleteFromPrimitiveList/<field>`` and ``$setElementOrder/<field>``.
 
 Where Go panics (comparing objects, ``null`` list elements) a ``PatchError`` is raised instead. The
-inputs are never modified. Checked against every raw test case of apimachinery's strategic merge
-tests (tests/unit/manager/webhook/test_strategicmerge.py ports a selection).
+inputs are never modified. Checked against all 94 raw test cases of apimachinery's strategic merge
+tests (188 patch applications, list order included); tests/unit/manager/webhook/test_strategicmerge.py
+ports 34 of them.
 Imports: the standard library and the two ``strategicmerge_*`` helpers.
 """
 
