@@ -3,18 +3,18 @@ docs/rules/koordlet.md#writing-to-the-host.
 
 ``execute`` applies one decision's ``HostActions`` (agent.resourceexecutor.actions) in a fixed order:
 directories, leveled cgroup writes, cgroup writes, resctrl writes, sysctl writes. The executor validates
-and formats each cgroup value (``format_cgroup``), resolves the path and refuses anything that, after
-``os.path.realpath``, is outside its allowed roots (the cgroup root and the resctrl root by default; any
-``..`` component is refused too), reads the file first and skips equal values, consults its cache for
-cacheable writes (key = path; fresh for ``force_update_seconds``, entries expire after
-``cache_ttl_seconds``), treats a vanished cgroup / missing file / unsupported knob as ``skipped``, times
-every write into ``on_write`` and audits every real change, a created directory included (also in dry-run
-mode, where nothing is changed). It remembers what it last wrote per file: a current value that differs
-from it is *drift* (someone else, e.g. the kubelet, changed it) and is counted through ``on_drift`` before
-the desired value is re-written; ``reassert()`` re-checks every remembered file.
+and formats each cgroup value (``format_cgroup``), touches files only through ``ConfinedFS`` (outside its
+allowed roots, a ``..``, a symbolic link on the way or a file that is not a regular one: refused, and
+audited once while it stays refused; docs/rules/koordlet.md#confinement), reads the file first and skips
+equal values, consults its cache for cacheable writes (key = path; fresh for ``force_update_seconds``,
+entries expire after ``cache_ttl_seconds``), treats a vanished cgroup / missing file / unsupported knob as
+``skipped``, times every write into ``on_write`` and audits every real change, a created directory
+included (also in dry-run mode, where nothing is changed). It remembers what it last wrote per file: a
+current value that differs from it is *drift* (someone else, e.g. the kubelet, changed it) and is counted
+through ``on_drift`` before the desired value is re-written; ``reassert()`` re-checks every remembered file.
 
-Imports: standard library, agent.podmeta, agent.system.cgroup, agent.resourceexecutor.{actions,audit}; never
-the QoS strategy framework.
+Imports: standard library, agent.podmeta, agent.system.cgroup, agent.resourceexecutor.{actions,audit,hostfs};
+never the QoS strategy framework.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 from agent.podmeta import PodMeta
 from agent.resourceexecutor.actions import CgroupWrite, FileWrite, HostActions, MakeDir
 from agent.resourceexecutor.audit import AuditLog
+from agent.resourceexecutor.hostfs import ConfinedFS, RefusedPathError
 from agent.system.cgroup import (
     CgroupFile,
     CgroupUnsupportedError,
@@ -45,6 +46,8 @@ from agent.system.cgroup import (
 )
 
 __all__ = ["ResourceExecutor", "WriteResult", "WriteStatus"]
+
+_MAX_REFUSALS_REMEMBERED = 4096  # refused paths audited once each; past this many the memory starts over
 
 OnWrite = Callable[[str, str, float, str], None]
 """``on_write(strategy, file, seconds, status)`` — e.g. ``koordlet_resource_update_duration_milliseconds``."""
@@ -63,7 +66,7 @@ class WriteStatus(enum.Enum):
     SKIPPED = "skipped"
     """Vanished cgroup dir, missing file or a knob unsupported on this cgroup version."""
     REFUSED = "refused"
-    """The resolved path is outside every allowed root."""
+    """Outside every allowed root, a ``..``, a symbolic link on the way, or not a regular file."""
     INVALID = "invalid"
     """The value failed its validator / formatter (e.g. an empty cpuset)."""
     FAILED = "failed"
@@ -127,7 +130,9 @@ class ResourceExecutor:
         self.version = version
         self.node_name = node_name
         roots = allowed_roots if allowed_roots is not None else default_roots(paths)
+        roots = tuple(roots)
         self.allowed_roots = tuple(Path(os.path.realpath(r)) for r in roots)
+        self.fs = ConfinedFS(roots, extra_anchors=default_roots(paths))
         self.audit = audit
         self.dry_run = dry_run
         self.clock = clock
@@ -138,6 +143,7 @@ class ResourceExecutor:
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[str, datetime]] = {}
         self._last: dict[str, _Job] = {}
+        self._refused: dict[str, str] = {}  # path -> reason last audited (audited once while refused)
 
     # ------------------------------------------------------------ public API
 
@@ -165,7 +171,7 @@ class ResourceExecutor:
         for level in reversed(levels):
             for w in level:
                 try:
-                    key = os.path.realpath(self._path(w))
+                    key = self.fs.key(self._path(w)) or ""
                 except CgroupUnsupportedError:
                     key = ""
                 results.append(self._apply_one(replace(w, cacheable=False) if key in loosened else w))
@@ -187,23 +193,24 @@ class ResourceExecutor:
         start = time.perf_counter()
         text = f"mkdir {action.mode:04o}"
         job = _Job(action.strategy, None, action.path, text, False, None, None, None)
-        parent = self._resolve(action.path.parent) if action.path.name not in ("", ".", "..") else None
-        if parent is None:
-            reason = f"{action.path} resolves outside the allowed roots"
-            return self._done(job, WriteStatus.REFUSED, str(action.path), reason, start)
-        real = parent / action.path.name
-        key = str(real)
+        key = self.fs.key(action.path) if action.path.name not in ("", ".", "..") else None
+        if key is None:
+            return self._refuse(
+                job, str(action.path), f"{action.path} resolves outside the allowed roots", start
+            )
         with self._lock:
-            if real.is_dir():
-                return self._done(job, WriteStatus.UNCHANGED, key, "", start)
-            now = self.clock()
-            if self.dry_run:
-                self._audit(job, key, None, now, dry_run=True)
-                return self._done(job, WriteStatus.DRY_RUN, key, "", start)
             try:
-                real.mkdir(mode=action.mode)
+                if self.fs.is_dir(action.path):
+                    return self._done(job, WriteStatus.UNCHANGED, key, "", start)
+                now = self.clock()
+                if self.dry_run:
+                    self._audit(job, key, None, now, dry_run=True)
+                    return self._done(job, WriteStatus.DRY_RUN, key, "", start)
+                self.fs.mkdir(action.path, action.mode)
             except FileExistsError:
                 return self._done(job, WriteStatus.UNCHANGED, key, "", start)
+            except RefusedPathError as exc:
+                return self._refuse(job, key, str(exc), start)
             except OSError as exc:
                 return self._os_error(job, key, exc, start)
             self._audit(job, key, None, now, dry_run=False)
@@ -226,7 +233,7 @@ class ResourceExecutor:
 
     def forget(self, path: Path | str) -> None:
         """Drop the cache and drift memory of one file (e.g. a deleted cgroup)."""
-        key = os.path.realpath(path)
+        key = self.fs.key(path) or os.path.realpath(path)
         with self._lock:
             self._cache.pop(key, None)
             self._last.pop(key, None)
@@ -252,21 +259,10 @@ class ResourceExecutor:
             return None
         try:
             path = self._path(w)
-            real = self._resolve(path)
-            if real is None:
-                return None
-            old = convert_cgroup(w.file, self.version, _read(real), str(real))
+            old = convert_cgroup(w.file, self.version, self.fs.read(path), str(path))
             return w.file.merge(old, w.value)
-        except (OSError, ValueError, TypeError, CgroupUnsupportedError):
+        except (OSError, ValueError, TypeError, CgroupUnsupportedError, RefusedPathError):
             return None  # the final phase reports why
-
-    def _resolve(self, path: Path) -> Path | None:
-        if ".." in path.parts:
-            return None
-        real = Path(os.path.realpath(path))
-        if any(real == root or real.is_relative_to(root) for root in self.allowed_roots):
-            return real
-        return None
 
     def _equal(self, job: _Job, current: str, new: str) -> bool:
         if job.spec is None:
@@ -275,11 +271,9 @@ class ResourceExecutor:
 
     def _execute(self, job: _Job) -> WriteResult:
         start = time.perf_counter()
-        real = self._resolve(job.path)
-        if real is None:
-            reason = f"{job.path} resolves outside the allowed roots"
-            return self._done(job, WriteStatus.REFUSED, str(job.path), reason, start)
-        key = str(real)
+        key = self.fs.key(job.path)
+        if key is None:
+            return self._refuse(job, str(job.path), f"{job.path} resolves outside the allowed roots", start)
         with self._lock:
             now = self.clock()
             self._expire(now)
@@ -292,9 +286,12 @@ class ResourceExecutor:
             ):
                 return self._done(job, WriteStatus.CACHED, key, "", start)
             try:
-                current = _read(real)
+                current = self.fs.read(job.path)
+            except RefusedPathError as exc:
+                return self._refuse(job, key, str(exc), start)
             except OSError as exc:
                 return self._os_error(job, key, exc, start)
+            self._refused.pop(key, None)
             old = current.strip()
             last = self._last.get(key)
             drift = last is not None and not self._equal(last, current, last.text)
@@ -307,7 +304,9 @@ class ResourceExecutor:
                 self._audit(job, key, old, now, dry_run=True)
                 return self._done(job, WriteStatus.DRY_RUN, key, "", start, old, drift)
             try:
-                _write(real, job.text)
+                self.fs.write(job.path, job.text)
+            except RefusedPathError as exc:
+                return self._refuse(job, key, str(exc), start, old)
             except OSError as exc:
                 return self._os_error(job, key, exc, start, old, drift)
             self._remember(job, key, now)
@@ -325,6 +324,19 @@ class ResourceExecutor:
         reason = f"{'vanished: ' if vanished else ''}{exc.strerror or exc}"
         return self._done(job, status, key, reason, start, old, drift)
 
+    def _refuse(self, job: _Job, key: str, reason: str, start: float, old: str | None = None) -> WriteResult:
+        """REFUSED, audited with ``"refused": reason`` the first time (again once the reason changes)."""
+        with self._lock:
+            self._cache.pop(key, None)
+            self._last.pop(key, None)
+            first = self._refused.get(key) != reason
+            if first and len(self._refused) >= _MAX_REFUSALS_REMEMBERED:
+                self._refused.clear()
+            self._refused[key] = reason
+        if first:
+            self._audit(job, key, old, self.clock(), dry_run=self.dry_run, refused=reason)
+        return self._done(job, WriteStatus.REFUSED, key, reason, start, old)
+
     def _remember(self, job: _Job, key: str, now: datetime) -> None:
         self._last[key] = job  # a merge-phase value too: the final phase must not see it as drift
         if job.cacheable:
@@ -339,24 +351,33 @@ class ResourceExecutor:
         for k in stale:
             del self._cache[k]
 
-    def _audit(self, job: _Job, key: str, old: str | None, now: datetime, *, dry_run: bool) -> None:
+    def _audit(
+        self,
+        job: _Job,
+        key: str,
+        old: str | None,
+        now: datetime,
+        *,
+        dry_run: bool,
+        refused: str = "",
+    ) -> None:
         if self.audit is None:
             return
         pod = job.pod
-        self.audit.write(
-            {
-                "time": now.isoformat(),
-                "node": self.node_name,
-                "pod": pod.name if pod is not None else None,
-                "namespace": pod.namespace if pod is not None else None,
-                "container": job.container_id,
-                "strategy": job.strategy,
-                "file": key,
-                "old": old,
-                "new": job.text,
-                "dry_run": dry_run,
-            }
-        )
+        record = {
+            "time": now.isoformat(),
+            "node": self.node_name,
+            "pod": pod.name if pod is not None else None,
+            "namespace": pod.namespace if pod is not None else None,
+            "container": job.container_id,
+            "strategy": job.strategy,
+            "file": key,
+            "old": old,
+            "new": job.text,
+            "dry_run": dry_run,
+            **({"refused": refused} if refused else {}),
+        }
+        self.audit.write(record)
 
     def _done(
         self,
@@ -377,18 +398,3 @@ class ResourceExecutor:
 def default_roots(paths: HostPaths) -> tuple[Path, ...]:
     """The cgroup root and the resctrl root (``<sys>/fs/resctrl``)."""
     return (paths.cgroup_root, paths.sys / "fs" / "resctrl")
-
-
-def _read(path: Path) -> str:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "r", encoding="ascii", errors="replace") as f:
-        return f.read()
-
-
-def _write(path: Path, text: str) -> None:
-    """One ``write(2)`` without creating the file (a vanished cgroup must not become a regular file)."""
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)

@@ -73,8 +73,10 @@ def test_symlink_escape_is_refused(env: Env, tmp_path: Any) -> None:
     link = env.path(cg.CPU_QUOTA)
     link.symlink_to(outside)
     [res] = env.executor().apply([_w(env, cg.CPU_QUOTA, 200000)])
-    assert res.status is WriteStatus.REFUSED
-    assert outside.read_text() == "untouched\n" and env.audit_lines() == []
+    assert res.status is WriteStatus.REFUSED and "symbolic link" in res.reason
+    assert outside.read_text() == "untouched\n"
+    [line] = env.audit_lines()  # refusals are audited (docs/rules/koordlet.md#confinement)
+    assert line["refused"] == res.reason and line["file"] == res.path
     # a symlinked cgroup dir pointing outside
     evil_dir = tmp_path / "evil"
     evil_dir.mkdir()
