@@ -12,13 +12,22 @@ callers. Field numbers live only in the .proto.
 Every revision is one change, so the history (a deque of (node, serialised event) pairs, the newest
 last) is addressed by revision arithmetic and keeps no revision of its own. Its pairs hold only a str
 and a bytes: CPython's garbage collector stops tracking such tuples at their first collection, so the
-65,536 changes of a full history cost no collector time.
+65,536 changes of a full history cost no collector time. The history is bounded by its count and by
+its bytes (the oldest changes go first), and the latest entries by the number of nodes and their
+bytes, so no sender makes the hub grow without bound (docs/rules/manager.md#metrichub-limits).
 
-Imports: standard library, google.protobuf, proto.koord.v1.
+List pages: `list_encoded(limit=…)` returns at most `limit` items (and stops before LIST_PAGE_BYTES
+unless one item alone is longer) after the node named by the page token, with the token of the next
+page; each page is taken under the lock at the revision it reports.
+
+Imports: standard library, google.protobuf, apis.reportlimits, manager.metrichub.limits, proto.koord.v1.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
 import contextlib
 import itertools
 import threading
@@ -29,9 +38,14 @@ from typing import NamedTuple
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from apis.reportlimits import LIST_PAGE_BYTES
+from manager.metrichub.limits import Counts
 from proto.koord.v1 import metrichub_pb2 as pb
 
 DEFAULT_HISTORY = 65536
+DEFAULT_HISTORY_BYTES = 128 << 20
+DEFAULT_MAX_NODES = 50_000
+DEFAULT_MAX_STORED_BYTES = 1 << 30
 # A WatchBatch message stays below this size unless a single event is larger (gRPC clients accept
 # 4 MiB by default; a report itself is at most the hub's 4 MiB receive limit).
 MAX_BATCH_BYTES = 1 << 20
@@ -78,16 +92,48 @@ class RevisionTooOldError(LookupError):
     """A watcher asked to resume from a revision the bounded history no longer holds."""
 
 
+class StoreFullError(RuntimeError):
+    """A report would take the hub past its number of nodes or its bytes of latest entries."""
+
+
+def page_token(node: str) -> str:
+    """The opaque token of the page that starts after `node`."""
+    return base64.urlsafe_b64encode(node.encode()).decode()
+
+
+def _after(token: str) -> str:
+    """The node a page token continues after; ValueError when it is not a token of page_token."""
+    try:
+        return base64.b64decode(token.encode("ascii"), altchars=b"-_", validate=True).decode()
+    except (binascii.Error, UnicodeError) as e:
+        raise ValueError(f"invalid page token {token[:40]!r}") from e
+
+
 class HubStore:
-    def __init__(self, history: int = DEFAULT_HISTORY) -> None:
+    def __init__(
+        self,
+        history: int = DEFAULT_HISTORY,
+        *,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
+        max_nodes: int = DEFAULT_MAX_NODES,
+        max_stored_bytes: int = DEFAULT_MAX_STORED_BYTES,
+    ) -> None:
         self._latest: dict[str, _Latest] = {}
-        self._history: deque[Change] = deque(maxlen=history)
+        self._history: deque[Change] = deque()
+        self._max_history = (history, history_bytes)
+        self._max_latest = (max_nodes, max_stored_bytes)
         self._revision = 0
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
-        # For Prometheus (read by manager.metrichub.metrics): reports stored, Watch streams open.
+        # For Prometheus (read by manager.metrichub.metrics): reports stored, Watch streams open, bytes
+        # held by the latest entries and by the history.
         self.reports_received = 0
         self.watchers = 0
+        self.stored_bytes = 0
+        self.history_bytes = 0
+        # Reports and calls the hub refused, by reason (manager.metrichub.ingest and .authgate count).
+        self.refused = Counts()
+        self.auth_refused = Counts()
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
@@ -118,23 +164,51 @@ class HubStore:
         caller's message); returns the new revision."""
         return self.put_raw(report.node_name, report.SerializeToString(), now)
 
-    def put_raw(self, node: str, raw: bytes, now: float | None = None) -> int:
+    def put_raw(
+        self, node: str, raw: bytes, now: float | None = None, *, received_ns: int | None = None
+    ) -> int:
         """Stores the wire bytes of a NodeMetricReport whose node_name is `node` (the caller has
-        parsed them); returns the new revision."""
+        checked them), received at `received_ns` (or `now` seconds; default: the current time);
+        returns the new revision. StoreFullError when it would take the hub past its node count or
+        its bytes of latest entries."""
         if not node:
             raise ValueError("report.node_name is empty")
         received = Timestamp()
-        received.FromNanoseconds(time.time_ns() if now is None else int(now * 1e9))
+        if received_ns is None:
+            received_ns = time.time_ns() if now is None else int(now * 1e9)
+        received.FromNanoseconds(received_ns)
         with self._lock:
-            self._revision = revision = self._revision + 1
-            self.reports_received += 1
-            kind = pb.EVENT_TYPE_MODIFIED if node in self._latest else pb.EVENT_TYPE_ADDED
+            revision = self._revision + 1
             item = pb.RawNodeMetricItem(revision=revision, report=raw, received_time=received)
-            latest = self._latest[node] = _Latest(revision, item.SerializeToString())
-            self._history.append((node, _event(kind, revision, latest.item)))
+            item_bytes = item.SerializeToString()
+            previous = self._latest.get(node)
+            growth = len(item_bytes) - (len(previous.item) if previous is not None else 0)
+            self._check_room_locked(node, previous is None, growth)
+            self._revision = revision
+            self.reports_received += 1
+            self.stored_bytes += growth
+            self._latest[node] = _Latest(revision, item_bytes)
+            kind = pb.EVENT_TYPE_MODIFIED if previous is not None else pb.EVENT_TYPE_ADDED
+            self._append_locked((node, _event(kind, revision, item_bytes)))
         for fn in self._listeners:
             fn()
         return revision
+
+    def _check_room_locked(self, node: str, new: bool, growth: int) -> None:
+        max_nodes, max_bytes = self._max_latest
+        if new and len(self._latest) >= max_nodes:
+            raise StoreFullError(f"the hub holds its maximum of {max_nodes} nodes; {node!r} is not one")
+        if growth > 0 and self.stored_bytes + growth > max_bytes:
+            raise StoreFullError(f"the hub's latest reports would exceed {max_bytes} bytes")
+
+    def _append_locked(self, change: Change) -> None:
+        """Appends a change to the history, dropping the oldest beyond its count or bytes."""
+        history = self._history
+        history.append(change)
+        self.history_bytes += len(change[1])
+        max_count, max_bytes = self._max_history
+        while len(history) > 1 and (len(history) > max_count or self.history_bytes > max_bytes):
+            self.history_bytes -= len(history.popleft()[1])
 
     def delete(self, node_name: str) -> int | None:
         """Removes a node's entry; returns the new revision, or None when there was none."""
@@ -143,7 +217,8 @@ class HubStore:
             if last is None:
                 return None
             self._revision = revision = self._revision + 1
-            self._history.append((node_name, _event(pb.EVENT_TYPE_DELETED, revision, last.item)))
+            self.stored_bytes -= len(last.item)
+            self._append_locked((node_name, _event(pb.EVENT_TYPE_DELETED, revision, last.item)))
         for fn in self._listeners:
             fn()
         return revision
@@ -154,16 +229,35 @@ class HubStore:
             return sorted(self._latest)
         return [node_name] if node_name in self._latest else []
 
-    def list_encoded(self, node_name: str | None = None) -> bytes:
-        """The serialised ListResponse (see list())."""
+    def list_encoded(
+        self, node_name: str | None = None, limit: int = 0, token: str = "", max_bytes: int = LIST_PAGE_BYTES
+    ) -> bytes:
+        """The serialised ListResponse (see list()); ValueError for a token page_token did not make."""
+        after = _after(token) if token else None
+        more = ""
         with self._lock:
-            items = [self._latest[n].item for n in self._names_locked(node_name)]
+            names = self._names_locked(node_name)
+            if after is not None:
+                names = names[bisect.bisect_right(names, after) :]
+            if limit <= 0:
+                items = [self._latest[n].item for n in names]
+            else:
+                items, size = [], 0
+                for n in names[:limit]:
+                    item = self._latest[n].item
+                    size += len(item) + _FIELD_OVERHEAD
+                    if items and size > max_bytes:
+                        break
+                    items.append(item)
+                if len(items) < len(names):
+                    more = page_token(names[len(items) - 1])
             revision = self._revision
-        return pb.RawListResponse(revision=revision, items=items).SerializeToString()
+        return pb.RawListResponse(revision=revision, items=items, next_page_token=more).SerializeToString()
 
-    def list(self, node_name: str | None = None) -> pb.ListResponse:
-        """A consistent snapshot: the hub revision and the entries (of one node, or all, by name)."""
-        return pb.ListResponse.FromString(self.list_encoded(node_name))
+    def list(self, node_name: str | None = None, limit: int = 0, token: str = "") -> pb.ListResponse:
+        """The hub revision and the entries (of one node, or all, by name): a consistent snapshot, or
+        with `limit` one page of it (see the module docstring)."""
+        return pb.ListResponse.FromString(self.list_encoded(node_name, limit, token))
 
     def start(self, since: int, node_name: str | None = None) -> tuple[Changes, int]:
         """The first changes of a watch from revision `since` and the cursor to continue with tail():

@@ -700,16 +700,26 @@ class ListRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     NODE_NAME_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
     """Only this node; unset for all nodes."""
+    limit: _builtins.int
+    """At most this many items per answer, which the hub also ends before it grows past 2 MiB (one
+    item always fits); 0 returns every entry in one answer, as hubs without paging always do.
+    """
+    page_token: _builtins.str
+    """The next_page_token of the previous answer: continue after its last item. Empty for the first page."""
     def __init__(
         self,
         *,
         node_name: _builtins.str | None = ...,
+        limit: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_node_name", b"_node_name", "node_name", b"node_name"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_node_name", b"_node_name", "node_name", b"node_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_node_name", b"_node_name", "limit", b"limit", "node_name", b"node_name", "page_token", b"page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__node_name: _TypeAlias = _typing.Literal["node_name"]  # noqa: Y015
     _WhichOneofArgType__node_name: _TypeAlias = _typing.Literal["_node_name", b"_node_name"]  # noqa: Y015
@@ -719,14 +729,20 @@ Global___ListRequest: _TypeAlias = ListRequest  # noqa: Y015
 
 @_typing.final
 class ListResponse(_message.Message):
-    """ListResponse is a consistent snapshot of the hub."""
+    """ListResponse is the hub's entries: all of them (a consistent snapshot), or one page."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     REVISION_FIELD_NUMBER: _builtins.int
     ITEMS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     revision: _builtins.int
-    """Hub revision of the snapshot; pass it as WatchRequest.since_revision to continue."""
+    """Hub revision when this answer was taken; pass it as WatchRequest.since_revision to continue.
+    When paging, watch from the revision of the first page: the watch then brings every change made
+    while the later pages were read (pages are taken at different revisions).
+    """
+    next_page_token: _builtins.str
+    """Set when more entries follow: pass it as ListRequest.page_token. Empty on the last page."""
     @_builtins.property
     def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeMetricItem]:
         """The entries, sorted by node name."""
@@ -736,10 +752,11 @@ class ListResponse(_message.Message):
         *,
         revision: _builtins.int = ...,
         items: _abc.Iterable[Global___NodeMetricItem] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "revision", b"revision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "next_page_token", b"next_page_token", "revision", b"revision"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -839,7 +856,9 @@ class RawListResponse(_message.Message):
 
     REVISION_FIELD_NUMBER: _builtins.int
     ITEMS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     revision: _builtins.int
+    next_page_token: _builtins.str
     @_builtins.property
     def items(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]: ...
     def __init__(
@@ -847,10 +866,11 @@ class RawListResponse(_message.Message):
         *,
         revision: _builtins.int = ...,
         items: _abc.Iterable[_builtins.bytes] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "revision", b"revision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "next_page_token", b"next_page_token", "revision", b"revision"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

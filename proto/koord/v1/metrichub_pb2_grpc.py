@@ -88,7 +88,8 @@ class MetricHubServicer:
         raise NotImplementedError('Method not implemented!')
 
     def List(self, request, context):
-        """List returns the hub's latest report of every node (or of one node) and the hub revision.
+        """List returns the hub's latest report of every node (or of one node) and the hub revision, in
+        pages when the request sets a limit (ListRequest.limit, ListResponse.next_page_token).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -56,7 +56,9 @@ class MetricHubStub:
     errors; a hub that predates it answers UNIMPLEMENTED (the client then falls back to Watch).
     """
     List: _grpc.UnaryUnaryMultiCallable[_metrichub_pb2.ListRequest, _metrichub_pb2.ListResponse]
-    """List returns the hub's latest report of every node (or of one node) and the hub revision."""
+    """List returns the hub's latest report of every node (or of one node) and the hub revision, in
+    pages when the request sets a limit (ListRequest.limit, ListResponse.next_page_token).
+    """
 
 @_typing.type_check_only
 class MetricHubAsyncStub(MetricHubStub):
@@ -77,7 +79,9 @@ class MetricHubAsyncStub(MetricHubStub):
     errors; a hub that predates it answers UNIMPLEMENTED (the client then falls back to Watch).
     """
     List: _aio.UnaryUnaryMultiCallable[_metrichub_pb2.ListRequest, _metrichub_pb2.ListResponse]  # type: ignore[assignment]
-    """List returns the hub's latest report of every node (or of one node) and the hub revision."""
+    """List returns the hub's latest report of every node (or of one node) and the hub revision, in
+    pages when the request sets a limit (ListRequest.limit, ListResponse.next_page_token).
+    """
 
 class MetricHubServicer(metaclass=_abc_1.ABCMeta):
     """MetricHub is served by koord-manager. Agents push, schedulers read."""
@@ -119,6 +123,8 @@ class MetricHubServicer(metaclass=_abc_1.ABCMeta):
         request: _metrichub_pb2.ListRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_metrichub_pb2.ListResponse, _abc.Awaitable[_metrichub_pb2.ListResponse]]:
-        """List returns the hub's latest report of every node (or of one node) and the hub revision."""
+        """List returns the hub's latest report of every node (or of one node) and the hub revision, in
+        pages when the request sets a limit (ListRequest.limit, ListResponse.next_page_token).
+        """
 
 def add_MetricHubServicer_to_server(servicer: MetricHubServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,177 @@
+"""The MetricHub's limits on what one sender may cost it (docs/rules/manager.md#metrichub-limits), as
+pure decisions over an injected clock: the numbers (`HubLimits`), a token bucket, a bounded map of
+buckets (one per node for reports, one per peer address for failed authentications), the refusal
+(a gRPC status by name, and the reason it is counted under) and the thread-safe counts the Prometheus
+view reads.
+
+Reports: each node has a bucket of `report_burst` tokens refilled at `report_rate` per second; a report
+costs one token per started REPORT_TOKEN_BYTES of its length, so a node sends at most ~2 small reports
+a second, or one report of 1 MiB every 8 s. Failed authentication: each peer address has a bucket of
+`auth_failure_burst` refilled at `auth_failure_rate` per second; a TokenReview that says "invalid"
+costs one, and a peer with an empty bucket gets no TokenReview until it refills. At most
+`concurrent_reviews` TokenReviews run at once; a call beyond that is refused at once, never queued.
+Imports: the standard library, apis.reportlimits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apis.reportlimits import MAX_REPORT_BYTES
+
+__all__ = [
+    "REPORT_TOKEN_BYTES", "BucketMap", "Counts", "HubLimits", "RefusedError", "TokenBucket", "peer_host",
+    "report_cost",
+]  # fmt: skip
+
+REPORT_TOKEN_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class HubLimits:
+    """Every limit of the hub; the defaults are the documented ones."""
+
+    report_bytes: int = MAX_REPORT_BYTES
+    report_rate: float = 2.0  # tokens per second, per node
+    report_burst: float = 20.0  # a bucket's size: one report of MAX_REPORT_BYTES costs 16
+    report_nodes_tracked: int = 100_000  # buckets kept (least recently used dropped first)
+    # A report larger than this is checked off the event loop, in the hub's blocking pool.
+    inline_check_bytes: int = 64 * 1024
+    concurrent_reviews: int = 4
+    auth_failure_rate: float = 0.5  # per second, per peer address
+    auth_failure_burst: float = 10.0
+    peers_tracked: int = 10_000
+
+    def __post_init__(self) -> None:
+        if report_cost(self.report_bytes) > self.report_burst:
+            raise ValueError(
+                f"report_burst {self.report_burst} is below the cost of a largest report "
+                f"({report_cost(self.report_bytes)} tokens)"
+            )
+
+
+def report_cost(size: int) -> int:
+    """Tokens a report of `size` bytes costs: one per started REPORT_TOKEN_BYTES (at least one)."""
+    return max(1, -(-size // REPORT_TOKEN_BYTES))
+
+
+def peer_host(peer: str) -> str:
+    """The address part of a gRPC peer string ("ipv4:10.0.0.7:51234" → "ipv4:10.0.0.7",
+    "ipv6:[::1]:5000" → "ipv6:[::1]"); other forms (unix sockets) are kept whole."""
+    kind, _, rest = peer.partition(":")
+    if kind in ("ipv4", "ipv6") and ":" in rest:
+        return f"{kind}:{rest.rsplit(':', 1)[0]}"
+    return peer
+
+
+class TokenBucket:
+    """`burst` tokens, refilled continuously at `rate` per second. Not thread-safe (BucketMap locks)."""
+
+    __slots__ = ("stamp", "tokens")
+
+    def __init__(self, burst: float, now: float) -> None:
+        self.tokens = burst
+        self.stamp = now
+
+    def refill(self, rate: float, burst: float, now: float) -> None:
+        if now > self.stamp:
+            self.tokens = min(burst, self.tokens + (now - self.stamp) * rate)
+            self.stamp = now
+
+    def take(self, cost: float, rate: float, burst: float, now: float) -> float:
+        """Takes `cost` tokens and returns 0.0, or returns the seconds until they would be there
+        (nothing taken)."""
+        self.refill(rate, burst, now)
+        if self.tokens >= cost:
+            self.tokens -= cost
+            return 0.0
+        return (cost - self.tokens) / rate if rate > 0 else float("inf")
+
+
+class BucketMap:
+    """A token bucket per key (a node, a peer address), at most `max_keys` kept: the least recently
+    used is dropped first (its key starts again with a full bucket). Thread-safe."""
+
+    def __init__(
+        self, rate: float, burst: float, max_keys: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._max = max(1, max_keys)
+        self._clock = clock
+        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _bucket_locked(self, key: str, now: float) -> TokenBucket:
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = TokenBucket(self.burst, now)
+            while len(self._buckets) > self._max:
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(key)
+        return bucket
+
+    def take(self, key: str, cost: float = 1.0) -> float:
+        """0.0 when `key` may go on (`cost` tokens taken); else the seconds until it may."""
+        now = self._clock()
+        with self._lock:
+            return self._bucket_locked(key, now).take(cost, self.rate, self.burst, now)
+
+    def wait(self, key: str, cost: float = 1.0) -> float:
+        """The seconds until `key` has `cost` tokens (0.0: now), without taking any."""
+        now = self._clock()
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                return 0.0
+            bucket.refill(self.rate, self.burst, now)
+            missing = cost - bucket.tokens
+        return 0.0 if missing <= 0 else missing / self.rate if self.rate > 0 else float("inf")
+
+    def charge(self, key: str, cost: float = 1.0) -> None:
+        """Takes `cost` tokens whether or not they are there (a bucket may go below zero)."""
+        now = self._clock()
+        with self._lock:
+            bucket = self._bucket_locked(key, now)
+            bucket.refill(self.rate, self.burst, now)
+            bucket.tokens -= cost
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._buckets)
+
+
+class RefusedError(Exception):
+    """The hub refuses a call: `code` names its gRPC status (e.g. "RESOURCE_EXHAUSTED"), `reason` is
+    the label it is counted under, `details` what the client reads."""
+
+    def __init__(self, code: str, reason: str, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.reason = reason
+        self.details = details
+
+
+class Counts:
+    """Counters by label value (e.g. refusals by reason), read at scrape time. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def inc(self, label: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[label] += n
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def __getitem__(self, label: str) -> int:
+        with self._lock:
+            return self._counts[label]
