@@ -5,11 +5,16 @@ Authentication maps a bearer token to an `Identity` (user name, groups, extra). 
 * `TokenReviewAuthenticator` asks the API server (authentication.k8s.io/v1 TokenReview) through an
   injected `review` callable (manager.metrichub.kubeauth builds one from a kubernetes ApiClient) and
   caches answers: positive ones for `ttl` (default 120 s, kube-apiserver's webhook cache default; 5,000
-  agents then cost ~42 reviews/s instead of 1,000), negative ones for `negative_ttl` (10 s), at most
-  `max_entries` tokens (LRU). Tokens are kept only as SHA-256 digests.
+  agents then cost ~42 reviews/s instead of 1,000) in an LRU of `max_entries` tokens, negative ones
+  for `negative_ttl` (10 s) in an LRU of their own (`max_negative_entries`), so a flood of invalid
+  tokens never pushes a valid one out. Tokens are kept only as SHA-256 digests.
 * `StaticTokenAuthenticator` reads a token file for local mode: CSV lines `token,user[,group1|group2]`,
   or kube-apiserver's --token-auth-file form `token,user,uid[,"group1,group2"]`; `#` starts a comment.
   The file is re-read when its mtime/size changes (checked at most every `check_interval` seconds).
+
+Every authenticator also answers `lookup(token)` without blocking: the identity, None (known invalid)
+or MISS (only a TokenReview can tell); the hub answers from it on its event loop and sends only misses
+to its blocking pool (manager.metrichub.authgate).
 
 Authorization (`Authorizer`):
 
@@ -78,11 +83,28 @@ class Identity:
         return values[0] if values else None
 
 
+class Miss:
+    """The type of MISS: a cache cannot tell whether a token is valid."""
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS = Miss()
+Verdict = Identity | None | Miss
+
+
 class Authenticator(Protocol):
     def authenticate(self, token: str) -> Identity | None:
         """The identity behind token, None when the token is not valid; AuthUnavailableError when
         the answer cannot be known now."""
         ...
+
+
+def lookup(auth: Authenticator, token: str) -> Verdict:
+    """`auth.lookup(token)` (never blocks), or MISS for an authenticator without one."""
+    fn: Callable[[str], Verdict] | None = getattr(auth, "lookup", None)
+    return MISS if fn is None else fn(token)
 
 
 def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str:
@@ -152,26 +174,37 @@ class TokenReviewAuthenticator:
         ttl: float = 120.0,
         negative_ttl: float = 10.0,
         max_entries: int = 20_000,
+        max_negative_entries: int = 4_096,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._review = review
         self._ttl = ttl
         self._negative_ttl = negative_ttl
         self._cache = _TTLCache(max_entries, clock)
+        self._negative = _TTLCache(max_negative_entries, clock)
         self.reviews = 0  # TokenReviews sent (for metrics and tests)
 
-    def authenticate(self, token: str) -> Identity | None:
+    def lookup(self, token: str) -> Verdict:
         key = _digest(token)
         hit, value = self._cache.get(key)
         if hit:
             return value  # type: ignore[no-any-return]
+        return None if self._negative.get(key)[0] else MISS
+
+    def authenticate(self, token: str) -> Identity | None:
+        known = self.lookup(token)
+        if not isinstance(known, Miss):
+            return known
         try:
             status = self._review(token)
         except Exception as e:  # the API server's or the client's failure: not a verdict on the token
             raise AuthUnavailableError(f"TokenReview failed: {e}") from e
         self.reviews += 1
         ident = identity_from_review(status)
-        self._cache.put(key, ident, self._ttl if ident is not None else self._negative_ttl)
+        if ident is None:
+            self._negative.put(_digest(token), None, self._negative_ttl)
+        else:
+            self._cache.put(_digest(token), ident, self._ttl)
         return ident
 
 
@@ -232,6 +265,9 @@ class StaticTokenAuthenticator:
         self._stamp = stamp
         log.info("static token file %s: %d tokens", self.path, len(parsed))
 
+    def lookup(self, token: str) -> Verdict:
+        return self.authenticate(token)
+
     def authenticate(self, token: str) -> Identity | None:
         now = self._clock()
         if now >= self._next_check:
@@ -248,6 +284,9 @@ class FixedTokenAuthenticator:
     def __init__(self, tokens: Mapping[str, Identity]) -> None:
         self._tokens = {_digest(t): ident for t, ident in tokens.items()}
 
+    def lookup(self, token: str) -> Verdict:
+        return self.authenticate(token)
+
     def authenticate(self, token: str) -> Identity | None:
         return self._tokens.get(_digest(token))
 
@@ -257,6 +296,17 @@ class ChainAuthenticator:
 
     def __init__(self, *authenticators: Authenticator) -> None:
         self._chain = authenticators
+
+    def lookup(self, token: str) -> Verdict:
+        """An identity when one authenticator knows the token; MISS when none does and one cannot tell."""
+        verdict: Verdict = None
+        for auth in self._chain:
+            known = lookup(auth, token)
+            if isinstance(known, Identity):
+                return known
+            if known is MISS:
+                verdict = MISS
+        return verdict
 
     def authenticate(self, token: str) -> Identity | None:
         for auth in self._chain:

@@ -2,18 +2,23 @@
 one grpc.aio event loop in a background thread (`serve`), with TLS when given credentials.
 
 Authentication (with an authenticator): every RPC needs `authorization: Bearer <token>` metadata; no
-or an invalid token → UNAUTHENTICATED; the authenticator cannot decide (API server down) →
-UNAVAILABLE; Report from a caller whose node cannot be established, or a report for another node (the
-stream ends at the first foreign report) → PERMISSION_DENIED; List/Watch by a non-reader →
-PERMISSION_DENIED. The token check and the pod lookup run once per RPC (not per report) in a small
-thread pool, as does List. Without an authenticator the hub is *insecure* (tests and the embedded
-loopback hub only), which `serve` logs loudly. Bearer tokens travel in clear without TLS, which
-`serve` logs too when the hub listens beyond loopback (docs/install.md, "TLS for the MetricHub").
+or an invalid token → UNAUTHENTICATED; the authenticator cannot decide (API server down), or too many
+TokenReviews run already → UNAVAILABLE; a peer address with too many failed authentications →
+RESOURCE_EXHAUSTED (manager.metrichub.authgate); Report from a caller whose node cannot be established,
+or a report for another node (the stream ends at the first foreign report) → PERMISSION_DENIED;
+List/Watch by a non-reader → PERMISSION_DENIED. Cached tokens are answered on the loop; a TokenReview
+and the pod lookup run once per RPC (not per report) in a small thread pool, as does List. Without an
+authenticator the hub is *insecure* (tests and the embedded loopback hub only), which `serve` logs
+loudly. Bearer tokens travel in clear without TLS, which `serve` logs too when the hub listens beyond
+loopback (docs/install.md, "TLS for the MetricHub").
 
-Reports are parsed in full once, by the Report deserializer (a report that is not a valid
-NodeMetricReport would otherwise sit in the store and break every watcher's parse), and kept as the
-bytes the agent sent; events, batches and List answers are built by the store around those bytes
-(manager.metrichub.store) and sent as they are (the handlers' serializers pass bytes through).
+Each report goes through manager.metrichub.ingest: bounded in size and rate per node, parsed, bound to
+the caller's node and checked with the rule every consumer applies (apis.reportcheck), so a report
+a scheduler could not decode never reaches the store; a refused report ends its stream with the status
+the ingest names (docs/rules/manager.md#metrichub-limits). A report is kept as the bytes the agent sent;
+events, batches and List answers are built by the store around those bytes (manager.metrichub.store)
+and sent as they are (the handlers' serializers pass bytes through). gRPC itself refuses a message
+longer than SERVER_MAX_RECEIVE_BYTES. List pages when asked to (ListRequest.limit).
 
 Watchers wake together at most once per `batch_window` (default 5 ms) after a change, whatever the
 number of changes: a WatchBatch watcher then gets one message with everything new, a Watch watcher
@@ -23,7 +28,8 @@ within the loop. The server raises grpc core's pending-call limits (1,000 soft /
 default): the aio server accepts new calls one at a time, and with the defaults a burst of thousands
 of agents (re)connecting at once, e.g. after a manager restart, has a third of its streams cancelled.
 
-Imports: asyncio, grpc, proto.koord.v1, manager.metrichub (auth, store).
+Imports: asyncio, grpc, apis.reportlimits, proto.koord.v1, manager.metrichub (auth, authgate,
+ingest, limits, store).
 """
 
 from __future__ import annotations
@@ -34,11 +40,12 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent import futures
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 import grpc.aio
 
+from apis.reportlimits import SERVER_MAX_RECEIVE_BYTES
 from manager.metrichub.auth import (
     Authenticator,
     Authorizer,
@@ -47,6 +54,9 @@ from manager.metrichub.auth import (
     Identity,
     bearer_token,
 )
+from manager.metrichub.authgate import AuthGate
+from manager.metrichub.ingest import Bound, Ingest
+from manager.metrichub.limits import HubLimits, RefusedError
 from manager.metrichub.store import Changes, HubStore, RevisionTooOldError, encode_batches, encoded_events
 from proto.koord.v1 import metrichub_pb2 as pb
 
@@ -58,20 +68,10 @@ DEFAULT_BATCH_WINDOW = 0.005
 SERVER_OPTIONS = (
     ("grpc.server.max_pending_requests", 50_000),
     ("grpc.server.max_pending_requests_hard_limit", 100_000),
+    ("grpc.max_receive_message_length", SERVER_MAX_RECEIVE_BYTES),
 )
-
-
-class Received(NamedTuple):
-    """A report as the Report deserializer hands it over: its node name and its wire bytes."""
-
-    node: str
-    raw: bytes
-
-
-def parse_report(data: bytes) -> Received:
-    """The Report request deserializer: parses `data` in full (DecodeError: bad wire format, bad
-    UTF-8 in any string) and keeps the bytes."""
-    return Received(pb.NodeMetricReport.FromString(data).node_name, data)
+# Refusal logs: the first of each reason, then at most one per reason and interval (a flood is counted).
+_LOG_INTERVAL = 30.0
 
 
 def _passthrough(data: bytes) -> bytes:
@@ -93,6 +93,10 @@ async def _abort(context: Any, code: grpc.StatusCode, details: str) -> NoReturn:
     raise AssertionError("unreachable: context.abort raises")  # pragma: no cover
 
 
+async def _refused(context: Any, e: RefusedError, prefix: str = "") -> NoReturn:
+    await _abort(context, getattr(grpc.StatusCode, e.code), prefix + e.details)
+
+
 class AsyncHub:
     """The RPC behaviours on the event loop `loop`."""
 
@@ -104,12 +108,18 @@ class AsyncHub:
         authorizer: Authorizer,
         pool: futures.Executor,
         batch_window: float = DEFAULT_BATCH_WINDOW,
+        limits: HubLimits | None = None,
+        checker: futures.Executor | None = None,
     ) -> None:
         self.store = store
         self.loop = loop
         self.authenticator = authenticator
         self.authorizer = authorizer
         self._pool = pool
+        self.limits = limits = limits or HubLimits()
+        self.gate = AuthGate(authenticator, limits, pool, store.auth_refused) if authenticator else None
+        self.ingest = Ingest(store, limits, store.refused, checker or pool)
+        self._logged: dict[str, float] = {}
         self._window = batch_window
         self._changed = asyncio.Event()
         self._wake_pending = False
@@ -139,18 +149,22 @@ class AsyncHub:
         return await self.loop.run_in_executor(self._pool, fn, *args)
 
     # --- authentication and authorization -------------------------------------------------------
+    def _log_refusal(self, what: str, e: RefusedError) -> None:
+        now = self.loop.time()
+        if now - self._logged.get(e.reason, -_LOG_INTERVAL) >= _LOG_INTERVAL:
+            self._logged[e.reason] = now
+            log.warning(
+                "MetricHub: %s refused (%s; further ones counted only): %s", what, e.reason, e.details
+            )
+
     async def _identity(self, context: Any) -> Identity:
-        assert self.authenticator is not None
+        assert self.gate is not None
         token = bearer_token(context.invocation_metadata())
-        if not token:
-            await _abort(context, grpc.StatusCode.UNAUTHENTICATED, "missing 'authorization: Bearer <token>'")
         try:
-            ident = await self._blocking(self.authenticator.authenticate, token)
-        except AuthUnavailableError as e:
-            await _abort(context, grpc.StatusCode.UNAVAILABLE, f"cannot authenticate now: {e}")
-        if ident is None:
-            await _abort(context, grpc.StatusCode.UNAUTHENTICATED, "invalid bearer token")
-        return ident
+            return await self.gate.identity(token, context.peer() or "")
+        except RefusedError as e:
+            self._log_refusal("call", e)
+            await _refused(context, e)
 
     async def _reader(self, context: Any) -> None:
         if self.authenticator is None:
@@ -161,12 +175,12 @@ class AsyncHub:
         except DeniedError as e:
             await _abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
 
-    async def _reporter(self, context: Any) -> tuple[Identity, str] | None:
+    async def _reporter(self, context: Any) -> Bound | None:
         if self.authenticator is None:
             return None
         ident = await self._identity(context)
         try:
-            return ident, await self._blocking(self.authorizer.node_of, ident)
+            return ident.user, await self._blocking(self.authorizer.node_of, ident)
         except DeniedError as e:
             log.info("MetricHub: Report refused: %s", e)
             await _abort(context, grpc.StatusCode.PERMISSION_DENIED, str(e))
@@ -174,28 +188,27 @@ class AsyncHub:
             await _abort(context, grpc.StatusCode.UNAVAILABLE, f"cannot authorise now: {e}")
 
     # --- RPCs -----------------------------------------------------------------------------------
-    async def report(self, requests: AsyncIterator[Received], context: Any) -> pb.ReportAck:
+    async def report(self, requests: AsyncIterator[bytes], context: Any) -> pb.ReportAck:
         bound = await self._reporter(context)
         accepted = 0
         last = 0
-        put = self.store.put_raw
-        async for node, raw in requests:
-            if bound is not None and node != bound[1]:
-                msg = f"{bound[0].user!r} is bound to node {bound[1]!r} and may not report for node {node!r}"
-                log.warning("MetricHub: Report refused: %s", msg)
-                await _abort(context, grpc.StatusCode.PERMISSION_DENIED, msg)
+        accept = self.ingest.accept
+        async for raw in requests:
             try:
-                last = put(node, raw)
-            except ValueError as e:
-                await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, f"report {accepted + 1}: {e}")
+                last = await accept(raw, bound)
+            except RefusedError as e:
+                self._log_refusal("Report", e)
+                await _refused(context, e, f"report {accepted + 1}: ")
             accepted += 1
         return pb.ReportAck(accepted=accepted, last_revision=last)
 
     async def list(self, request: pb.ListRequest, context: Any) -> bytes:
         await self._reader(context)
-        return await self._blocking(
-            self.store.list_encoded, request.node_name if request.HasField("node_name") else None
-        )
+        node = request.node_name if request.HasField("node_name") else None
+        try:
+            return await self._blocking(self.store.list_encoded, node, request.limit, request.page_token)
+        except ValueError as e:
+            await _abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(e))
 
     async def watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[bytes]:
         """Serialised NodeMetricEvents, one per message."""
@@ -243,7 +256,7 @@ class AsyncHub:
             SERVICE,
             {
                 "Report": grpc.stream_unary_rpc_method_handler(
-                    self.report, parse_report, pb.ReportAck.SerializeToString
+                    self.report, _passthrough, pb.ReportAck.SerializeToString
                 ),
                 "List": grpc.unary_unary_rpc_method_handler(
                     self.list, pb.ListRequest.FromString, _passthrough
@@ -312,17 +325,21 @@ def serve(
     credentials: grpc.ServerCredentials | None = None,
     blocking_workers: int = 8,
     batch_window: float = DEFAULT_BATCH_WINDOW,
+    limits: HubLimits | None = None,
 ) -> tuple[HubServer, int]:
     """Starts the MetricHub in a background thread; returns the server and the bound port. With
     `credentials` (tls_credentials) the port serves TLS only. `blocking_workers` sizes the pool for
-    authentication and List."""
+    authentication and List; large reports are checked on one thread of their own."""
     _warn_unprotected(address, authenticator is not None, credentials is not None)
     loop = asyncio.new_event_loop()
     pool = futures.ThreadPoolExecutor(max_workers=blocking_workers, thread_name_prefix="metrichub-auth")
+    checker = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrichub-check")
     started: futures.Future[tuple[Any, int]] = futures.Future()
 
     async def start() -> tuple[Any, int]:
-        hub = AsyncHub(store, loop, authenticator, authorizer or Authorizer(), pool, batch_window)
+        hub = AsyncHub(
+            store, loop, authenticator, authorizer or Authorizer(), pool, batch_window, limits, checker
+        )
         server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers((hub.handler(),))
         if credentials is None:
@@ -341,10 +358,13 @@ def serve(
         except BaseException as e:
             started.set_exception(e)
             loop.close()
+            pool.shutdown(wait=False)
+            checker.shutdown(wait=False)
             return
         loop.run_forever()
         loop.close()
         pool.shutdown(wait=False)
+        checker.shutdown(wait=False)
 
     thread = threading.Thread(target=run, name="metrichub-aio", daemon=True)
     thread.start()
