@@ -32,6 +32,7 @@ from kube.client import KubeConfigError, api_client
 from kube.goflags import add_klog_and_gate_flags, parse_go_args
 from kube.httpserver import ProbeServer
 from kube.leaderelection import LeaderElector
+from kube.supervise import SupervisedThread, supervise
 from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, Profile, load_profile
 from scheduler.gateway import APIBinder, EventRouter, UnschedulableReporter, start_informers
@@ -71,21 +72,22 @@ class SchedulerService:
             on_decision=self.metrics.on_decision,
         )
         self.router = EventRouter(self.scheduler, profile.scheduler_name)
-        self.hub = (
-            HubWatcher(hub_addr, self.router.merger, token_file=hub_token_file, ca_file=hub_ca)
-            if hub_addr
-            else None
-        )
-        self._threads: list[threading.Thread] = []
+        self.hub: HubWatcher | None = None
+        if hub_addr:
+            self.hub = HubWatcher(
+                hub_addr, self.router.merger, token_file=hub_token_file, ca_file=hub_ca,
+                on_skipped=self.metrics.on_hub_skipped,
+            )  # fmt: skip
+        self._threads: list[SupervisedThread] = []
 
     def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
-        """Starts informers (waits for their first list) and the hub watcher."""
+        """Starts informers (waits for their first list) and the hub watcher, supervised: restarted
+        with backoff whenever it raises (docs/architecture.md#supervised-threads)."""
         start_informers(self.router.informers(self.api), stop, sync_timeout)
         freeze_heap()
         if self.hub is not None:
-            t = threading.Thread(target=self.hub.run, args=(stop,), name="hub-watcher", daemon=True)
-            t.start()
-            self._threads.append(t)
+            watcher = supervise("hub-watcher", self.hub.run, stop, on_crash=self.metrics.on_thread_crash)
+            self._threads.append(watcher)
 
     def run(self, stop: threading.Event, active: Callable[[], bool] = lambda: True) -> None:
         """The scheduling loop; idles while `active()` is false."""

@@ -1,5 +1,6 @@
 """koord-scheduler's Prometheus metrics, named as kube-scheduler's so existing dashboards work:
-attempts by result, attempt latency, pending pods per queue, plugin execution duration.
+attempts by result, attempt latency, pending pods per queue, plugin execution duration; and koord's
+own: hub items skipped by reason, supervised threads restarted.
 The registry is injectable (tests use a fresh one). Imports: prometheus_client, scheduler.
 """
 
@@ -34,6 +35,22 @@ class SchedulerMetrics:
             "Duration of one plugin at one extension point (over all nodes).",
             ["plugin", "extension_point"], buckets=_LATENCY_BUCKETS, registry=registry,
         )  # fmt: skip
+        self.hub_skipped = Counter(
+            "koord_scheduler_hub_reports_skipped",
+            "MetricHub items that failed the report check (the node's hub metric is dropped), by reason.",
+            ["reason"], registry=registry,
+        )  # fmt: skip
+        self.thread_restarts = Counter(
+            "koord_scheduler_thread_restarts",
+            "Supervised threads that raised and were restarted, by thread.",
+            ["thread"], registry=registry,
+        )  # fmt: skip
+
+    def on_hub_skipped(self, reason: str) -> None:
+        self.hub_skipped.labels(reason).inc()
+
+    def on_thread_crash(self, thread: str, _error: BaseException) -> None:
+        self.thread_restarts.labels(thread).inc()
 
     def on_decision(self, d: Decision) -> None:
         if d.node is not None:

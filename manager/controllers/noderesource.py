@@ -23,11 +23,12 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from prometheus_client import Gauge
+from prometheus_client import Counter, Gauge
 
 from apis import constants as c
 from apis.kubeobjects import Node
-from apis.nodemetric import parse_time
+from apis.nodemetric import NodeMetricError, parse_time
+from apis.reportlimits import reason_of
 from apis.sloconfig import node_colocation_enabled, node_colocation_strategy
 from manager.controllerruntime.runtime import Controller
 from manager.controllers.config import ConfigController
@@ -110,6 +111,12 @@ class NodeResourceController:
             ["status", "reason"],
             registry,
         )
+        self.hub_skipped = Counter(
+            "koord_manager_noderesource_hub_reports_skipped",
+            "MetricHub reports the NodeResource controller could not decode (the CR is used), by reason",
+            ["reason"],
+            registry=registry,
+        )
         self.allocatable = Gauge(
             "slo_controller_node_extended_resource_allocatable_internal",
             "Batch/mid allocatable computed per node (cpu in cores, memory in bytes)",
@@ -156,8 +163,21 @@ class NodeResourceController:
 
     # -- reconcile -----------------------------------------------------------------------------------
     def nodemetric(self, name: str) -> Mapping[str, Any] | None:
-        hub = self._hub_lookup(name) if self._hub_lookup is not None else None
-        return fresher_nodemetric(self.gateway.nodemetric(name), hub)
+        return fresher_nodemetric(self.gateway.nodemetric(name), self._hub_metric(name))
+
+    def _hub_metric(self, name: str) -> Mapping[str, Any] | None:
+        """The hub's report of the node; None (counted) when there is none or it cannot be decoded: a
+        bad entry costs this node its hub metric, never the reconcile
+        (docs/rules/manager.md#metrichub-limits)."""
+        if self._hub_lookup is None:
+            return None
+        try:
+            return self._hub_lookup(name)
+        except (NodeMetricError, RecursionError) as e:
+            reason = reason_of(e) if isinstance(e, NodeMetricError) else "invalid_field"
+            self.hub_skipped.labels(reason).inc()
+            log.warning("noderesource: node %s: the hub's report is skipped (%s): %.300s", name, reason, e)
+            return None
 
     def reconcile(self, name: str) -> float | None:
         if not self.config.available():
