@@ -5,7 +5,7 @@ koordlet's /metrics (suppress value, evictions); ``render(snapshot)`` is a pure 
 snapshot to text, so it is unit-tested on hand-made snapshots.
 
 Imports: standard library, prometheus_client.parser, kubernetes (lazily), apis.constants,
-koord.localcluster.emunode.
+koord.localcluster.{demo,emunode}.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from apis.constants import BATCH_CPU, BATCH_MEMORY, NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
 from apis.constants import LABEL_POD_QOS as QOS_LABEL
+from koord.localcluster.demo import PROFILE_LABEL
 from koord.localcluster.emunode import SIMULATED_LABEL, quantity_or_none
 
 
@@ -47,6 +48,8 @@ class PodRow:
     qos: str
     priority_class: str
     phase: str
+    batch: str = "-"  # the pod's kubernetes.io/batch-cpu / batch-memory requests, "-" when none
+    profile: str = "-"  # the ClusterColocationProfile that rewrote it (the demo profile's label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +106,12 @@ def render(s: Snapshot) -> str:
         )
     out += _table(rows)
     out.append("")
-    prow: list[tuple[str, ...]] = [("POD", "NODE", "QOS", "PRIORITY", "PHASE")]
+    prow: list[tuple[str, ...]] = [("POD", "NODE", "QOS", "PRIORITY", "BATCH REQ", "MUTATED BY", "PHASE")]
     for p in sorted(s.pods, key=lambda p: (p.namespace, p.name)):
-        prow.append((f"{p.namespace}/{p.name}", p.node or "(pending)", p.qos, p.priority_class, p.phase))
+        prow.append(
+            (f"{p.namespace}/{p.name}", p.node or "(pending)", p.qos, p.priority_class, p.batch, p.profile,
+             p.phase)
+        )  # fmt: skip
     out += _table(prow) if s.pods else ["(no pods)"]
     out += s.notes
     return "\n".join(out)
@@ -150,6 +156,16 @@ def _usage(nm: Mapping[str, Any]) -> tuple[float | None, int | None, float | Non
         except ValueError:
             age = None
     return (None if cpu is None else cpu.milli_value() / 1000, None if mem is None else mem.value(), age)
+
+
+def _batch_requests(spec: Mapping[str, Any]) -> str:
+    """``cpu/memory`` of the first container with batch requests, e.g. ``200/64Mi`` (the demo's pods have
+    one container); "-" when none."""
+    for ctr in spec.get("containers") or []:
+        req = (ctr.get("resources") or {}).get("requests") or {}
+        if BATCH_CPU in req or BATCH_MEMORY in req:
+            return f"{req.get(BATCH_CPU, '-')}/{req.get(BATCH_MEMORY, '-')}"
+    return "-"
 
 
 def gather(api: Any, koordlet_metrics: Mapping[str, str], namespaces: tuple[str, ...] = ()) -> Snapshot:
@@ -220,6 +236,8 @@ def gather(api: Any, koordlet_metrics: Mapping[str, str], namespaces: tuple[str,
                 labels.get(QOS_LABEL, "-"),
                 spec.get("priorityClassName", "-"),
                 phase,
+                _batch_requests(spec),
+                labels.get(PROFILE_LABEL, "-"),
             )
         )
     return Snapshot(at=time.time(), nodes=rows, pods=pods)

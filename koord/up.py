@@ -3,8 +3,10 @@
 In order: the control plane (etcd + kube-apiserver) with koord's CRDs, namespace, PriorityClasses and
 default ``slo-controller-config``; the real node (containerd, kubelet, kube-controller-manager) when
 root; ``--nodes N`` simulated nodes (`EmulatedNode`, each on a generated host tree); koord-manager with
-the embedded koord-scheduler and the MetricHub; one koordlet per node; a Prometheus scraping every
-component when installed; the demo workload. Then a status view every ``--status-interval`` seconds.
+the embedded koord-scheduler, the MetricHub and the admission webhooks (their configurations call it by
+URL); one koordlet per node; a Prometheus scraping every component when installed; the demo workload,
+whose batch Deployment the demo's ClusterColocationProfile rewrites. Then a status view every
+``--status-interval`` seconds.
 Stopping reverses the order; every process is stopped by PID and the real node removes every cgroup,
 mount, bridge and sysctl change it made.
 
@@ -24,10 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from koord.localcluster.bootstrap import bootstrap
+from koord.localcluster.bootstrap import bootstrap, install_webhooks
 from koord.localcluster.components import ComponentError, KoordComponents, NodeHost, reap_stale
 from koord.localcluster.controlplane import ControlPlane, ControlPlaneError
-from koord.localcluster.demo import NAMESPACE, apply_demo, demo_pods
+from koord.localcluster.demo import NAMESPACE, apply_demo, demo_pods, prepare_demo, webhook_serves
 from koord.localcluster.emulated import EmulatedHost
 from koord.localcluster.emunode import EmulatedNode
 from koord.localcluster.node import LocalNode, NodeBusyError, NodeError
@@ -38,6 +40,7 @@ from koord.status import gather, render
 # Background load of the simulated nodes, in turn: one above the load-aware filter's 65 % CPU threshold
 # (no pod may land there), one middling, one idle, then round again.
 SIM_LOADS = (0.85, 0.45, 0.15, 0.6, 0.3)
+WEBHOOK_WAIT_S = 60.0  # koord-manager's first certificate and caBundle patch; generous on a busy machine
 
 
 def sim_node_name(i: int) -> str:
@@ -102,7 +105,11 @@ class Up:
             )
             self.sims.append(EmulatedNode(self.api, sim_node_name(i), host).start())
         names = ([self.node.node_name] if self.node else []) + [s.name for s in self.sims]
-        self.components.start_manager(names)
+        # The webhook configurations name the manager's port, so they exist before it starts and its
+        # first certificate round fills their caBundle.
+        self.components.reserve_webhook_port()
+        install_webhooks(self.api, self.components.webhook_url)
+        self.components.start_manager(names, webhooks=True)
         if self.node is not None:
             root = self.node.cgroup_root
             self.qos_mode = "dry-run" if self.args.qos_dry_run or not writable_cgroups(root) else "on"
@@ -114,9 +121,23 @@ class Up:
         if self.args.prometheus != "off":
             self._start_prometheus()
         if self.args.demo:
-            apply_demo(
-                self.api, demo_pods(self.node.node_name if self.node else None, self.args.demo_batch_pods)
-            )
+            self._start_demo(stop)
+
+    def _start_demo(self, stop: threading.Event) -> None:
+        """The demo namespace and profile first; its workload once the mutating webhook serves (a pod
+        admitted before would keep its plain cpu/memory requests: failurePolicy Ignore)."""
+        prepare_demo(self.api)
+        deadline = time.monotonic() + WEBHOOK_WAIT_S
+        while not webhook_serves(self.api):
+            if stop.wait(0.5):
+                return
+            if time.monotonic() > deadline:
+                log = self.components.daemons["koord-manager"].log
+                raise ComponentError(
+                    f"the mutating webhook did not serve within {WEBHOOK_WAIT_S:.0f}s; see {log}"
+                )
+        pods = demo_pods(self.node.node_name if self.node else None)
+        apply_demo(self.api, pods, batch=self.args.demo_batch_pods, deployments=self.node is not None)
 
     def _start_prometheus(self) -> None:
         if shutil.which("prometheus") is None:
@@ -158,7 +179,10 @@ class Up:
         if self.prometheus is not None:
             self.out(f"  Prometheus {self.prometheus.url}")
         if self.args.demo:
-            self.out(f"  demo workload in namespace {NAMESPACE}, scheduled by koord-scheduler")
+            self.out(
+                f"  demo workload in namespace {NAMESPACE}, scheduled by koord-scheduler; its batch "
+                "Deployment is plain, rewritten to BE by the ClusterColocationProfile koord-demo-batch"
+            )
         self.out("Press Ctrl-C to stop.")
 
     def failed(self) -> str | None:

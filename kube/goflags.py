@@ -258,14 +258,17 @@ def parse_go_args(
     return args, warnings
 
 
-def add_klog_and_gate_flags(parser: argparse.ArgumentParser, component: str) -> None:
-    """``--feature-gates`` and ``--v`` for a component that implements none of upstream's gates: every
-    gate named is reported by ``parse_go_args`` and ignored."""
+def add_klog_and_gate_flags(
+    parser: argparse.ArgumentParser, component: str, implemented: Collection[str] = ()
+) -> None:
+    """``--feature-gates`` and ``--v``: every upstream gate is accepted; a gate not in ``implemented`` is
+    reported by ``parse_go_args`` and ignored."""
+    does = f"implements {', '.join(sorted(implemented))}" if implemented else "implements none of them"
     parser.add_argument(
         "--feature-gates",
         default="",
-        help=f"Gate=true|false,...: upstream {component}'s gates are accepted; {component} implements "
-        "none of them, so any gate named is logged and ignored",
+        help=f"Gate=true|false,...: upstream {component}'s gates are accepted; {component} {does}, so any "
+        "other gate named is logged and ignored",
     )
     parser.add_argument(
         "--v", type=int, default=0, help="log verbosity as upstream's klog: 4 and above = debug"

@@ -1,9 +1,9 @@
-"""koord-manager entry point (composition root): the MetricHub gRPC service, the SLO controllers
-(config, NodeSLO, NodeMetric, NodeResource) running only while this replica holds the Lease
-`koordinator-manager`, `/metrics` `/healthz` `/readyz`, and — unless `--no-enable-scheduler` — the
-embedded koord-scheduler, which reads node metrics from this manager's hub over loopback and schedules
-only while this replica leads. Losing the lease exits the process (as upstream), so a restarted replica
-starts clean.
+"""koord-manager entry point (composition root): the MetricHub gRPC service (manager.hubsetup), the SLO
+controllers (config, NodeSLO, NodeMetric, NodeResource) running only while this replica holds the Lease
+`koordinator-manager`, `/metrics` `/healthz` `/readyz`, the admission webhooks on every replica (with
+--webhook-addr; manager.webhook), and — unless `--no-enable-scheduler` — the embedded koord-scheduler,
+which reads node metrics from this manager's hub over loopback and schedules only while this replica
+leads. Losing the lease exits the process (as upstream), so a restarted replica starts clean.
 
 The one place that may import the scheduler (its public entry point, scheduler.main).
 Upstream koord-manager's argument lists are accepted (kube.goflags; docs/flags.md).
@@ -24,34 +24,26 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
 from apis.constants import DEFAULT_CONFIG_NAMESPACE
-from apis.convert import report_to_nodemetric_dict
 from apis.version import koord_version
 from kube import upstreamflags
 from kube.goflags import add_klog_and_gate_flags, parse_go_args
 from kube.httpserver import ProbeServer
 from manager.controllers.setup import SLOControllers, add_config_flags, build_slo_controllers
-from manager.hubendpoints import HubEndpoints, endpoints_body
-from manager.metrichub.auth import (
-    DEFAULT_READER_USERS,
-    Authenticator,
-    Authorizer,
-    ChainAuthenticator,
-    FixedTokenAuthenticator,
-    Identity,
-    StaticTokenAuthenticator,
-)
+from manager.hubsetup import hub_auth, hub_endpoints, hub_lookup, hub_tls
 from manager.metrichub.metrics import HubCollector
-from manager.metrichub.server import serve, tls_credentials
+from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
-from manager.webhook.flags import GATE_DEFAULTS, add_webhook_flags
+
+if TYPE_CHECKING:
+    from manager.webhook.service import WebhookService
+from manager.webhook.flags import GATE_DEFAULTS, WebhookOptions, add_webhook_flags
 
 DEFAULT_HUB_ADDR = "0.0.0.0:9317"
 CONTROLLERS = ("nodemetric", "noderesource", "nodeslo")
@@ -121,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated names for --hub-tls-secret's certificate (default: the hub Service's DNS "
         "names, localhost, 127.0.0.1)",
     )
-    add_klog_and_gate_flags(p, "koord-manager")
+    add_klog_and_gate_flags(p, "koord-manager", GATE_DEFAULTS)
     add_config_flags(p)
     add_webhook_flags(p)
     return p
@@ -137,74 +129,6 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         upstreamflags.MANAGER,
         upstreamflags.MANAGER_GATES,
         GATE_DEFAULTS,
-    )
-
-
-EMBEDDED_SCHEDULER_USER = "system:koord-manager:embedded-scheduler"
-HUB_SERVICE = "koord-manager-hub"
-
-
-def _hub_endpoints(args: argparse.Namespace, hub_port: int) -> HubEndpoints | None:
-    """The leader's hub routing (manager.hubendpoints) when --hub-endpoints names a Service."""
-    if not args.hub_endpoints:
-        return None
-    from kube.client import api_client
-
-    namespace = os.environ.get("POD_NAMESPACE") or args.leader_election_namespace
-    body = endpoints_body(
-        args.hub_endpoints, namespace, os.environ.get("POD_IP", ""), os.environ.get("POD_NAME", ""), hub_port
-    )
-    return HubEndpoints(api_client(args.kubeconfig), body)
-
-
-def _hub_tls(args: argparse.Namespace) -> tuple[Any, Path | None]:
-    """The hub's TLS credentials and the CA bundle the embedded scheduler trusts; (None, None) for
-    plaintext. With --hub-tls-secret the files are made first (manager.certs, docs/install.md)."""
-    if not (args.hub_tls_cert or args.hub_tls_key or args.hub_tls_secret):
-        return None, None
-    if not (args.hub_tls_cert and args.hub_tls_key):
-        raise ValueError("--hub-tls-cert and --hub-tls-key go together (--hub-tls-secret writes both)")
-    cert, key = Path(args.hub_tls_cert), Path(args.hub_tls_key)
-    ca = Path(args.hub_ca) if args.hub_ca else None
-    if args.hub_tls_secret:
-        from kube.client import api_client
-        from manager.certs import bootstrap
-        from manager.gateway import Gateway
-
-        namespace = os.environ.get("POD_NAMESPACE") or args.leader_election_namespace
-        service = args.hub_endpoints or HUB_SERVICE
-        local = [service, f"{service}.{namespace}", f"{service}.{namespace}.svc"]
-        hosts = [h for h in args.hub_tls_hosts.split(",") if h] or [
-            *local, f"{local[-1]}.cluster.local", "localhost", "127.0.0.1"
-        ]  # fmt: skip
-        ca = ca or cert.with_name("ca.crt")
-        gateway = Gateway(api_client(args.kubeconfig))
-        bootstrap(gateway.create_or_read_secret, name=service, hosts=hosts, secret=args.hub_tls_secret,
-                  namespace=namespace, cert_file=cert, key_file=key, ca_file=ca)  # fmt: skip
-    return tls_credentials(cert, key), ca or cert
-
-
-def _hub_auth(
-    args: argparse.Namespace, internal_token: str
-) -> tuple[Authenticator | None, Authorizer | None]:
-    """The hub's authenticator and authorizer from the flags. The embedded scheduler always gets in with
-    a random per-process token (it reads the hub over loopback like any other scheduler)."""
-    if args.hub_auth == "none":
-        return None, None
-    internal = FixedTokenAuthenticator({internal_token: Identity(EMBEDDED_SCHEDULER_USER)})
-    readers = {*DEFAULT_READER_USERS, EMBEDDED_SCHEDULER_USER}
-    if args.hub_auth == "static":
-        if not args.hub_token_auth_file:
-            raise ValueError("--hub-auth=static needs --hub-token-auth-file")
-        return ChainAuthenticator(
-            internal, StaticTokenAuthenticator(Path(args.hub_token_auth_file))
-        ), Authorizer(reader_users=readers)
-    from kube.client import api_client
-    from manager.metrichub.kubeauth import pod_node_lookup, tokenreview_authenticator
-
-    api = api_client(args.kubeconfig)
-    return ChainAuthenticator(internal, tokenreview_authenticator(api)), Authorizer(
-        reader_users=readers, pod_node=pod_node_lookup(api)
     )
 
 
@@ -226,17 +150,6 @@ def parse_controllers(text: str) -> set[str]:
     return chosen
 
 
-def _hub_lookup(store: HubStore) -> Callable[[str], dict[str, Any] | None]:
-    """The hub's latest report for a node as a NodeMetric dict (the NodeResource controller compares it
-    with the CR and uses the fresher, docs/rules/manager.md#the-fresher-of-hub-and-cr)."""
-
-    def lookup(name: str) -> dict[str, Any] | None:
-        items = store.list(name).items
-        return report_to_nodemetric_dict(items[0].report) if items else None
-
-    return lookup
-
-
 def _start_controllers(
     args: argparse.Namespace, store: HubStore, stop: threading.Event, identity: str
 ) -> tuple[SLOControllers, CollectorRegistry]:
@@ -251,7 +164,7 @@ def _start_controllers(
         api, args.config_namespace, args.slo_config_name, registry, EventRecorder(api, "koord-manager"),
         identity=identity, node_filter=(lambda n: n.startswith(prefix)) if prefix else None,
         resync_seconds=args.sync_period,
-        noderesource="noderesource" in wanted, hub_lookup=_hub_lookup(store),
+        noderesource="noderesource" in wanted, hub_lookup=hub_lookup(store),
     )  # fmt: skip
     for name, ctrl in (("nodeslo", built.nodeslo.controller), ("nodemetric", built.nodemetric.controller)):
         if name not in wanted:
@@ -287,12 +200,38 @@ def _start_scheduler(
     return service
 
 
+def _start_webhooks(
+    args: argparse.Namespace, registry: CollectorRegistry, stop: threading.Event, built: SLOControllers | None
+) -> WebhookService | None:
+    """The admission webhooks, on every replica, when --webhook-addr is set (manager.webhook.service).
+    The ConfigMap check reads Nodes from the controllers' informer when they run."""
+    opts = WebhookOptions.from_args(args, os.environ.get("POD_NAMESPACE") or args.leader_election_namespace)
+    if opts is None:
+        return None
+    from kube.client import api_client
+    from manager.webhook.service import start_webhooks
+
+    nodes = None
+    if built is not None:
+        gw = built.gateway
+        nodes = lambda: [n for k in gw.node_names() if (n := gw.node(k)) is not None]  # noqa: E731
+    service = start_webhooks(
+        api_client(args.kubeconfig), addr=opts.addr, namespace=opts.namespace, secret=opts.secret,
+        service_name=opts.service_name, hosts=opts.hosts, mutating_config=opts.mutating_config,
+        validating_config=opts.validating_config, cert_dir=opts.cert_dir, registry=registry, stop=stop,
+        options=opts.options, nodes=nodes,
+    )  # fmt: skip
+    print(f"koord-manager: admission webhooks on port {service.port}", flush=True)
+    return service
+
+
 def _start_probes(
     args: argparse.Namespace,
     registry: CollectorRegistry,
     built: SLOControllers | None,
     leading: threading.Event,
     store: HubStore | None = None,
+    webhooks: WebhookService | None = None,
 ) -> list[ProbeServer]:
     """/metrics on --metrics-addr; /healthz and /readyz there and on --health-probe-addr. Ready once the
     informers synced (a standby is ready too: it serves the hub and takes over on leader loss)."""
@@ -305,6 +244,8 @@ def _start_probes(
     if store is not None:
         HubCollector(store, registry)
     checks = {"informers": synced}
+    if webhooks is not None:
+        checks["webhooks"] = webhooks.ready
     liveness = {"process": lambda: (True, "leading" if leading.is_set() else "standby")}
     probes = [ProbeServer(args.metrics_addr, registry, liveness, checks).start()]
     if args.health_probe_addr and args.health_probe_addr != args.metrics_addr:
@@ -338,13 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     token_file.write_text(internal_token)
     token_file.chmod(0o600)
     try:
-        authenticator, authorizer = _hub_auth(args, internal_token)
+        authenticator, authorizer = hub_auth(args, internal_token)
     except (ValueError, RuntimeError, OSError) as e:  # KubeConfigError is a RuntimeError
         print(f"koord-manager: --hub-auth={args.hub_auth}: {e}", file=sys.stderr)
         shutil.rmtree(token_dir, ignore_errors=True)
         return 1
     try:
-        credentials, hub_ca = _hub_tls(args)
+        credentials, hub_ca = hub_tls(args)
     except (ValueError, RuntimeError, OSError) as e:  # GatewayError, KubeConfigError: RuntimeErrors
         print(f"koord-manager: hub TLS: {e}", file=sys.stderr)
         shutil.rmtree(token_dir, ignore_errors=True)
@@ -361,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
 
     leading = threading.Event()
     try:
-        endpoints = _hub_endpoints(args, port)
+        endpoints = hub_endpoints(args, port)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"koord-manager: --hub-endpoints={args.hub_endpoints}: {e}", file=sys.stderr)
         server.stop(grace=None)
@@ -376,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     built: SLOControllers | None = None
     probes: list[ProbeServer] = []
     identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-    if args.enable_scheduler or args.enable_leader_election or controllers:
+    webhooks: WebhookService | None = None
+    if args.enable_scheduler or args.enable_leader_election or controllers or args.webhook_addr:
         from kube.client import KubeConfigError, api_client
         from kube.leaderelection import LeaderElector
         from scheduler.config import ConfigError
@@ -385,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
             registry = CollectorRegistry()
             if controllers:
                 built, registry = _start_controllers(args, store, stop, identity)
-            probes = _start_probes(args, registry, built, leading, store)
+            webhooks = _start_webhooks(args, registry, stop, built)
+            probes = _start_probes(args, registry, built, leading, store, webhooks)
 
             def started_leading() -> None:
                 leading.set()
@@ -412,12 +355,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.enable_scheduler:
                 service = _start_scheduler(args, port, stop, leading, token_file, registry, hub_ca)
                 print("koord-manager: embedded koord-scheduler started", flush=True)
-        except (KubeConfigError, ConfigError, TimeoutError, ValueError, OSError) as e:
-            print(f"koord-manager: {e}", file=sys.stderr)
+        except (KubeConfigError, ConfigError, TimeoutError, ValueError, OSError, RuntimeError) as e:
+            print(f"koord-manager: {e}", file=sys.stderr)  # GatewayError (a RuntimeError): webhook Secret
             stop.set()
             server.stop(grace=None)
             for probe in probes:
                 probe.stop()
+            if webhooks is not None:
+                webhooks.stop()
             return 1
     if not probes:  # hub only: still /metrics and probes
         try:
@@ -435,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         built.manager.stop()
     for probe in probes:
         probe.stop()
+    if webhooks is not None:
+        webhooks.stop()
     if service is not None:
         service.close()
     if elector_thread is not None:

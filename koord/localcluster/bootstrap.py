@@ -1,5 +1,6 @@
 """Puts the cluster-wide objects koord needs into a (local) API server: the CRDs of deploy/crds, the
-namespace, PriorityClasses and default ConfigMap of deploy/base. Create-or-replace, idempotent.
+namespace, PriorityClasses and default ConfigMap of deploy/base, and (``install_webhooks``) the admission
+webhook configurations of deploy/manager/webhooks.yaml, pointed at a URL. Create-or-replace, idempotent.
 
 Imports: standard library, PyYAML, the kubernetes client.
 """
@@ -7,7 +8,7 @@ Imports: standard library, PyYAML, the kubernetes client.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,21 @@ def bootstrap(api: Any, root: Path | None = None) -> None:
     objs.sort(key=lambda o: 0 if o["kind"] == "Namespace" else 1)
     for obj in objs:
         apply(api, obj)
+
+
+WEBHOOK_OPT_OUT = {"koordinator.sh/webhook": "disabled"}  # as deploy/base/namespace.yaml
+
+
+def install_webhooks(api: Any, url: Callable[[str], str], root: Path | None = None) -> list[dict[str, Any]]:
+    """Applies deploy/manager/webhooks.yaml with each webhook's Service reference replaced by
+    ``url(path)`` (an API server without Service routing calls koord-manager directly), and labels
+    kube-system out of the webhooks (Kubernetes 1.20 has no kubernetes.io/metadata.name label). The
+    caBundle stays empty until koord-manager fills it. Returns the applied objects."""
+    objs = list(load_manifests([(root or deploy_dir()) / "manager" / "webhooks.yaml"]))
+    for obj in objs:
+        for hook in obj.get("webhooks") or []:
+            path = (hook.get("clientConfig") or {}).get("service", {}).get("path", "/")
+            hook["clientConfig"] = {"url": url(path)}
+        apply(api, obj)
+    client.CoreV1Api(api).patch_namespace("kube-system", {"metadata": {"labels": WEBHOOK_OPT_OUT}})
+    return objs

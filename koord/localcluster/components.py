@@ -24,6 +24,7 @@ from koord.localcluster.controlplane import ControlPlane, free_ports, http_ok
 from koord.localcluster.procs import spawn_logged, stop_pid, stop_process
 
 STATE_FILE = "koord-components.json"
+WEBHOOK_SECRET = "koord-manager-webhook-certs"  # as deploy/manager/deployment.yaml
 _ENTRY = {
     "koord-manager": "import sys; from manager.main import main; sys.exit(main())",
     "koordlet": "import sys; from agent.daemon import main; sys.exit(main())",
@@ -85,7 +86,17 @@ class KoordComponents:
         self.logs = state_dir / "logs"
         self.daemons: dict[str, Daemon] = {}
         self.hub_addr = ""
+        self.webhook_port = 0
         self._tokens: dict[str, str] = {}
+
+    def reserve_webhook_port(self) -> int:
+        """Chooses the webhooks' port before the manager starts, so their configurations can name it."""
+        (self.webhook_port,) = free_ports(1)
+        return self.webhook_port
+
+    def webhook_url(self, path: str) -> str:
+        """The URL of the manager's webhook at ``path`` (after ``reserve_webhook_port``)."""
+        return f"https://127.0.0.1:{self.webhook_port}{path}"
 
     def _spawn(self, name: str, entry: str, args: list[str], metrics_url: str) -> Daemon:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -107,14 +118,25 @@ class KoordComponents:
             time.sleep(0.2)
         raise ComponentError(f"{daemon.name} not healthy at {url} after {timeout:.0f}s; see {daemon.log}")
 
-    def start_manager(self, nodes: list[str], timeout: float = 60.0) -> Daemon:
-        """koord-manager with the embedded scheduler; hub tokens for ``nodes`` (static, local mode)."""
+    def start_manager(self, nodes: list[str], timeout: float = 60.0, webhooks: bool = False) -> Daemon:
+        """koord-manager with the embedded scheduler; hub tokens for ``nodes`` (static, local mode).
+        ``webhooks``: it also serves the admission webhooks on 127.0.0.1:``webhook_port``, with a
+        certificate from the Secret koord-manager-webhook-certs naming 127.0.0.1 (the API server calls
+        them by URL: ``webhook_url``)."""
         self._tokens = {n: secrets.token_urlsafe(24) for n in nodes}
         tokens = self.state_dir / "hub-tokens.csv"
         tokens.write_text("".join(f"{t},system:node:{n}\n" for n, t in self._tokens.items()))
         tokens.chmod(0o600)
         hub, metrics, probe = free_ports(3)
+        if webhooks and not self.webhook_port:
+            self.reserve_webhook_port()
         self.hub_addr = f"127.0.0.1:{hub}"
+        webhook_args = [
+            f"--webhook-addr=127.0.0.1:{self.webhook_port}",
+            f"--webhook-tls-secret={WEBHOOK_SECRET}",
+            f"--webhook-cert-dir={self.state_dir / 'webhook-certs'}",
+            "--webhook-hosts=127.0.0.1",
+        ]
         daemon = self._spawn(
             "koord-manager",
             "koord-manager",
@@ -125,6 +147,7 @@ class KoordComponents:
                 f"--health-probe-addr=127.0.0.1:{probe}",
                 "--hub-auth=static",
                 f"--hub-token-auth-file={tokens}",
+                *(webhook_args if webhooks else []),
             ],
             f"http://127.0.0.1:{metrics}/metrics",
         )

@@ -1,9 +1,10 @@
-"""koord-manager's admission-webhook flags and feature gates (docs/flags.md#admission-webhooks).
+"""koord-manager's admission-webhook flags and feature gates (docs/flags.md#koord-manager).
 
 ``add_webhook_flags`` registers the flags; ``GATE_DEFAULTS`` are the upstream gates koord implements for
 the webhooks, with koord's defaults (the ConfigMap check is on by default here, off upstream);
-``WebhookOptions.from_args`` turns parsed flags into the options manager.webhook.service starts from.
-Imports: the standard library only.
+``WebhookOptions.from_args`` turns parsed flags into the arguments of manager.webhook.service's
+``start_webhooks``.
+Imports: the standard library, manager.webhook.{handlers,service}.
 """
 
 from __future__ import annotations
@@ -11,7 +12,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
+
+from manager.webhook.handlers import HandlerOptions
+from manager.webhook.service import service_hosts
 
 __all__ = ["GATE_DEFAULTS", "WebhookOptions", "add_webhook_flags"]
 
@@ -25,11 +30,13 @@ POD_MUTATING: Final = "PodMutatingWebhook"
 POD_VALIDATING: Final = "PodValidatingWebhook"
 CONFIGMAP_VALIDATING: Final = "ConfigMapValidatingWebhook"
 SKIP_MUTATING_RESOURCES: Final = "ColocationProfileSkipMutatingResources"
+SKIP_VALIDATING_PRIORITY: Final = "ColocationProfileSkipValidatingPriority"
 GATE_DEFAULTS: Final[Mapping[str, bool]] = {
     POD_MUTATING: True,
     POD_VALIDATING: True,
     CONFIGMAP_VALIDATING: True,
     SKIP_MUTATING_RESOURCES: False,
+    SKIP_VALIDATING_PRIORITY: False,
 }
 
 
@@ -76,45 +83,47 @@ def add_webhook_flags(p: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class WebhookOptions:
-    """The webhook flags, checked."""
+    """The webhook flags, checked: the arguments of manager.webhook.service.start_webhooks."""
 
-    host: str
-    port: int
-    tls_secret: str
-    cert_dir: str
+    addr: str
+    namespace: str
+    secret: str
+    service_name: str
     hosts: tuple[str, ...]
-    mutating_configuration: str
-    validating_configuration: str
-    mutate_pods: bool
-    validate_pods: bool
-    validate_configmaps: bool
-    skip_mutating_resources: bool
+    mutating_config: str
+    validating_config: str
+    cert_dir: Path | None
+    options: HandlerOptions
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, namespace: str) -> WebhookOptions | None:
-        """The options, or None when --webhook-addr is empty; ValueError names a bad flag value."""
+        """The options, or None when --webhook-addr is empty; ValueError names a bad flag value.
+        ``namespace``: where the Secret lives (the manager's own)."""
         addr: str = args.webhook_addr
         if not addr:
             return None
-        host, sep, port_text = addr.rpartition(":")
-        if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        _, sep, port = addr.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ValueError(f"--webhook-addr={addr!r}: expected [host]:port with a port in 0..65535")
-        service = args.webhook_service
-        names = [service, f"{service}.{namespace}", f"{service}.{namespace}.svc",
-                 f"{service}.{namespace}.svc.cluster.local"]  # fmt: skip
         extra = [h.strip() for h in str(args.webhook_hosts).split(",") if h.strip()]
         given: Mapping[str, bool] = args.feature_gates if isinstance(args.feature_gates, Mapping) else {}
         gates = {**GATE_DEFAULTS, **given}
         return cls(
-            host=host or "0.0.0.0",
-            port=int(port_text),
-            tls_secret=args.webhook_tls_secret,
-            cert_dir=args.webhook_cert_dir,
-            hosts=tuple(dict.fromkeys([*names, *extra])),
-            mutating_configuration=args.mutating_webhook_configuration,
-            validating_configuration=args.validating_webhook_configuration,
-            mutate_pods=gates[POD_MUTATING],
-            validate_pods=gates[POD_VALIDATING],
-            validate_configmaps=gates[CONFIGMAP_VALIDATING],
-            skip_mutating_resources=gates[SKIP_MUTATING_RESOURCES],
+            addr=addr,
+            namespace=namespace,
+            secret=args.webhook_tls_secret,
+            service_name=args.webhook_service,
+            hosts=tuple(dict.fromkeys([*service_hosts(args.webhook_service, namespace), *extra])),
+            mutating_config=args.mutating_webhook_configuration,
+            validating_config=args.validating_webhook_configuration,
+            cert_dir=Path(args.webhook_cert_dir) if args.webhook_cert_dir else None,
+            options=HandlerOptions(
+                mutate_pods=gates[POD_MUTATING],
+                validate_pods=gates[POD_VALIDATING],
+                validate_configmaps=gates[CONFIGMAP_VALIDATING],
+                skip_mutating_resources=gates[SKIP_MUTATING_RESOURCES],
+                skip_validating_priority=gates[SKIP_VALIDATING_PRIORITY],
+                config_namespace=args.config_namespace,
+                config_name=args.slo_config_name,
+            ),
         )

@@ -17,7 +17,8 @@ from kubernetes import client
 from agent.reporter.hubpush import HubPusher
 from koord.localcluster.controlplane import ControlPlane
 from manager.certs import new_serving_cert
-from manager.main import _hub_tls, build_parser
+from manager.hubsetup import hub_tls
+from manager.main import build_parser
 from manager.metrichub.auth import Authorizer, StaticTokenAuthenticator
 from manager.metrichub.server import serve, tls_credentials
 from manager.metrichub.store import HubStore
@@ -144,7 +145,7 @@ def _token(tmp: Path) -> Path:
 def test_manager_replicas_share_the_certificate_secret_made_through_the_gateway(
     control_plane: ControlPlane, kube: Any, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """koord-manager's --hub-tls-secret path (manager.main._hub_tls) on the real API server."""
+    """koord-manager's --hub-tls-secret path (manager.hubsetup.hub_tls) on the real API server."""
     monkeypatch.setenv("POD_NAMESPACE", namespace)
     secret = f"hub-tls-{uuid.uuid4().hex[:6]}"
     trusted = []
@@ -154,7 +155,7 @@ def test_manager_replicas_share_the_certificate_secret_made_through_the_gateway(
             f"--kubeconfig={control_plane.kubeconfig_path}", f"--hub-tls-secret={secret}",
             f"--hub-tls-cert={d}/tls.crt", f"--hub-tls-key={d}/tls.key",
         ])  # fmt: skip
-        credentials, ca = _hub_tls(args)
+        credentials, ca = hub_tls(args)
         assert ca == d / "ca.crt"
         trusted.append(ca)
     a, b = tmp_path / "a", tmp_path / "b"

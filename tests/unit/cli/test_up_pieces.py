@@ -16,7 +16,15 @@ from agent.system.cgroup import CgroupVersion
 from agent.system.podcgroup import CgroupDriver
 from apis.qos import compute_kube_qos_class
 from koord.cli import main
-from koord.localcluster.demo import demo_pods
+from koord.localcluster.demo import (
+    COLOCATION_LABEL,
+    QOS_LABEL,
+    batch_deployment,
+    batch_pods,
+    demo_namespace,
+    demo_pods,
+    demo_profile,
+)
 from koord.localcluster.emulated import EmulatedHost, PodLoad
 from koord.localcluster.emunode import (
     CPU_ANNOTATION,
@@ -118,18 +126,34 @@ def test_bad_simulated_host_is_refused(tmp_path: Path) -> None:
 
 
 def test_demo_pods() -> None:
-    pods = demo_pods("real-0", batch_pods=3)
+    pods = demo_pods("real-0")
     names = [p["metadata"]["name"] for p in pods]
-    assert names == ["ls-web", "be-burner", "be-batch-0", "be-batch-1", "be-batch-2"]
+    assert names == ["ls-web", "be-burner"]
     assert all(p["spec"]["schedulerName"] == "koord-scheduler" for p in pods)
-    pinned = {p["metadata"]["name"] for p in pods if p["spec"].get("nodeSelector")}
-    assert pinned == {"ls-web", "be-burner"}
-    for p in pods[1:]:
-        assert compute_kube_qos_class(p) == "BestEffort"
-        res = p["spec"]["containers"][0]["resources"]
-        assert res["requests"] == res["limits"] and "kubernetes.io/batch-cpu" in res["requests"]
+    assert all(p["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "real-0"} for p in pods)
+    assert compute_kube_qos_class(pods[1]) == "BestEffort"
+    res = pods[1]["spec"]["containers"][0]["resources"]
+    assert res["requests"] == res["limits"] and "kubernetes.io/batch-cpu" in res["requests"]
     assert compute_kube_qos_class(pods[0]) == "Burstable"
     assert not any(p["spec"].get("nodeSelector") for p in demo_pods(None))
+
+
+def test_demo_batch_workload_is_plain() -> None:
+    """The batch workload is what a team writes without koord: cpu/memory, no QoS label, no priority
+    class, the default scheduler; only the colocation label the demo profile selects."""
+    deployment = batch_deployment(4)
+    assert deployment["spec"]["replicas"] == 4
+    template = deployment["spec"]["template"]
+    assert template["metadata"]["labels"][COLOCATION_LABEL] == "true"
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+    for spec in [template["spec"], *(p["spec"] for p in batch_pods(3))]:
+        assert "schedulerName" not in spec and "priorityClassName" not in spec
+        assert spec["containers"][0]["resources"]["requests"] == {"cpu": "200m", "memory": "64Mi"}
+    assert [p["metadata"]["name"] for p in batch_pods(2)] == ["be-batch-0", "be-batch-1"]
+    assert all(QOS_LABEL not in (p["metadata"].get("labels") or {}) for p in batch_pods(1))
+    assert demo_namespace()["metadata"]["labels"] == {COLOCATION_LABEL: "true"}
+    profile = demo_profile()["spec"]
+    assert profile["namespaceSelector"] == profile["selector"] == {"matchLabels": {COLOCATION_LABEL: "true"}}
 
 
 def test_render_status_view() -> None:
@@ -140,7 +164,7 @@ def test_render_status_view() -> None:
             NodeRow("sim-node-1", True, 4.0, 8 << 30, None, None, None, None, None, None, None, None),
         ],
         pods=[
-            PodRow("koord-demo", "be-0", "", "BE", "koord-batch", "Pending"),
+            PodRow("koord-demo", "be-0", "", "BE", "koord-batch", "Pending", "200/64Mi", "koord-demo-batch"),
             PodRow("koord-demo", "ls-web", "real-0", "LS", "koord-prod", "Running"),
         ],
     )
@@ -163,7 +187,10 @@ def test_render_status_view() -> None:
     ]
     sim = next(line for line in lines if line.startswith("sim-node-1"))
     assert sim.split()[:3] == ["sim-node-1", "simulated", "-"]
-    assert any("koord-demo/be-0" in line and "(pending)" in line for line in lines)
+    be = next(line for line in lines if "koord-demo/be-0" in line)
+    assert be.split() == ["koord-demo/be-0", "(pending)", "BE", "koord-batch", "200/64Mi", "koord-demo-batch",
+                          "Pending"]  # fmt: skip
+    assert next(line for line in lines if line.startswith("POD")).split()[4:6] == ["BATCH", "REQ"]
 
 
 @pytest.mark.parametrize(

@@ -46,16 +46,16 @@ def _hooks(objs: list[Obj]) -> list[Obj]:
 def test_every_replica_serves_behind_the_service(tree: list[Obj]) -> None:
     _, c = _manager(tree)
     opts = WebhookOptions.from_args(manager_parser().parse_args(c["args"]), NAMESPACE)
-    assert opts is not None and opts.port == 9443
+    assert opts is not None and opts.addr == ":9443"
     [port] = [p for p in c["ports"] if p["name"] == "webhook"]
-    assert port["containerPort"] == opts.port
-    svc = _one(tree, "Service", opts.hosts[0])
+    assert port["containerPort"] == 9443
+    svc = _one(tree, "Service", opts.service_name)
     labels = _one(tree, "Deployment", "koord-manager")["spec"]["template"]["metadata"]["labels"]
     assert svc["spec"]["selector"].items() <= labels.items()  # all replicas, not the leader's Endpoints
     [sport] = svc["spec"]["ports"]
     assert sport["port"] == 443 and sport["targetPort"] == "webhook"
     assert f"{svc['metadata']['name']}.{NAMESPACE}.svc" in opts.hosts  # the name the API server dials
-    configurations = (opts.mutating_configuration, opts.validating_configuration)
+    configurations = (opts.mutating_config, opts.validating_config)
     assert configurations == (MUTATING_CONFIG, VALIDATING_CONFIG)
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from manager.controllers.setup import sync_period
 from manager.main import parse_args
+from manager.webhook.flags import GATE_DEFAULTS
 
 CHART = Path(__file__).resolve().parents[2] / "data/upstream/chart-v1.8.0/manager-args.json"
 
@@ -24,7 +25,7 @@ def test_chart_arguments() -> None:
     assert args.slo_config_name == "slo-controller-config"
     assert args.v == 4
     assert args.sync_period == 0.0
-    assert args.feature_gates == {}
+    assert args.feature_gates == GATE_DEFAULTS  # only the webhook gates are implemented
     assert warnings == [
         "koord-manager: accepted upstream flags koord does not implement (ignored): --logtostderr"
     ]
@@ -43,11 +44,15 @@ def test_implemented_flags_in_go_forms() -> None:
 
 
 def test_gates_are_a_warning_naming_them() -> None:
-    _, warnings = parse_args(["--feature-gates=PodMutatingWebhook=true,Accelerators=true"])
+    args, warnings = parse_args(
+        ["--feature-gates=PodMutatingWebhook=false,MultiQuotaTree=true,Accelerators=true"]
+    )
     assert warnings == [
         "koord-manager: --feature-gates: ignoring upstream gates koord does not implement: "
-        "PodMutatingWebhook; unknown gates: Accelerators"
+        "MultiQuotaTree; unknown gates: Accelerators"
     ]
+    assert args.feature_gates["PodMutatingWebhook"] is False
+    assert args.feature_gates["ConfigMapValidatingWebhook"] is True  # on by default here, off upstream
 
 
 @pytest.mark.parametrize(

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from manager.main import EMBEDDED_SCHEDULER_USER, _hub_auth, build_parser
+from manager.hubsetup import EMBEDDED_SCHEDULER_USER, hub_auth
+from manager.main import build_parser
 
 
 def test_static_mode_chains_the_internal_token_and_the_file(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.csv"
     tokens.write_text("agent-tok,system:node:n1\n")
     args = build_parser().parse_args(["--hub-auth=static", f"--hub-token-auth-file={tokens}"])
-    authn, authz = _hub_auth(args, "internal-secret")
+    authn, authz = hub_auth(args, "internal-secret")
     assert authn is not None and authz is not None
     internal = authn.authenticate("internal-secret")
     assert internal is not None and internal.user == EMBEDDED_SCHEDULER_USER
@@ -25,6 +26,6 @@ def test_static_mode_chains_the_internal_token_and_the_file(tmp_path: Path) -> N
 
 
 def test_none_mode_and_missing_file() -> None:
-    assert _hub_auth(build_parser().parse_args(["--hub-auth=none"]), "t") == (None, None)
+    assert hub_auth(build_parser().parse_args(["--hub-auth=none"]), "t") == (None, None)
     with pytest.raises(ValueError, match="--hub-token-auth-file"):
-        _hub_auth(build_parser().parse_args(["--hub-auth=static"]), "t")
+        hub_auth(build_parser().parse_args(["--hub-auth=static"]), "t")

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from manager.certs import new_serving_cert
-from manager.main import _hub_tls, build_parser
+from manager.hubsetup import hub_tls
+from manager.main import build_parser
 
 
 def test_no_tls_flags_serve_plaintext() -> None:
-    assert _hub_tls(build_parser().parse_args([])) == (None, None)
+    assert hub_tls(build_parser().parse_args([])) == (None, None)
 
 
 def test_a_certificate_and_key_give_tls_credentials(tmp_path: Path) -> None:
@@ -20,18 +21,18 @@ def test_a_certificate_and_key_give_tls_credentials(tmp_path: Path) -> None:
     cert, key, ca = tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt"
     cert.write_bytes(made.cert)
     key.write_bytes(made.key)
-    credentials, trusted = _hub_tls(
+    credentials, trusted = hub_tls(
         build_parser().parse_args([f"--hub-tls-cert={cert}", f"--hub-tls-key={key}"])
     )
     assert credentials is not None and trusted == cert
     args = build_parser().parse_args([f"--hub-tls-cert={cert}", f"--hub-tls-key={key}", f"--hub-ca={ca}"])
-    assert _hub_tls(args)[1] == ca
+    assert hub_tls(args)[1] == ca
 
 
 @pytest.mark.parametrize("flags", [["--hub-tls-cert=x.crt"], ["--hub-tls-key=x.key"], ["--hub-tls-secret=s"]])
 def test_half_a_pair_is_an_error(flags: list[str]) -> None:
     with pytest.raises(ValueError, match="--hub-tls-cert and --hub-tls-key"):
-        _hub_tls(build_parser().parse_args(flags))
+        hub_tls(build_parser().parse_args(flags))
 
 
 def test_a_missing_file_is_an_os_error(tmp_path: Path) -> None:
@@ -39,4 +40,4 @@ def test_a_missing_file_is_an_os_error(tmp_path: Path) -> None:
         [f"--hub-tls-cert={tmp_path}/no.crt", f"--hub-tls-key={tmp_path}/no.key"]
     )
     with pytest.raises(OSError):
-        _hub_tls(args)
+        hub_tls(args)
