@@ -4,13 +4,14 @@ code the strategies run. To add a kind, write its operation table and a ``simula
 register it in ``koord/simulate.py`` KINDS.
 
 Imports: standard library, apis.*, agent.system.nodeinfo, agent.qosmanager.{cpusuppress,cpuset_policy,
-cpuburst,cpuburst_limiter}. Pure apart from its input dict.
+cpuburst,cpuburst_limiter}. Pure apart from its input dict. Bad input raises ``ValueError`` naming the field
+and its value (docs/simulate.md#input-errors).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from agent.qosmanager import cpuburst, cpuburst_limiter
 from agent.qosmanager.cpuset_policy import select_be_cpuset
@@ -20,6 +21,7 @@ from apis.gojson import decode_into
 from apis.kubeobjects import Node, Pod
 from apis.nodeslo import CPUBurstStrategy, HostApplicationSpec, ResourceThresholdStrategy
 from apis.nodeslo_defaults import default_cpu_burst_strategy, default_resource_threshold_strategy
+from apis.objectcheck import as_node, as_pod, as_pods, bounded_int, finite_number
 from apis.quantity import Quantity
 
 __all__ = ["OPERATIONS", "simulate_cpu_burst", "simulate_cpu_suppress"]
@@ -48,40 +50,33 @@ def _list(s: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
 
 # The scenario's Kubernetes objects: its JSON is their boundary, as the informers are the cluster's.
 def _pod(s: Mapping[str, Any]) -> Pod:
-    return cast(Pod, _obj(s, "pod"))
+    return as_pod(s.get("pod"), "pod")
 
 
 def _pods(s: Mapping[str, Any]) -> list[Pod]:
-    return cast(list[Pod], _list(s, "pods"))
+    return as_pods(s.get("pods"), "pods")
 
 
 def _node(s: Mapping[str, Any]) -> Node:
-    return cast(Node, _obj(s, "node"))
+    return as_node(s.get("node"), "node")
 
 
 def _num(s: Mapping[str, Any], key: str, *, optional: bool = False) -> float | None:
     v = s.get(key)
     if v is None and optional:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ValueError(f"{key}: expected a number, got {v!r:.80}")
-    return float(v)
+    return finite_number(v, key)
 
 
 def _int(s: Mapping[str, Any], key: str) -> int:
-    v = s.get(key)
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"{key}: expected an integer, got {v!r:.80}")
-    return v
+    return bounded_int(s.get(key), key)
 
 
 def _usage_map(s: Mapping[str, Any], key: str) -> dict[str, float]:
     raw = _obj(s, key, optional=True)
     out: dict[str, float] = {}
     for k, v in raw.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"{key}.{k}: expected a number of cores, got {v!r:.80}")
-        out[str(k)] = float(v)
+        out[str(k)] = finite_number(v, f"{key}.{k}")
     return out
 
 

@@ -3,22 +3,24 @@ JSON out, evaluated with the very functions the memory/CPU evict strategies run 
 ``candidates``, the release helpers and ``evictplan.plan_evictions``). Bad input raises ``ValueError``
 naming the field.
 
-Imports: standard library, apis.{kubeobjects,nodeslo}, agent.podmeta, agent.system.podcgroup,
-agent.qosmanager.{evictplan,memoryevict,cpuevict}.
+Imports: standard library, apis.{kubeobjects,nodeslo,objectcheck}, agent.podmeta, agent.system.podcgroup,
+agent.qosmanager.{evictplan,memoryevict,cpuevict}. Errors name the field and its value
+(docs/simulate.md#input-errors).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from agent.podmeta import PodMeta, pod_meta
 from agent.qosmanager import cpuevict, memoryevict
 from agent.qosmanager.evictplan import node_quantity, plan_evictions
 from agent.system.podcgroup import CgroupDriver
 from apis import constants as c
-from apis.kubeobjects import Node, Pod
+from apis.kubeobjects import Node
 from apis.nodeslo import ResourceThresholdStrategy
+from apis.objectcheck import as_node, as_pods, finite_number, show
 
 __all__ = ["simulate_cpu", "simulate_memory"]
 
@@ -36,14 +38,12 @@ def _strategy(sc: Mapping[str, Any]) -> ResourceThresholdStrategy | None:
 
 
 def _pods(sc: Mapping[str, Any]) -> list[PodMeta]:
-    pods = sc.get("pods") or []
-    if not isinstance(pods, list):
-        raise ValueError("pods: expected a list")
     out = []
-    for i, p in enumerate(pods):
-        if not isinstance(p, dict):
-            raise ValueError(f"pods[{i}]: expected an object")
-        out.append(pod_meta(cast(Pod, p), CgroupDriver.CGROUPFS))  # scenario JSON: the boundary
+    for i, pod in enumerate(as_pods(sc.get("pods"), "pods")):  # scenario JSON: the boundary
+        try:
+            out.append(pod_meta(pod, CgroupDriver.CGROUPFS))
+        except ValueError as e:  # the only one: no usable UID
+            raise ValueError(f"pods[{i}].metadata.uid: {e}") from None
     return out
 
 
@@ -51,34 +51,24 @@ def _number(sc: Mapping[str, Any], key: str, *, optional: bool = False) -> float
     v = sc.get(key)
     if v is None and optional:
         return None
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        raise ValueError(f"{key}: expected a number, got {v!r}")
-    return float(v)
+    return finite_number(v, key)
 
 
 def _usage(sc: Mapping[str, Any], key: str) -> dict[str, float]:
     raw = sc.get(key) or {}
     if not isinstance(raw, dict):
-        raise ValueError(f"{key}: expected an object {{pod uid: number}}")
-    out: dict[str, float] = {}
-    for uid, v in raw.items():
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise ValueError(f"{key}[{uid}]: expected a number, got {v!r}")
-        out[str(uid)] = float(v)
-    return out
+        raise ValueError(f"{key}: expected an object {{pod uid: number}}, got {show(raw)}")
+    return {str(uid): finite_number(v, f"{key}.{uid}") for uid, v in raw.items()}
 
 
 def _node(sc: Mapping[str, Any]) -> Node:
-    node = sc.get("node")
-    if not isinstance(node, dict):
-        raise ValueError(f"node: expected a Node object, got {node!r}")
-    return cast(Node, node)  # scenario JSON: the boundary
+    return as_node(sc.get("node"), "node")
 
 
 def _features(sc: Mapping[str, Any]) -> list[str]:
     f = sc.get("features") or []
     if not isinstance(f, list) or not all(isinstance(x, str) for x in f):
-        raise ValueError(f"features: expected a list of gate names, got {f!r}")
+        raise ValueError(f"features: expected a list of gate names, got {show(f)}")
     return f
 
 
@@ -143,7 +133,8 @@ def _be_metrics(sc: Mapping[str, Any], key: str) -> cpuevict.BECPUMetrics | None
         return None
     if not isinstance(raw, dict):
         raise ValueError(f"{key}: expected an object or null")
-    vals = {k: _number(raw, k) for k in ("count", "usageMilliCPU", "requestMilliCPU", "realLimitMilliCPU")}
+    keys = ("count", "usageMilliCPU", "requestMilliCPU", "realLimitMilliCPU")
+    vals = {k: finite_number(raw.get(k), f"{key}.{k}") for k in keys}
     return cpuevict.BECPUMetrics(
         int(vals["count"] or 0),
         vals["usageMilliCPU"] or 0.0,

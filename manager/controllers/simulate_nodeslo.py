@@ -7,16 +7,17 @@ controller's own ``nodeslo_plan`` for a node that has no NodeSLO yet.
 Result: ``spec`` (the NodeSLO ``.spec`` as written, upstream JSON names), ``configErrors`` (every problem
 the manager would report: key, field, value, message, whether the whole key was rejected) and
 ``warning`` (a node-level problem, e.g. a bandwidth annotation that is not a quantity; ``""`` if none).
-Imports: the standard library, ``apis.{kubeobjects,sloconfig}`` and ``manager.controllers.specs``. Pure.
+Imports: the standard library, ``apis.{objectcheck,sloconfig}`` and ``manager.controllers.specs``. Pure.
+Bad input raises ``ValueError`` naming the field and its value (docs/simulate.md#input-errors).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
-from apis.kubeobjects import Node
+from apis.objectcheck import as_node
 from apis.sloconfig import parse_slo_controller_config
 from manager.controllers.specs import nodeslo_plan
 
@@ -47,11 +48,9 @@ def config_data(scenario: Mapping[str, Any]) -> dict[str, str]:
 
 def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
     data = config_data(scenario)
-    node = scenario.get("node")
-    if not isinstance(node, Mapping):
-        raise ValueError(f"node: expected a Node object, got {node!r:.80}")
+    node = as_node(scenario.get("node"), "node")  # scenario JSON: the boundary
     cfg, errors = parse_slo_controller_config(data, None)
-    plan = nodeslo_plan(cfg, cast(Node, node), None)  # scenario JSON: the boundary
+    plan = nodeslo_plan(cfg, node, None)
     return {
         "spec": plan.spec,
         "warning": plan.warning,

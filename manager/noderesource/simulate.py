@@ -7,17 +7,20 @@ docs/rules/manager.md#missing-strategy-fields-take-the-default-strategys-values)
 Result: ``kubernetes.io/batch-cpu`` / ``kubernetes.io/batch-memory`` (and ``kubernetes.io/mid-cpu`` /
 ``kubernetes.io/mid-memory``) as the integers written to the node's allocatable, ``null`` when reset;
 plus ``message``, ``degraded`` and ``explain`` (every term of the formulas, cpu milli / memory bytes).
-Imports: the standard library, ``apis`` and ``manager.noderesource``. Pure apart from its input dict.
+Imports: the standard library, ``apis`` and ``manager.noderesource``. Pure apart from its input dict. Bad
+input raises ``ValueError`` naming the field and its value (docs/simulate.md#input-errors).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from apis.gojson import decode_into, overlay
-from apis.kubeobjects import Node, Pod
+from apis.kubeobjects import CustomResource, Node
+from apis.nodemetric import NodeMetric
+from apis.objectcheck import as_node, as_pods, check_object
 from apis.rfc3339 import parse_rfc3339
 from apis.sloconfig import node_colocation_strategy
 from apis.sloconfig_merge import default_colocation_cfg
@@ -62,15 +65,15 @@ def _now(scenario: Mapping[str, Any]) -> datetime:
 def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     """Evaluate one BatchResource scenario (see the module docstring for the result shape)."""
     now = _now(scenario)
-    raw_node = _object(scenario, "node")
-    assert raw_node is not None
-    node = cast(Node, raw_node)  # scenario JSON: the boundary, as the informers are the cluster's
+    # scenario JSON: the boundary, checked as the API server would have (the informers are the cluster's)
+    node = as_node(scenario.get("node"), "node")
     nodemetric = _object(scenario, "nodeMetric", optional=True)
-    pods = scenario.get("pods") or []
-    if not isinstance(pods, list) or not all(isinstance(p, dict) for p in pods):
-        raise ValueError(f"pods: expected a list of objects, got {pods!r:.80}")
+    if nodemetric is not None:
+        check_object(nodemetric, CustomResource, "nodeMetric")
+        NodeMetric.from_dict(nodemetric, "nodeMetric")  # only to name a malformed field; read as JSON
+    pods = as_pods(scenario.get("pods"), "pods")
     strategy = strategy_for(scenario.get("config"), node)
-    infos = pod_infos(cast(list[Pod], pods))
+    infos = pod_infos(pods)
     mid = midresource.calculate(strategy, node, infos, nodemetric, now)
     batch = batchresource.calculate(strategy, node, infos, nodemetric, now)
     prepared = prepare_node_status(node, (*mid.items, *batch.items))

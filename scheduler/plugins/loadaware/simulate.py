@@ -3,19 +3,21 @@ scenario's args, feeds its NodeMetrics and assigned pods as the informers would,
 incoming pod against every node with the scenario ``now`` as the clock. Assumed pods (annotation
 ``test.koordinator.sh/assumed: "true"``) go through Reserve. Runs the plugin's one Filter and Score
 (the tests also check every scenario against the per-node oracle).
-Imports: the standard library, apis (nodemetric, rfc3339), scheduler.framework,
+Bad input raises ``ValueError`` naming the field and its value (docs/simulate.md#input-errors).
+Imports: the standard library, apis (nodemetric, objectcheck, rfc3339), scheduler.framework,
 scheduler.plugins.loadaware.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import numpy as np
 
 from apis.kubeobjects import Pod
 from apis.nodemetric import NodeMetric
+from apis.objectcheck import as_node, as_pod, as_pods
 from apis.rfc3339 import parse_rfc3339
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
@@ -43,27 +45,26 @@ def _now(scenario: Mapping[str, Any]) -> float:
 def prepare(scenario: dict[str, Any]) -> tuple[LoadAwareScheduling, Snapshot, CycleState, Pod]:
     """The plugin fed with the scenario's objects, its snapshot, the cycle state and the incoming pod."""
     now = _now(scenario)
-    plugin = LoadAwareScheduling(scenario.get("args"), clock=lambda: now)
-    nodes = _list(scenario, "nodes")
-    for n in nodes:
-        if not isinstance((n.get("metadata") or {}).get("name"), str):
-            raise ValueError(f"nodes: a node without metadata.name: {n!r:.80}")
+    try:
+        plugin = LoadAwareScheduling(scenario.get("args"), clock=lambda: now)
+    except ValueError as e:
+        raise ValueError(f"args: {e}") from None
+    nodes = [as_node(n, f"nodes[{i}]") for i, n in enumerate(_list(scenario, "nodes"))]
+    for i, n in enumerate(nodes):
+        if not isinstance(n.get("metadata", {}).get("name"), str):
+            raise ValueError(f"nodes[{i}].metadata.name: required")
     snapshot = Snapshot.build(nodes)
     for i, raw in enumerate(_list(scenario, "nodeMetrics")):
         nm = NodeMetric.from_dict(raw, f"nodeMetrics[{i}]")
         plugin.on_node_metric(nm.name, nm)
     state = CycleState(now)
-    for raw_pod in _list(scenario, "pods"):
-        assigned = cast(Pod, raw_pod)  # scenario JSON enters here
-        annotations = (assigned.get("metadata") or {}).get("annotations") or {}
+    for assigned in as_pods(scenario.get("pods"), "pods"):  # scenario JSON enters here
+        annotations = assigned.get("metadata", {}).get("annotations", {})
         if annotations.get(ANNOTATION_ASSUMED) == "true":
             plugin.reserve(state, assigned, str((assigned.get("spec") or {}).get("nodeName") or ""))
         else:
             plugin.on_pod_add(assigned)
-    incoming = scenario.get("pod")
-    if not isinstance(incoming, dict):
-        raise ValueError(f"pod: expected an object, got {incoming!r:.80}")
-    return plugin, snapshot, state, cast(Pod, incoming)
+    return plugin, snapshot, state, as_pod(scenario.get("pod"), "pod")
 
 
 def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
