@@ -3,7 +3,8 @@
 Runs the real command as a child process for a bounded time and checks, through its kubeconfig: a
 NodeMetric with node usage for every node (the real one and three simulated), batch resources on every
 node, the demo pods bound by koord-scheduler by load (none on the simulated node above the 65 % CPU
-threshold, the idlest simulated node taking at least as many as the middling one), the real node's
+threshold, the idlest simulated node taking at least as many as the middling one), the plain batch
+Deployment's pods rewritten to BE by the demo's ClusterColocationProfile, the real node's
 demo pods really running, the status view printed; then Ctrl-C, after which no process, mount,
 cgroup, bridge, iptables chain or sysctl change of the run is left.
 
@@ -143,6 +144,16 @@ def test_koord_up_nodes_3(koord_up: Any) -> None:
         assert "sim-node-1" not in placed.values(), placed
         assert placed["ls-web"] == REAL and placed["be-burner"] == REAL, placed
         batch_nodes = [n for name, n in placed.items() if name.startswith("be-batch-")]
+        # The batch workload is a plain Deployment: the demo's ClusterColocationProfile, applied by
+        # koord-manager's mutating webhook, made every one of its pods BE on batch resources.
+        for pod in core.list_namespaced_pod("koord-demo", label_selector="app=be-batch").items:
+            assert pod.metadata.labels["koordinator.sh/qosClass"] == "BE", pod.metadata.name
+            assert (pod.spec.priority_class_name, pod.spec.priority) == ("koord-batch", 5000)
+            assert pod.spec.containers[0].resources.requests == {
+                "kubernetes.io/batch-cpu": "200",
+                "kubernetes.io/batch-memory": "64Mi",
+            }
+        assert re.search(r"^koord-demo/be-batch-\S+\s.*koord-demo-batch", out.read_text(), re.M), "MUTATED BY"
         assert batch_nodes.count("sim-node-3") >= batch_nodes.count("sim-node-2"), placed
         samples = scrape(manager_metrics.group(1))
         scheduled = sum(
