@@ -74,9 +74,7 @@ def hub_tls(args: argparse.Namespace) -> tuple[Any, Path | None]:
     return tls_credentials(cert, key), ca or cert
 
 
-def hub_auth(
-    args: argparse.Namespace, internal_token: str
-) -> tuple[Authenticator | None, Authorizer | None]:
+def hub_auth(args: argparse.Namespace, internal_token: str) -> tuple[Authenticator | None, Authorizer | None]:
     """The hub's authenticator and authorizer from the flags. The embedded scheduler always gets in with
     a random per-process token (it reads the hub over loopback like any other scheduler)."""
     if args.hub_auth == "none":
