@@ -302,7 +302,14 @@ RESOURCE_GROUPS = {
     "nodemetrics": "slo.koordinator.sh", "nodeslos": "slo.koordinator.sh",
     "tokenreviews": "authentication.k8s.io", "leases": "coordination.k8s.io",
     "subjectaccessreviews": "authorization.k8s.io", "deployments": "apps",
+    "clustercolocationprofiles": "config.koordinator.sh", "priorityclasses": "scheduling.k8s.io",
+    "mutatingwebhookconfigurations": "admissionregistration.k8s.io",
+    "validatingwebhookconfigurations": "admissionregistration.k8s.io",
 }  # fmt: skip
+MUTATING, VALIDATING = (
+    "koordinator-mutating-webhook-configuration",
+    "koordinator-validating-webhook-configuration",
+)
 
 KOORDLET = [
     # agent/gateway.py informers (field selectors narrow them to the node), status write, eviction, events
@@ -347,6 +354,20 @@ MANAGER = [
     ("create", "secrets", NS, "", True), ("get", "secrets", NS, "koord-manager-hub-tls", True),
     ("update", "secrets", NS, "koord-manager-hub-tls", False),
     ("delete", "secrets", NS, "koord-manager-hub-tls", False),
+    # manager/webhook/gateway.py: the handlers' informers, the webhook Secret (renewed in place), caBundles
+    *[(v, r, "", "", True) for r in ("clustercolocationprofiles", "namespaces", "priorityclasses")
+      for v in ("list", "watch")],
+    ("get", "secrets", NS, "koord-manager-webhook-certs", True),
+    ("update", "secrets", NS, "koord-manager-webhook-certs", True),
+    ("delete", "secrets", NS, "koord-manager-webhook-certs", False),
+    ("get", "mutatingwebhookconfigurations", "", MUTATING, True),
+    ("patch", "mutatingwebhookconfigurations", "", MUTATING, True),
+    ("get", "validatingwebhookconfigurations", "", VALIDATING, True),
+    ("patch", "validatingwebhookconfigurations", "", VALIDATING, True),
+    ("patch", "mutatingwebhookconfigurations", "", "someone-elses", False),
+    ("delete", "mutatingwebhookconfigurations", "", MUTATING, False),
+    ("create", "validatingwebhookconfigurations", "", "", False),
+    ("create", "clustercolocationprofiles", "", "", False), ("update", "namespaces", "", "n", False),
     # must not
     ("update", "endpoints", NS, "kube-dns", False), ("delete", "endpoints", NS, "koord-manager-hub", False),
     ("update", "endpoints", "default", "kubernetes", False),
