@@ -22,8 +22,9 @@ __all__ = ["CgroupWrite", "Evict", "FileWrite", "HostActions", "MakeDir"]
 @dataclass(frozen=True)
 class CgroupWrite:
     """One write of a declared cgroup file. ``order`` sorts the writes of one batch (parent-before-child
-    merges, then final values); ``cacheable`` as upstream: skipped while the executor's cache holds the
-    same value and is fresh (docs/rules/koordlet.md)."""
+    merges, then final values); ``cacheable`` as upstream, except that the executor still reads the file: a
+    fresh cache entry only names the outcome ``cached`` and never hides a third party's change
+    (docs/rules/koordlet.md#re-asserting-written-values)."""
 
     strategy: str
     file: CgroupFile[Any]

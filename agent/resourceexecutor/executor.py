@@ -6,20 +6,23 @@ directories, leveled cgroup writes, cgroup writes, resctrl writes, sysctl writes
 and formats each cgroup value (``format_cgroup``), touches files only through ``ConfinedFS`` (outside its
 allowed roots, a ``..``, a symbolic link on the way or a file that is not a regular one: refused, and
 audited once while it stays refused; docs/rules/koordlet.md#confinement), reads the file first and skips
-equal values, consults its cache for cacheable writes (key = path; fresh for ``force_update_seconds``,
-entries expire after ``cache_ttl_seconds``), treats a vanished cgroup / missing file / unsupported knob as
-``skipped``, times every write into ``on_write`` and audits every real change, a created directory
-included (also in dry-run mode, where nothing is changed). It remembers what it last wrote per file: a
-current value that differs from it is *drift* (someone else, e.g. the kubelet, changed it) and is counted
-through ``on_drift`` before the desired value is re-written; ``reassert()`` re-checks every remembered file.
+equal values — always, cacheable writes included: its cache (key = path; fresh for
+``force_update_seconds``, entries expire after ``cache_ttl_seconds``) only names an equal value ``cached``,
+it never stands in for the file, so a value someone else changed is re-written in the same round —, treats
+a vanished cgroup / missing file / unsupported knob as ``skipped``, times every write into ``on_write`` and
+audits every real change, a created directory included (also in dry-run mode, where nothing is changed),
+and every change that did not happen (the cgroup vanished between the read and the write, the kernel
+refused the value) once while it lasts. It remembers what it last wrote per file: a current value that
+differs from it is *drift* (someone else, e.g. the kubelet, changed it) and is counted through
+``on_drift`` before the desired value is re-written; ``reassert()`` re-checks every remembered file.
 
-Imports: standard library, agent.podmeta, agent.system.cgroup, agent.resourceexecutor.{actions,audit,hostfs};
+Imports: standard library, agent.podmeta, agent.system.cgroup,
+agent.resourceexecutor.{actions,audit,hostfs,results};
 never the QoS strategy framework.
 """
 
 from __future__ import annotations
 
-import enum
 import errno
 import os
 import threading
@@ -34,6 +37,7 @@ from agent.podmeta import PodMeta
 from agent.resourceexecutor.actions import CgroupWrite, FileWrite, HostActions, MakeDir
 from agent.resourceexecutor.audit import AuditLog
 from agent.resourceexecutor.hostfs import ConfinedFS, RefusedPathError
+from agent.resourceexecutor.results import WriteResult, WriteStatus
 from agent.system.cgroup import (
     CgroupFile,
     CgroupUnsupportedError,
@@ -47,48 +51,12 @@ from agent.system.cgroup import (
 
 __all__ = ["ResourceExecutor", "WriteResult", "WriteStatus"]
 
-_MAX_REFUSALS_REMEMBERED = 4096  # refused paths audited once each; past this many the memory starts over
+_MAX_REFUSALS_REMEMBERED = 4096  # refused / failed paths audited once each; past this many: start over
 
 OnWrite = Callable[[str, str, float, str], None]
 """``on_write(strategy, file, seconds, status)`` — e.g. ``koordlet_resource_update_duration_milliseconds``."""
 OnDrift = Callable[[str, str], None]
 """``on_drift(strategy, file)`` — a value the executor had written was changed by someone else."""
-
-
-class WriteStatus(enum.Enum):
-    WRITTEN = "written"
-    DRY_RUN = "dry_run"
-    """Would have been written; audited with ``"dry_run": true``, the file is untouched."""
-    UNCHANGED = "unchanged"
-    """The file already holds the value (read-before-write)."""
-    CACHED = "cached"
-    """Cacheable write skipped: the cache holds the same value, fresher than ``force_update_seconds``."""
-    SKIPPED = "skipped"
-    """Vanished cgroup dir, missing file or a knob unsupported on this cgroup version."""
-    REFUSED = "refused"
-    """Outside every allowed root, a ``..``, a symbolic link on the way, or not a regular file."""
-    INVALID = "invalid"
-    """The value failed its validator / formatter (e.g. an empty cpuset)."""
-    FAILED = "failed"
-    """The kernel / OS rejected the read or write."""
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    write: CgroupWrite | None
-    """The cgroup action (None for a file write or a directory)."""
-    status: WriteStatus
-    path: str
-    """The resolved path (the unresolved one when refused or unresolvable)."""
-    old: str | None = None
-    """The previous content, stripped (None when not read)."""
-    new: str | None = None
-    """The formatted value."""
-    reason: str = ""
-    seconds: float = 0.0
-    drift: bool = False
-    phase: str = "final"
-    """``merge`` for the loosening writes of ``apply_leveled``, else ``final``."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +112,7 @@ class ResourceExecutor:
         self._cache: dict[str, tuple[str, datetime]] = {}
         self._last: dict[str, _Job] = {}
         self._refused: dict[str, str] = {}  # path -> reason last audited (audited once while refused)
+        self._failed: dict[str, str] = {}  # path -> why its last change did not happen (audited once)
 
     # ------------------------------------------------------------ public API
 
@@ -199,20 +168,23 @@ class ResourceExecutor:
                 job, str(action.path), f"{action.path} resolves outside the allowed roots", start
             )
         with self._lock:
+            now = self.clock()
+            attempted: datetime | None = None  # set once the mkdir itself runs
             try:
                 if self.fs.is_dir(action.path):
                     return self._done(job, WriteStatus.UNCHANGED, key, "", start)
-                now = self.clock()
                 if self.dry_run:
                     self._audit(job, key, None, now, dry_run=True)
                     return self._done(job, WriteStatus.DRY_RUN, key, "", start)
+                attempted = now
                 self.fs.mkdir(action.path, action.mode)
             except FileExistsError:
                 return self._done(job, WriteStatus.UNCHANGED, key, "", start)
             except RefusedPathError as exc:
                 return self._refuse(job, key, str(exc), start)
             except OSError as exc:
-                return self._os_error(job, key, exc, start)
+                return self._os_error(job, key, exc, start, attempted=attempted)
+            self._failed.pop(key, None)
             self._audit(job, key, None, now, dry_run=False)
             return self._done(job, WriteStatus.WRITTEN, key, "", start)
 
@@ -277,14 +249,8 @@ class ResourceExecutor:
         with self._lock:
             now = self.clock()
             self._expire(now)
-            entry = self._cache.get(key)
-            if (
-                job.cacheable
-                and entry is not None
-                and self._equal(job, entry[0], job.text)
-                and (now - entry[1]).total_seconds() < self.force_update_seconds
-            ):
-                return self._done(job, WriteStatus.CACHED, key, "", start)
+            # The file is read even when the cache holds the value: the cache cannot see a third party's
+            # write (docs/rules/koordlet.md#re-asserting-written-values).
             try:
                 current = self.fs.read(job.path)
             except RefusedPathError as exc:
@@ -298,6 +264,9 @@ class ResourceExecutor:
             if drift and self.on_drift is not None:
                 self.on_drift(job.strategy, job.path.name)
             if self._equal(job, current, job.text):
+                self._failed.pop(key, None)
+                if self._cached(job, key, now):
+                    return self._done(job, WriteStatus.CACHED, key, "", start, old, drift)
                 self._remember(job, key, now)
                 return self._done(job, WriteStatus.UNCHANGED, key, "", start, old, drift)
             if self.dry_run:
@@ -308,20 +277,46 @@ class ResourceExecutor:
             except RefusedPathError as exc:
                 return self._refuse(job, key, str(exc), start, old)
             except OSError as exc:
-                return self._os_error(job, key, exc, start, old, drift)
+                return self._os_error(job, key, exc, start, old, drift, attempted=now)
+            self._failed.pop(key, None)
             self._remember(job, key, now)
             self._audit(job, key, old, now, dry_run=False)
             return self._done(job, WriteStatus.WRITTEN, key, "", start, old, drift)
 
+    def _cached(self, job: _Job, key: str, now: datetime) -> bool:
+        """A cacheable write whose value the cache holds, fresher than ``force_update_seconds``."""
+        entry = self._cache.get(key)
+        return (
+            job.cacheable
+            and entry is not None
+            and self._equal(job, entry[0], job.text)
+            and (now - entry[1]).total_seconds() < self.force_update_seconds
+        )
+
     def _os_error(
-        self, job: _Job, key: str, exc: OSError, start: float, old: str | None = None, drift: bool = False
+        self,
+        job: _Job,
+        key: str,
+        exc: OSError,
+        start: float,
+        old: str | None = None,
+        drift: bool = False,
+        *,
+        attempted: datetime | None = None,
     ) -> WriteResult:
+        """SKIPPED (vanished) or FAILED. ``attempted``: the change itself failed (a write or a mkdir, not
+        the read before it): audited with ``skipped`` / ``failed`` naming the reason, once while it lasts."""
         vanished = exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENODEV)
         if vanished:
             self._cache.pop(key, None)
             self._last.pop(key, None)
         status = WriteStatus.SKIPPED if vanished else WriteStatus.FAILED
         reason = f"{'vanished: ' if vanished else ''}{exc.strerror or exc}"
+        if attempted is not None and self._failed.get(key) != reason:
+            if len(self._failed) >= _MAX_REFUSALS_REMEMBERED:
+                self._failed.clear()
+            self._failed[key] = reason
+            self._audit(job, key, old, attempted, dry_run=False, outcome=(status.value, reason))
         return self._done(job, status, key, reason, start, old, drift)
 
     def _refuse(self, job: _Job, key: str, reason: str, start: float, old: str | None = None) -> WriteResult:
@@ -334,7 +329,7 @@ class ResourceExecutor:
                 self._refused.clear()
             self._refused[key] = reason
         if first:
-            self._audit(job, key, old, self.clock(), dry_run=self.dry_run, refused=reason)
+            self._audit(job, key, old, self.clock(), dry_run=self.dry_run, outcome=("refused", reason))
         return self._done(job, WriteStatus.REFUSED, key, reason, start, old)
 
     def _remember(self, job: _Job, key: str, now: datetime) -> None:
@@ -359,8 +354,10 @@ class ResourceExecutor:
         now: datetime,
         *,
         dry_run: bool,
-        refused: str = "",
+        outcome: tuple[str, str] | None = None,
     ) -> None:
+        """One audit line; ``outcome`` = (``refused`` | ``skipped`` | ``failed``, reason) for a change that
+        did not happen."""
         if self.audit is None:
             return
         pod = job.pod
@@ -375,7 +372,7 @@ class ResourceExecutor:
             "old": old,
             "new": job.text,
             "dry_run": dry_run,
-            **({"refused": refused} if refused else {}),
+            **(dict([outcome]) if outcome is not None else {}),
         }
         self.audit.write(record)
 

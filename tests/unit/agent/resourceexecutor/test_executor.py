@@ -1,11 +1,15 @@
 """ResourceExecutor on a fake host tree (cgroup v1 and v2): allow-list, read-before-write, cache, audit,
-dry run, vanished cgroups, v2 formatting, leveled updates, drift, raw file writes, directories and the
-order of ``execute``."""
+dry run, vanished cgroups, changes that did not happen, v2 formatting, leveled updates, drift, raw file
+writes, directories and the order of ``execute``."""
 
 from __future__ import annotations
 
+import errno
 import os
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agent.podmeta import PodMeta
 from agent.resourceexecutor import WriteStatus
@@ -145,33 +149,34 @@ def test_version_formatting(env: Env) -> None:
     assert env.text(cg.CPUSET_CPUS) == "1-3,5"
 
 
-def test_cacheable_skip_and_forced_update(env: Env) -> None:
+def test_cacheable_write_still_compares_with_the_file(env: Env) -> None:
+    # docs/rules/koordlet.md#re-asserting-written-values: the cache never stands in for the file.
     env.put(cg.CPU_SHARES, "2\n")
     ex = env.executor(force_update_seconds=60)
     assert ex.apply([_w(env, cg.CPU_SHARES, 1024)])[0].status is WriteStatus.WRITTEN
+    env.advance(10)
+    [same] = ex.apply([_w(env, cg.CPU_SHARES, 1024)])
+    assert same.status is WriteStatus.CACHED and not same.drift  # fresh cache entry, file agrees
     env.put(cg.CPU_SHARES, "7\n")  # someone else changed it
-    env.advance(30)
-    assert ex.apply([_w(env, cg.CPU_SHARES, 1024)])[0].status is WriteStatus.CACHED
-    assert env.text(cg.CPU_SHARES) == "7"
-    # non-cacheable writes always read-compare-write
-    [res] = ex.apply([_w(env, cg.CPU_SHARES, 1024, cacheable=False)])
-    assert res.status is WriteStatus.WRITTEN and res.old == "7"
-    env.put(cg.CPU_SHARES, "7\n")
-    env.advance(31)  # 61 s after the cached write
+    env.advance(10)
     [res] = ex.apply([_w(env, cg.CPU_SHARES, 1024)])
-    assert res.status is WriteStatus.WRITTEN and res.drift
+    assert res.status is WriteStatus.WRITTEN and res.drift and res.old == "7"
     assert env.text(cg.CPU_SHARES) == ("39" if env.v2 else "1024")
+    assert env.drifts == [("CPUSuppress", "cpu.weight" if env.v2 else "cpu.shares")]
+    # non-cacheable writes read-compare-write the same way, without the ``cached`` label
+    [res] = ex.apply([_w(env, cg.CPU_SHARES, 1024, cacheable=False)])
+    assert res.status is WriteStatus.UNCHANGED
 
 
-def test_cache_ttl_expiry(env: Env) -> None:
+def test_cache_entry_freshness_only_labels_the_outcome(env: Env) -> None:
     env.put(cg.CPU_SHARES, "2\n")
     ex = env.executor(force_update_seconds=1000, cache_ttl_seconds=120)
     ex.apply([_w(env, cg.CPU_SHARES, 1024)])
-    env.put(cg.CPU_SHARES, "7\n")
     env.advance(100)
     assert ex.apply([_w(env, cg.CPU_SHARES, 1024)])[0].status is WriteStatus.CACHED
-    env.advance(121)
-    assert ex.apply([_w(env, cg.CPU_SHARES, 1024)])[0].status is WriteStatus.WRITTEN
+    env.advance(121)  # the entry expired: the same equal file is now plain ``unchanged``
+    assert ex.apply([_w(env, cg.CPU_SHARES, 1024)])[0].status is WriteStatus.UNCHANGED
+    assert ex.apply([_w(env, cg.CPU_SHARES, 1024)])[0].status is WriteStatus.CACHED
 
 
 def test_order(env: Env) -> None:
@@ -314,3 +319,32 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_change_that_did_not_happen_is_audited_once_while_it_lasts(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.put(cg.CPU_SHARES, "2\n")
+    ex = env.executor()
+
+    def refuse(path: Path, text: str) -> None:
+        raise OSError(errno.EINVAL, "Invalid argument", str(path))
+
+    monkeypatch.setattr(ex.fs, "write", refuse)
+    for _ in range(3):
+        [res] = ex.apply([_w(env, cg.CPU_SHARES, 1024, pod=POD)])
+        assert res.status is WriteStatus.FAILED and res.reason == "Invalid argument"
+    [line] = env.audit_lines()
+    assert line["failed"] == "Invalid argument" and line["old"] == "2" and line["pod"] == "pod-a"
+    monkeypatch.undo()
+    assert ex.apply([_w(env, cg.CPU_SHARES, 1024)])[0].status is WriteStatus.WRITTEN
+    monkeypatch.setattr(ex.fs, "write", refuse)
+    env.put(cg.CPU_SHARES, "2\n")
+    ex.apply([_w(env, cg.CPU_SHARES, 1024)])  # failing again after a success: audited again
+    assert [
+        sorted(k for k in line if k in ("failed", "refused", "skipped")) for line in env.audit_lines()
+    ] == [
+        ["failed"],
+        [],
+        ["failed"],
+    ]
