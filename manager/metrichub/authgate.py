@@ -5,9 +5,11 @@
 2. The authenticator's caches answer first, on the loop (`auth.lookup`): a known token costs no thread
    and never waits behind TokenReviews; a token known to be invalid (negative cache) is refused.
 3. Otherwise a TokenReview is needed. A peer address whose failed-authentication bucket is empty gets
-   RESOURCE_EXHAUSTED without one; when `concurrent_reviews` TokenReviews are already running the call
-   gets UNAVAILABLE at once (it is never queued); the API server unreachable: UNAVAILABLE.
-4. A review that finds the token invalid costs the peer one failure token: UNAUTHENTICATED.
+   RESOURCE_EXHAUSTED without one (after the tarpit's delay); when `concurrent_reviews` TokenReviews
+   are already running the call gets UNAVAILABLE at once (it is never queued); the API server
+   unreachable: UNAVAILABLE.
+4. Every attempt at a review takes one of the peer's failure tokens, given back when the token
+   proves valid (or the API server cannot answer); an invalid token: UNAUTHENTICATED.
 
 Every refusal is counted by reason (`AuthGate.refused`). The in-flight count is touched only on the
 loop, so it needs no lock.
@@ -21,7 +23,7 @@ import asyncio
 from concurrent import futures
 
 from manager.metrichub.auth import Authenticator, AuthUnavailableError, Identity, lookup
-from manager.metrichub.limits import BucketMap, Counts, HubLimits, RefusedError, peer_host
+from manager.metrichub.limits import BucketMap, Counts, HubLimits, RefusedError, Tarpit, peer_host
 
 __all__ = ["AuthGate"]
 
@@ -38,6 +40,7 @@ class AuthGate:
         pool: futures.Executor,
         refused: Counts,
         failures: BucketMap | None = None,
+        tarpit: Tarpit | None = None,
     ) -> None:
         self._auth = authenticator
         self._limits = limits
@@ -46,6 +49,7 @@ class AuthGate:
         self.failures = failures or BucketMap(
             limits.auth_failure_rate, limits.auth_failure_burst, limits.peers_tracked
         )
+        self.tarpit = tarpit or Tarpit(limits.refusal_delay, limits.max_delayed)
         self.in_flight = 0
         self.reviews = 0  # calls sent to the blocking authenticator
 
@@ -65,8 +69,12 @@ class AuthGate:
         return await self._review(token, peer_host(peer))
 
     async def _review(self, token: str, host: str) -> Identity:
-        wait = self.failures.wait(host)
+        # An attempt takes one of the peer's failure tokens up front (so a peer never has more reviews
+        # running than it has tokens, and spinning on a full review cap drains it), given back when
+        # the token proves valid or the API server cannot answer.
+        wait = self.failures.take(host)
         if wait > 0:
+            await self.tarpit.hold()
             raise self._refuse(
                 RESOURCE_EXHAUSTED, "peer_rate_limited",
                 f"too many failed authentications from {host}; retry in {wait:.0f}s",
@@ -80,10 +88,11 @@ class AuthGate:
             loop = asyncio.get_running_loop()
             ident = await loop.run_in_executor(self._pool, self._auth.authenticate, token)
         except AuthUnavailableError as e:
+            self.failures.charge(host, -1.0)
             raise self._refuse(UNAVAILABLE, "auth_unavailable", f"cannot authenticate now: {e}") from None
         finally:
             self.in_flight -= 1
         if ident is None:
-            self.failures.charge(host)
             raise self._refuse(UNAUTHENTICATED, "invalid_token", "invalid bearer token")
+        self.failures.charge(host, -1.0)
         return ident

@@ -4,7 +4,7 @@ event loop; each step refuses before the next, costlier one:
 1. size: longer than the report bound → RESOURCE_EXHAUSTED (`too_large`);
 2. rate: the node's token bucket (the caller's bound node, known before parsing; without
    authentication the node the report names) lacks the report's cost → RESOURCE_EXHAUSTED
-   (`rate_limited`);
+   (`rate_limited`), answered after the tarpit's delay;
 3. wire format: not a NodeMetricReport (bad protobuf, bad UTF-8) → INVALID_ARGUMENT (`malformed`);
 4. binding: a report for another node than the caller's → PERMISSION_DENIED (`foreign_node`);
 5. content: apis.reportcheck.check_report, the very check every consumer applies when it decodes
@@ -32,7 +32,7 @@ from google.protobuf.message import DecodeError
 from apis.nodemetric import NodeMetricError
 from apis.reportcheck import check_report, reason_of
 from apis.reportlimits import MALFORMED, TOO_LARGE
-from manager.metrichub.limits import BucketMap, Counts, HubLimits, RefusedError, report_cost
+from manager.metrichub.limits import BucketMap, Counts, HubLimits, RefusedError, Tarpit, report_cost
 from manager.metrichub.store import HubStore, StoreFullError
 from proto.koord.v1 import metrichub_pb2 as pb
 
@@ -55,21 +55,24 @@ class Ingest:
         refused: Counts,
         checker: futures.Executor,
         rates: BucketMap | None = None,
+        tarpit: Tarpit | None = None,
     ) -> None:
         self.store = store
         self.limits = limits
         self.refused = refused
         self._checker = checker
         self.rates = rates or BucketMap(limits.report_rate, limits.report_burst, limits.report_nodes_tracked)
+        self.tarpit = tarpit or Tarpit(limits.refusal_delay, limits.max_delayed)
         self._large_checks = 0  # touched on the loop only
 
     def _refuse(self, code: str, reason: str, details: str) -> RefusedError:
         self.refused.inc(reason)
         return RefusedError(code, reason, details)
 
-    def _take(self, node: str, cost: int) -> None:
+    async def _take(self, node: str, cost: int) -> None:
         wait = self.rates.take(node, cost)
         if wait > 0:
+            await self.tarpit.hold()
             raise self._refuse(
                 "RESOURCE_EXHAUSTED", "rate_limited",
                 f"node {node[:80]!r} reports too often (at most {self.limits.report_rate:g} report tokens/s, "
@@ -88,14 +91,14 @@ class Ingest:
             )
         cost = report_cost(size)
         if bound is not None:
-            self._take(bound[1], cost)
+            await self._take(bound[1], cost)
         try:
             msg = parse_report(raw)
         except DecodeError as e:
             raise self._refuse("INVALID_ARGUMENT", MALFORMED, f"not a NodeMetricReport: {e}") from None
         node = msg.node_name
         if bound is None:
-            self._take(node, cost)
+            await self._take(node, cost)
         elif node != bound[1]:
             raise self._refuse(
                 "PERMISSION_DENIED", "foreign_node",

@@ -7,14 +7,19 @@ view reads.
 Reports: each node has a bucket of `report_burst` tokens refilled at `report_rate` per second; a report
 costs one token per started REPORT_TOKEN_BYTES of its length, so a node sends at most ~2 small reports
 a second, or one report of 1 MiB every 8 s. Failed authentication: each peer address has a bucket of
-`auth_failure_burst` refilled at `auth_failure_rate` per second; a TokenReview that says "invalid"
-costs one, and a peer with an empty bucket gets no TokenReview until it refills. At most
+`auth_failure_burst` refilled at `auth_failure_rate` per second; every attempt at a TokenReview takes
+one (given back when the token proves valid or the API server cannot answer), and a peer with an
+empty bucket gets no TokenReview until it refills. At most
 `concurrent_reviews` TokenReviews run at once; a call beyond that is refused at once, never queued.
-Imports: the standard library, apis.reportlimits.
+A call refused for its rate is answered after 0.5-1 x `refusal_delay` seconds: a flooder then pays
+with its concurrency instead of the hub's CPU (`Tarpit`).
+Imports: the standard library (asyncio for the tarpit), apis.reportlimits.
 """
 
 from __future__ import annotations
 
+import asyncio
+import random
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -24,8 +29,8 @@ from dataclasses import dataclass
 from apis.reportlimits import MAX_REPORT_BYTES
 
 __all__ = [
-    "REPORT_TOKEN_BYTES", "BucketMap", "Counts", "HubLimits", "RefusedError", "TokenBucket", "peer_host",
-    "report_cost",
+    "REPORT_TOKEN_BYTES", "BucketMap", "Counts", "HubLimits", "RefusedError", "Tarpit", "TokenBucket",
+    "peer_host", "report_cost",
 ]  # fmt: skip
 
 REPORT_TOKEN_BYTES = 64 * 1024
@@ -45,6 +50,10 @@ class HubLimits:
     auth_failure_rate: float = 0.5  # per second, per peer address
     auth_failure_burst: float = 10.0
     peers_tracked: int = 10_000
+    # A rate-limited call is answered only after 0.5-1 x refusal_delay seconds, so a flooder's
+    # concurrency, not its speed, bounds what it costs; past max_delayed such calls, at once.
+    refusal_delay: float = 2.0
+    max_delayed: int = 1_000
 
     def __post_init__(self) -> None:
         if report_cost(self.report_bytes) > self.report_burst:
@@ -134,16 +143,37 @@ class BucketMap:
         return 0.0 if missing <= 0 else missing / self.rate if self.rate > 0 else float("inf")
 
     def charge(self, key: str, cost: float = 1.0) -> None:
-        """Takes `cost` tokens whether or not they are there (a bucket may go below zero)."""
+        """Takes `cost` tokens whether or not they are there (a bucket may go below zero); a negative
+        cost gives tokens back (never past `burst`)."""
         now = self._clock()
         with self._lock:
             bucket = self._bucket_locked(key, now)
             bucket.refill(self.rate, self.burst, now)
-            bucket.tokens -= cost
+            bucket.tokens = min(self.burst, bucket.tokens - cost)
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._buckets)
+
+
+class Tarpit:
+    """Holds rate-limited refusals for a while (see the module docstring); at most `max_held` at once.
+    Used on one event loop only, so the count needs no lock."""
+
+    def __init__(self, delay: float, max_held: int) -> None:
+        self.delay = delay
+        self.max_held = max_held
+        self.held = 0
+
+    async def hold(self) -> None:
+        if self.held >= self.max_held or self.delay <= 0:
+            return
+        self.held += 1
+        try:
+            # Jittered: flooders refused together must not come back together.
+            await asyncio.sleep(self.delay * random.uniform(0.5, 1.0))
+        finally:
+            self.held -= 1
 
 
 class RefusedError(Exception):
