@@ -7,7 +7,15 @@ for ``renew_deadline``. ``leaseTransitions`` counts holder changes; every write 
 resourceVersion, so a 409 Conflict means another candidate won the race. On stop the leader releases
 the lease (empty holder) so a standby takes over at once instead of after a lease duration.
 
-Imports: the kubernetes client and the standard library only.
+Leading ends on time (docs/architecture.md#leader-election): every Lease request has a hard deadline
+and is sent once (its own ApiClient, no urllib3 retries, no rate limiter), and ``is_leading()`` turns
+false by the elector's own monotonic clock once the lease may have expired — the start of the last
+successful renewal plus the lease duration, less a margin — even while a renewal still hangs, so
+leader-only writers that check it stop before a standby can take over. ``run_forever`` campaigns
+again after losing; a replica that lost the lease waits out a full lease duration of an unchanged
+record before taking it again, even one naming itself, as a restarted replica would.
+
+Imports: the kubernetes client, kube.client and the standard library only.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from kube.client import dedicated_client
+
 __all__ = ["LeaderElector", "micro_time"]
 
 log = logging.getLogger(__name__)
@@ -40,12 +50,16 @@ def micro_time(at: datetime | None = None) -> str:
 class LeaderElector:
     """Elects one leader among the candidates sharing the Lease ``namespace/name``.
 
-    ``api`` is a ``kubernetes.client.ApiClient`` (or a ``CoordinationV1Api``). ``run(stop)`` blocks:
-    it campaigns until it leads, renews until ``stop`` is set or leadership is lost, then returns
-    (it does not campaign again: like client-go, a process that lost the lease should restart).
-    ``on_started_leading()`` and ``on_stopped_leading()`` are called on the ``run`` thread, at most
-    once each per ``run`` and the second only after the first; they must return quickly (start work
-    on other threads). ``clock`` is a monotonic clock in seconds, used for every expiry judgement.
+    ``api`` is a ``kubernetes.client.ApiClient``, whose server and credentials the elector uses on a
+    client of its own (``kube.client.dedicated_client``); or a ``CoordinationV1Api``, used as it is.
+    ``run(stop)`` blocks: it campaigns until it leads, renews until ``stop`` is set or leadership is
+    lost, then returns. ``run_forever(stop)`` runs terms until ``stop``: after losing it campaigns
+    again. ``on_started_leading()`` and ``on_stopped_leading()`` are called on the ``run`` thread,
+    alternately, starting with the first; they must return quickly (start or stop work on other
+    threads). ``clock`` is a monotonic clock in seconds, used for every expiry judgement.
+    ``margin`` (default: half the gap between lease duration and renew deadline, at most 2 s) is how
+    long before the lease may expire ``is_leading()`` turns false: time for a write let through just
+    before to land.
     """
 
     def __init__(
@@ -62,6 +76,7 @@ class LeaderElector:
         on_stopped_leading: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         release_on_cancel: bool = True,
+        margin: float | None = None,
     ) -> None:
         if not identity:
             raise ValueError("identity must not be empty")
@@ -73,11 +88,20 @@ class LeaderElector:
             raise ValueError(
                 f"renew_deadline ({renew_deadline}) must exceed retry_period ({retry_period}) > 0"
             )
-        self._leases: Any = api if hasattr(api, "read_namespaced_lease") else client.CoordinationV1Api(api)
+        self._own_client: Any = None
+        if hasattr(api, "read_namespaced_lease"):
+            self._leases: Any = api
+        else:
+            self._own_client = dedicated_client(api)
+            self._leases = client.CoordinationV1Api(self._own_client)
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration = float(lease_duration)
         self.renew_deadline = float(renew_deadline)
         self.retry_period = float(retry_period)
+        gap = self.lease_duration - self.renew_deadline
+        self.margin = min(2.0, gap / 2) if margin is None else float(margin)
+        if not 0 <= self.margin < self.lease_duration:
+            raise ValueError(f"margin ({margin}) must be in [0, lease_duration)")
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
         self._clock = clock
@@ -86,15 +110,27 @@ class LeaderElector:
         self._observed_time = 0.0  # when (by clock) the record last changed
         self._observed_rv: str | None = None
         self._leading = False
-        self._last_renew = -math.inf
+        self._last_renew = -math.inf  # when (by clock) the last successful renewal was *sent*
+        self._rejoining = False  # lost the lease: a record naming us is no longer ours to renew
         self._lock = threading.Lock()
 
     # -- state ---------------------------------------------------------------------------------------
 
-    def is_leader(self) -> bool:
-        """Leading, with a successful renewal within the renew deadline."""
+    def is_leading(self) -> bool:
+        """Leading, and the lease cannot have expired yet: less than the lease duration (less the
+        margin) has passed since the last successful renewal was sent. Cheap; call before each write."""
         with self._lock:
-            return self._leading and self._clock() - self._last_renew < self.renew_deadline
+            if not self._leading:
+                return False
+            return self._clock() < self._last_renew + self.lease_duration - self.margin
+
+    is_leader = is_leading
+
+    @property
+    def renewed_at(self) -> float:
+        """When (by ``clock``) the last successful acquisition or renewal was sent; -inf before one."""
+        with self._lock:
+            return self._last_renew
 
     def leader(self) -> str:
         """The holder identity last observed on the lease ('' when none)."""
@@ -104,10 +140,24 @@ class LeaderElector:
     # -- the loop ------------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
+        """One term: campaign until leading (or ``stop``), renew until ``stop`` or the lease is lost."""
+        try:
+            self._term(stop)
+        finally:
+            if self._own_client is not None:
+                self._own_client.close()  # drops pooled connections; the next request opens new ones
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Terms until ``stop``: a replica that lost the lease stands by and campaigns again."""
+        while not stop.is_set():
+            self.run(stop)
+
+    def _term(self, stop: threading.Event) -> None:
         if not self._acquire(stop):
             return
         with self._lock:
             self._leading = True
+            self._rejoining = False
         log.info("lease %s/%s: %s started leading", self.namespace, self.name, self.identity)
         self._callback(self._on_started)
         try:
@@ -115,6 +165,10 @@ class LeaderElector:
         finally:
             with self._lock:
                 self._leading = False
+                # What we saw of the lease before losing it is stale (a standby may have taken it):
+                # observe it afresh and wait out a full lease duration, as any new candidate would.
+                self._rejoining = True
+                self._observed, self._observed_rv = None, None
             if stop.is_set() and self.release_on_cancel:
                 self.release()
             log.info("lease %s/%s: %s stopped leading", self.namespace, self.name, self.identity)
@@ -122,7 +176,7 @@ class LeaderElector:
 
     def _acquire(self, stop: threading.Event) -> bool:
         while not stop.is_set():
-            if self._try_acquire_or_renew(self.renew_deadline):
+            if self._try_acquire_or_renew(self._clock() + self.renew_deadline):
                 return True
             # Jittered, but never longer than one retry period, so a released lease is taken within one.
             stop.wait(self.retry_period * random.uniform(0.8, 1.0))
@@ -130,7 +184,9 @@ class LeaderElector:
 
     def _renew(self, stop: threading.Event) -> None:
         while not stop.wait(self.retry_period):
-            deadline = self._clock() + self.renew_deadline
+            with self._lock:
+                expires = self._last_renew + self.lease_duration - self.margin
+            deadline = min(self._clock() + self.renew_deadline, expires)
             while True:
                 remaining = deadline - self._clock()
                 if remaining <= 0:
@@ -139,7 +195,7 @@ class LeaderElector:
                         *(self.namespace, self.name, self.identity, self.renew_deadline),
                     )
                     return
-                if self._try_acquire_or_renew(remaining):
+                if self._try_acquire_or_renew(deadline):
                     break
                 if stop.wait(min(self.retry_period, max(0.0, deadline - self._clock()))):
                     return
@@ -161,9 +217,10 @@ class LeaderElector:
                 self._observed_time = self._clock()
             self._observed_rv = rv
 
-    def _try_acquire_or_renew(self, timeout: float) -> bool:
-        """One attempt to take or renew the lease; False if someone else holds it or won a race."""
-        req_timeout = max(0.2, min(timeout, self.renew_deadline))
+    def _try_acquire_or_renew(self, deadline: float) -> bool:
+        """One attempt to take or renew the lease, ending by ``deadline`` (by clock); False if someone
+        else holds it, won a race, or the API did not answer in time."""
+        sent = self._clock()
         now = micro_time()
         desired: dict[str, Any] = {
             "holderIdentity": self.identity,
@@ -173,7 +230,7 @@ class LeaderElector:
             "leaseTransitions": 0,
         }
         try:
-            lease = self._read(req_timeout)
+            lease = self._read(self._timeout(deadline))
             if lease is None:
                 body = {
                     "apiVersion": "coordination.k8s.io/v1",
@@ -181,9 +238,11 @@ class LeaderElector:
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": desired,
                 }
-                created = self._call("create_namespaced_lease", self.namespace, body, timeout=req_timeout)
+                created = self._call(
+                    "create_namespaced_lease", self.namespace, body, timeout=self._timeout(deadline)
+                )
                 self._observe(desired, created["metadata"].get("resourceVersion"))
-                self._renewed()
+                self._renewed(sent)
                 return True
             spec = lease.get("spec") or {}
             record = {k: spec.get(k) for k in _RECORD_FIELDS}
@@ -192,19 +251,20 @@ class LeaderElector:
             duration = spec.get("leaseDurationSeconds") or self.lease_duration
             with self._lock:
                 valid = self._observed_time + float(duration) > self._clock()
-            if holder and holder != self.identity and valid:
+                ours = holder == self.identity and not self._rejoining
+            if holder and not ours and valid:
                 return False
-            if holder == self.identity:
+            if ours:
                 desired["acquireTime"] = spec.get("acquireTime") or now
                 desired["leaseTransitions"] = spec.get("leaseTransitions") or 0
             else:
                 desired["leaseTransitions"] = (spec.get("leaseTransitions") or 0) + 1
             lease["spec"] = {**spec, **desired}
             updated = self._call(
-                "replace_namespaced_lease", self.name, self.namespace, lease, timeout=req_timeout
+                "replace_namespaced_lease", self.name, self.namespace, lease, timeout=self._timeout(deadline)
             )
             self._observe(desired, updated["metadata"].get("resourceVersion"))
-            self._renewed()
+            self._renewed(sent)
             return True
         except ApiException as e:
             if e.status in (409, 422):  # another candidate wrote first (conflict / already exists)
@@ -216,9 +276,17 @@ class LeaderElector:
             log.warning("lease %s/%s: %s: %s", self.namespace, self.name, type(e).__name__, e)
             return False
 
-    def _renewed(self) -> None:
+    def _timeout(self, deadline: float) -> float:
+        """The time left for one request of an attempt ending at ``deadline``; TimeoutError when none."""
+        left = deadline - self._clock()
+        if left <= 0.01:
+            raise TimeoutError("no time left before the renew deadline")
+        return left
+
+    def _renewed(self, sent: float) -> None:
+        # The lease runs from when the renewal was sent: the API server may have stored it at once.
         with self._lock:
-            self._last_renew = self._clock()
+            self._last_renew = sent
 
     def _read(self, timeout: float) -> dict[str, Any] | None:
         try:
@@ -239,7 +307,8 @@ class LeaderElector:
         """Give the lease up if we hold it: clear the holder so a standby can take it at once. True
         when released (or not ours to release)."""
         try:
-            lease = self._read(self.renew_deadline)
+            deadline = self._clock() + self.renew_deadline
+            lease = self._read(self._timeout(deadline))
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return True
             spec = lease.get("spec") or {}
@@ -253,7 +322,7 @@ class LeaderElector:
                 "leaseTransitions": spec.get("leaseTransitions") or 0,
             }
             self._call(
-                "replace_namespaced_lease", self.name, self.namespace, lease, timeout=self.renew_deadline
+                "replace_namespaced_lease", self.name, self.namespace, lease, timeout=self._timeout(deadline)
             )
             with self._lock:
                 self._leading = False
