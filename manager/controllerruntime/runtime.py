@@ -6,6 +6,11 @@ takes a key and returns ``None`` (done), a float > 0 (process the key again afte
 or a float <= 0 (requeue with rate limiting); an exception is logged, counted and requeued with the
 per-key exponential backoff. Keys may be enqueued at any time, also before ``run``; ``run`` first
 enqueues every key of ``list_keys()`` (the initial sync) and again every ``resync_seconds`` when > 0.
+
+``ControllerManager`` runs its controllers in terms (docs/architecture.md#leader-election): a term
+starts on ``on_started_leading`` and ends on ``on_stopped_leading``, and any number may follow one
+another. Within a term every worker asks ``is_leading()`` (the elector's own clock, via ``gate``)
+before each reconcile, so work stops as soon as the lease may have expired, before the callback.
 Imports: the standard library, apis.waits, manager.controllerruntime.queue and manager.metrics.
 """
 
@@ -77,7 +82,8 @@ class Controller:
 
     # -- running ---------------------------------------------------------------------------------------
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, active: Callable[[], bool] | None = None) -> None:
+        """Workers reconcile until ``stop``; while ``active()`` is false they leave keys queued."""
         if not self._running.acquire(blocking=False):
             raise RuntimeError(f"controller {self.name} is already running")
         try:
@@ -85,7 +91,10 @@ class Controller:
             self.resync()
             threads = [
                 threading.Thread(
-                    target=self._worker, args=(stop,), name=f"{self.name}-worker-{i}", daemon=True
+                    target=self._worker,
+                    args=(stop, active or _always),
+                    name=f"{self.name}-worker-{i}",
+                    daemon=True,
                 )
                 for i in range(self.workers)
             ]
@@ -101,15 +110,18 @@ class Controller:
         finally:
             self._running.release()
 
-    def _worker(self, stop: threading.Event) -> None:
+    def _worker(self, stop: threading.Event, active: Callable[[], bool]) -> None:
         while not stop.is_set():
+            if not active():
+                stop.wait(POLL_SECONDS)
+                continue
             key = self.queue.get(timeout=POLL_SECONDS)
             if key is None:
                 continue
-            if stop.is_set():  # stopped while waiting: leave the key for the next run
+            if stop.is_set() or not active():  # stopped while waiting: leave the key for later
                 self.queue.done(key)
                 self.queue.add(key)
-                return
+                continue
             try:
                 self.process(key)
             finally:
@@ -143,10 +155,16 @@ class Controller:
         return result
 
 
+def _always() -> bool:
+    return True
+
+
 class ControllerManager:
     """Starts a set of controllers and stops them; wired to leader election, it runs them only while
     leading: pass ``on_started_leading``/``on_stopped_leading`` to ``kube.leaderelection.LeaderElector``
-    (their ``stop`` is the one given to the constructor or to ``start``)."""
+    and its ``is_leading`` to ``gate`` (the terms' ``stop`` follows the one given to the constructor or
+    to ``start``). Terms may follow one another: a controller of a new term starts once its previous
+    term's loop has ended."""
 
     def __init__(
         self,
@@ -155,13 +173,17 @@ class ControllerManager:
         metrics: ManagerMetrics | None = None,
         identity: str = "",
         stop: threading.Event | None = None,
+        leading: Callable[[], bool] | None = None,
     ) -> None:
         self.controllers: list[Controller] = list(controllers)
         self.metrics = metrics
         self.identity = identity
         self._parent_stop = stop
+        self._leading = leading
         self._stop: threading.Event | None = None
         self._threads: list[threading.Thread] = []
+        self._last: dict[int, threading.Thread] = {}  # id(controller) -> its loop in the latest term
+        self._live: list[threading.Thread] = []  # every term's threads not known to have ended
         self._lock = threading.Lock()
 
     def add(self, controller: Controller) -> None:
@@ -177,14 +199,26 @@ class ControllerManager:
                 raise RuntimeError("remove controllers before starting the manager")
             self.controllers = [c for c in self.controllers if c is not controller]
 
+    def gate(self, leading: Callable[[], bool]) -> None:
+        """Workers reconcile only while ``leading()`` also holds (``LeaderElector.is_leading``)."""
+        self._leading = leading
+
     @property
     def running(self) -> bool:
         with self._lock:
             return self._stop is not None
 
+    def is_leading(self) -> bool:
+        """A term is running and the gate (if any) holds: what every worker checks before a reconcile."""
+        with self._lock:
+            if self._stop is None or self._stop.is_set():
+                return False
+        gate = self._leading
+        return gate is None or gate()
+
     def start(self, stop: threading.Event | None = None) -> None:
-        """Run every controller on its own thread until ``stop`` is set or ``stop()`` is called.
-        Starting a running manager does nothing."""
+        """Start a term: every controller on its own thread until ``stop`` is set or ``stop()`` is
+        called. Starting a running manager does nothing; it never blocks on the previous term."""
         with self._lock:
             if self._stop is not None:
                 return
@@ -192,18 +226,35 @@ class ControllerManager:
             self._parent_stop = parent
             inner = threading.Event()
             self._stop = inner
-            self._threads = [
-                threading.Thread(target=c.run, args=(inner,), name=f"controller-{c.name}", daemon=True)
-                for c in self.controllers
-            ]
+            self._threads = []
+            for c in self.controllers:
+                t = threading.Thread(
+                    target=self._run_term,
+                    args=(c, inner, self._last.get(id(c))),
+                    name=f"controller-{c.name}",
+                    daemon=True,
+                )
+                self._last[id(c)] = t
+                self._threads.append(t)
             if parent is not None:
                 watcher = threading.Thread(
                     target=self._follow, args=(parent, inner), name="controllers-stop", daemon=True
                 )
                 self._threads.append(watcher)
+            self._live = [t for t in self._live if t.is_alive()] + self._threads
             for t in self._threads:
                 t.start()
         self._set_leader(True)
+
+    def _run_term(self, c: Controller, stop: threading.Event, previous: threading.Thread | None) -> None:
+        # The previous term's loop may still finish a reconcile (a slow API call): wait for it, so the
+        # controller never runs twice at once.
+        while previous is not None and previous.is_alive():
+            if stop.is_set():
+                return
+            previous.join(POLL_SECONDS)
+        if not stop.is_set():
+            c.run(stop, self.is_leading)
 
     @staticmethod
     def _follow(parent: threading.Event, inner: threading.Event) -> None:
@@ -211,15 +262,23 @@ class ControllerManager:
             if parent.wait(POLL_SECONDS):
                 inner.set()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the controllers and wait (up to ``timeout`` seconds) for their loops to end."""
+    def _end_term(self) -> list[threading.Thread]:
+        """Signal the running term to stop (workers stop before their next reconcile); its threads."""
         with self._lock:
             inner, threads = self._stop, self._threads
             self._stop, self._threads = None, []
         if inner is None:
-            return
-        self._set_leader(False)
+            return []
         inner.set()
+        self._set_leader(False)
+        return threads
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the controllers and wait (up to ``timeout`` seconds) for their loops to end, those of
+        earlier terms still finishing a reconcile too."""
+        self._end_term()
+        with self._lock:
+            threads = list(self._live)
         deadline = time.monotonic() + timeout
         for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
@@ -231,9 +290,10 @@ class ControllerManager:
         self.start()
 
     def on_stopped_leading(self) -> None:
+        """Ends the term at once, without waiting for in-flight reconciles (this runs on the elector's
+        thread); a following ``on_started_leading`` starts a new term whose loops wait for the old."""
         log.info("controller manager: leadership lost, stopping controllers")
-        # Called on the elector's thread: stop without blocking it for long.
-        threading.Thread(target=self.stop, name="controllers-stopping", daemon=True).start()
+        self._end_term()
 
     def _set_leader(self, leading: bool) -> None:
         if self.metrics is not None:

@@ -212,3 +212,82 @@ def test_controller_manager_follows_the_parent_stop() -> None:
     assert not mgr.running
     with pytest.raises(ValueError):
         Controller("bad", lambda k: None, workers=0)
+
+
+def test_controller_manager_runs_term_after_term() -> None:
+    seen: list[str] = []
+    c = Controller("t", lambda k: seen.append(k))
+    mgr = ControllerManager([c])
+    try:
+        for term in range(3):
+            expected = [f"k{i}" for i in range(term + 1)]
+            c.enqueue(expected[-1])
+            mgr.on_started_leading()
+            wait_for(lambda: seen == expected)  # noqa: B023 (called at once)
+            assert mgr.running and mgr.is_leading()
+            mgr.on_stopped_leading()  # returns at once; the loop ends on its own
+            assert not mgr.running and not mgr.is_leading()
+            wait_for(lambda: not c._running.locked())
+    finally:
+        mgr.stop()
+
+
+def test_a_new_term_waits_for_the_old_terms_reconcile_and_never_overlaps() -> None:
+    release = threading.Event()
+    active: list[str] = []
+    overlaps: list[str] = []
+    seen: list[str] = []
+
+    def reconcile(key: str) -> None:
+        if active:
+            overlaps.append(key)
+        active.append(key)
+        if key == "slow":
+            release.wait(5)
+        seen.append(key)
+        active.remove(key)
+
+    crashes: list[BaseException | None] = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: crashes.append(args.exc_value)
+    c = Controller("t", reconcile)
+    mgr = ControllerManager([c])
+    try:
+        c.enqueue("slow")
+        mgr.on_started_leading()
+        wait_for(lambda: active == ["slow"])
+        mgr.on_stopped_leading()
+        mgr.on_started_leading()  # leading again at once, while the old term is mid-reconcile
+        c.enqueue("next")
+        time.sleep(0.3)
+        assert seen == []  # the new term waits for the old loop
+        release.set()
+        wait_for(lambda: seen == ["slow", "next"])
+        assert overlaps == [] and crashes == []
+    finally:
+        release.set()
+        mgr.stop()
+        threading.excepthook = old_hook
+
+
+def test_the_gate_stops_reconciles_within_a_term() -> None:
+    seen: list[str] = []
+    lease_holds = threading.Event()
+    c = Controller("t", lambda k: seen.append(k))
+    mgr = ControllerManager([c], leading=lease_holds.is_set)
+    try:
+        mgr.on_started_leading()
+        c.enqueue("a")
+        time.sleep(0.5)
+        assert seen == [] and not mgr.is_leading()  # the elector's clock says the lease may be gone
+        lease_holds.set()
+        wait_for(lambda: seen == ["a"])
+        lease_holds.clear()
+        time.sleep(0.5)  # a worker idle on the queue sees the gate before its next key
+        c.enqueue("b")
+        time.sleep(0.5)
+        assert seen == ["a"]
+        mgr.gate(lambda: True)
+        wait_for(lambda: seen == ["a", "b"])
+    finally:
+        mgr.stop()
