@@ -4,10 +4,14 @@ the ``Evict`` actions of the memory/CPU evict strategies, always through the Evi
 PodDisruptionBudgets hold.
 
 Outcomes: 201 → evicted (UID remembered 2 minutes: not evicted again, reported as pending release by
-``pending_uids``); 429 (PDB or API rate) → "pending", retried on a later tick; 404 → gone; anything else
-(409 UID mismatch, 500, transport) → failed. Every attempt writes one audit JSON line; success and failure
-raise a Warning Event on the pod (``evictPodSuccess`` / ``evictPodFail``, upstream's message), a 429 for
-the same pod at most once a minute. Success increments ``koordlet_pod_eviction{node,reason}`` and
+``pending_uids``); 429 (PDB or API rate) → "pending", retried on a later tick (the strategy's cool-down
+paces it); 404 → gone; anything else (409 UID mismatch, 500, transport) → failed, retried on a later tick
+but not before its backoff (``retry_backoff_seconds`` doubled per consecutive failure, at most
+``retry_backoff_max_seconds``): asked sooner, the evictor answers "backoff" without calling the API, so
+a failing API server is not hammered. Every attempt writes one audit JSON
+line; success and failure raise a Warning Event on the pod (``evictPodSuccess`` / ``evictPodFail``,
+upstream's message), a 429 for the same pod at most once a minute. Success increments
+``koordlet_pod_eviction{node,reason}`` and
 ``koordlet_pod_eviction_detail{node,pod_namespace,pod_name,reason}``; detail series are removed after
 ``detail_ttl_seconds`` without increments.
 
@@ -39,6 +43,8 @@ audit_log = logging.getLogger("koordlet.audit")
 EVICTED_TTL_SECONDS: Final = 120.0
 DETAIL_TTL_SECONDS: Final = 600.0
 FAIL_EVENT_INTERVAL_SECONDS: Final = 60.0
+RETRY_BACKOFF_SECONDS: Final = 5.0
+RETRY_BACKOFF_MAX_SECONDS: Final = 60.0
 REASON_SUCCESS: Final = "evictPodSuccess"
 REASON_FAIL: Final = "evictPodFail"
 
@@ -50,6 +56,8 @@ class EvictOutcome:
     FAILED: Final = "failed"
     SKIPPED: Final = "skipped"
     """Already evicted within the TTL: not evicted again."""
+    BACKOFF: Final = "backoff"
+    """Failed lately and its retry time has not come: not attempted (no API call)."""
 
 
 @dataclass
@@ -75,6 +83,8 @@ class Evictor:
         clock: Callable[[], float] = time.time,
         evicted_ttl_seconds: float = EVICTED_TTL_SECONDS,
         detail_ttl_seconds: float = DETAIL_TTL_SECONDS,
+        retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
+        retry_backoff_max_seconds: float = RETRY_BACKOFF_MAX_SECONDS,
     ) -> None:
         self.gateway = gateway
         self.node = gateway.node_name
@@ -82,9 +92,12 @@ class Evictor:
         self._clock = clock
         self._evicted_ttl = evicted_ttl_seconds
         self._detail_ttl = detail_ttl_seconds
+        self._backoff = retry_backoff_seconds
+        self._backoff_max = max(retry_backoff_seconds, retry_backoff_max_seconds)
         self._lock = threading.Lock()
         self._evicted: dict[str, float] = {}  # uid → eviction time
         self._fail_events: dict[str, float] = {}  # uid → last 429 Event time
+        self._retry: dict[str, tuple[float, int]] = {}  # uid → (not before, consecutive failures)
         self._detail_seen: dict[tuple[str, str, str, str], float] = {}
         self.api_version: str | None = None
         self.evictions = Counter(
@@ -121,6 +134,10 @@ class Evictor:
             del self._evicted[uid]
         for uid in [u for u, t in self._fail_events.items() if now - t >= FAIL_EVENT_INTERVAL_SECONDS]:
             del self._fail_events[uid]
+        # A pod not asked for again a whole cap after its retry time is no longer a candidate (or gone):
+        # forgotten, so the memory holds only the pods refused lately.
+        for uid in [u for u, (t, _) in self._retry.items() if now - t >= self._backoff_max]:
+            del self._retry[uid]
         for key in [k for k, t in self._detail_seen.items() if now - t >= self._detail_ttl]:
             del self._detail_seen[key]
             with contextlib.suppress(KeyError):
@@ -142,6 +159,10 @@ class Evictor:
             self._expire(now)
             if pod.uid in self._evicted:
                 return EvictOutcome.SKIPPED
+            retry = self._retry.get(pod.uid)
+            if retry is not None and now < retry[0]:
+                log.debug("evicting pod %s/%s: retry in %.1fs", pod.namespace, pod.name, retry[0] - now)
+                return EvictOutcome.BACKOFF
         status: int | None = None
         error = ""
         try:
@@ -154,9 +175,15 @@ class Evictor:
             )
         self._write_audit(action, outcome, status, error, now)
         self.attempts.labels(self.node, action.strategy, action.reason, str(outcome)).inc()
-        if outcome in (EvictOutcome.EVICTED, EvictOutcome.GONE):
-            with self._lock:
+        with self._lock:
+            if outcome in (EvictOutcome.EVICTED, EvictOutcome.GONE):
                 self._evicted[pod.uid] = now
+            if outcome == EvictOutcome.FAILED:  # retried from a later tick, after a growing pause
+                failures = (retry[1] if retry is not None else 0) + 1
+                delay = min(self._backoff * 2.0 ** min(failures - 1, 32), self._backoff_max)
+                self._retry[pod.uid] = (now + delay, failures)
+            else:  # the API answered: evicted, gone, or a 429 the strategy's cool-down paces
+                self._retry.pop(pod.uid, None)
         if outcome == EvictOutcome.EVICTED:
             self.evictions.labels(self.node, action.reason).inc()
             key = (self.node, pod.namespace, pod.name, action.reason)
