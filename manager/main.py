@@ -3,7 +3,10 @@ controllers (config, NodeSLO, NodeMetric, NodeResource) running only while this 
 `koordinator-manager`, `/metrics` `/healthz` `/readyz`, the admission webhooks on every replica (with
 --webhook-addr; manager.webhook), and — unless `--no-enable-scheduler` — the embedded koord-scheduler,
 which reads node metrics from this manager's hub over loopback and schedules only while this replica
-leads. Losing the lease exits the process (as upstream), so a restarted replica starts clean.
+leads. Leader-only work (controllers, embedded scheduler, hub Endpoints) checks before each write that
+the lease cannot have expired by the elector's own clock; losing the lease stops it and the replica
+campaigns again, while the process, its hub, webhooks and probes stay up
+(docs/architecture.md#leader-election).
 
 The one place that may import the scheduler (its public entry point, scheduler.main).
 Upstream koord-manager's argument lists are accepted (kube.goflags; docs/flags.md).
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -37,6 +41,7 @@ from kube.goflags import add_klog_and_gate_flags, parse_go_args
 from kube.httpserver import ProbeServer
 from manager.controllers.setup import SLOControllers, add_config_flags, build_slo_controllers
 from manager.hubsetup import hub_auth, hub_endpoints, hub_lookup, hub_tls
+from manager.leadership import Leadership
 from manager.metrichub.metrics import HubCollector
 from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
@@ -151,14 +156,20 @@ def parse_controllers(text: str) -> set[str]:
 
 
 def _start_controllers(
-    args: argparse.Namespace, store: HubStore, stop: threading.Event, identity: str
+    args: argparse.Namespace,
+    store: HubStore,
+    stop: threading.Event,
+    identity: str,
+    leading: Callable[[], bool],
 ) -> tuple[SLOControllers, CollectorRegistry]:
-    from kube.client import api_client
+    """The SLO controllers; their client's writes go out only while ``leading()`` holds."""
+    from kube.client import api_client, guard_writes
     from kube.events import EventRecorder
 
     wanted = parse_controllers(args.controllers)
     registry = CollectorRegistry()
     api = api_client(args.kubeconfig, qps=args.rest_config_qps, burst=args.rest_config_burst)
+    guard_writes(api, leading)
     prefix = args.node_name_prefix
     built = build_slo_controllers(
         api, args.config_namespace, args.slo_config_name, registry, EventRecorder(api, "koord-manager"),
@@ -169,6 +180,7 @@ def _start_controllers(
     for name, ctrl in (("nodeslo", built.nodeslo.controller), ("nodemetric", built.nodemetric.controller)):
         if name not in wanted:
             built.manager.remove(ctrl)
+    built.manager.gate(leading)
     built.gateway.start(stop)
     return built, registry
 
@@ -177,26 +189,28 @@ def _start_scheduler(
     args: argparse.Namespace,
     hub_port: int,
     stop: threading.Event,
-    leading: threading.Event,
+    leading: Callable[[], bool],
     token_file: Path,
     registry: CollectorRegistry,
     hub_ca: Path | None = None,
 ) -> Any:
     """The embedded scheduler; its metrics join the manager's /metrics (``registry``). It reads the hub
-    over loopback, with TLS (trusting ``hub_ca``) when the hub serves TLS."""
-    from kube.client import api_client
+    over loopback, with TLS (trusting ``hub_ca``) when the hub serves TLS; it schedules, binds and
+    writes only while ``leading()`` holds."""
+    from kube.client import api_client, guard_writes
     from scheduler.config import load_profile
     from scheduler.main import SchedulerService
     from scheduler.registry import KNOWN
 
     profile = load_profile(args.scheduler_config, KNOWN)
     api = api_client(args.kubeconfig, qps=500, burst=1000, connections=48)
+    guard_writes(api, leading)
     service = SchedulerService(
         api, profile, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file, registry=registry,
-        hub_ca=hub_ca,
+        hub_ca=hub_ca, leading=leading,
     )  # fmt: skip
     service.start(stop)
-    threading.Thread(target=service.run, args=(stop, leading.is_set), name="scheduler", daemon=True).start()
+    threading.Thread(target=service.run, args=(stop, leading), name="scheduler", daemon=True).start()
     return service
 
 
@@ -229,7 +243,7 @@ def _start_probes(
     args: argparse.Namespace,
     registry: CollectorRegistry,
     built: SLOControllers | None,
-    leading: threading.Event,
+    leading: Callable[[], bool],
     store: HubStore | None = None,
     webhooks: WebhookService | None = None,
 ) -> list[ProbeServer]:
@@ -246,7 +260,7 @@ def _start_probes(
     checks = {"informers": synced}
     if webhooks is not None:
         checks["webhooks"] = webhooks.ready
-    liveness = {"process": lambda: (True, "leading" if leading.is_set() else "standby")}
+    liveness = {"process": lambda: (True, "leading" if leading() else "standby")}
     probes = [ProbeServer(args.metrics_addr, registry, liveness, checks).start()]
     if args.health_probe_addr and args.health_probe_addr != args.metrics_addr:
         probes.append(ProbeServer(args.health_probe_addr, registry, liveness, checks).start())
@@ -300,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"koord-manager {koord_version()}: MetricHub listening on port {port}", flush=True)
 
-    leading = threading.Event()
+    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    leadership = Leadership(identity, stop)
+    is_leading = leadership.is_leading
     try:
         endpoints = hub_endpoints(args, port)
     except (ValueError, RuntimeError, OSError) as e:
@@ -309,14 +325,14 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(token_dir, ignore_errors=True)
         return 1
     if endpoints is not None:
+        leadership.on_start(endpoints.kick)
         threading.Thread(
-            target=endpoints.run, args=(stop, leading.is_set), name="hub-endpoints", daemon=True
+            target=endpoints.run, args=(stop, is_leading), name="hub-endpoints", daemon=True
         ).start()
     service = None
     elector_thread = None
     built: SLOControllers | None = None
     probes: list[ProbeServer] = []
-    identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
     webhooks: WebhookService | None = None
     if args.enable_scheduler or args.enable_leader_election or controllers or args.webhook_addr:
         from kube.client import KubeConfigError, api_client
@@ -326,34 +342,26 @@ def main(argv: list[str] | None = None) -> int:
         try:
             registry = CollectorRegistry()
             if controllers:
-                built, registry = _start_controllers(args, store, stop, identity)
+                built, registry = _start_controllers(args, store, stop, identity, is_leading)
+                leadership.on_start(built.manager.on_started_leading)
+                leadership.on_stop(built.manager.on_stopped_leading)
             webhooks = _start_webhooks(args, registry, stop, built)
-            probes = _start_probes(args, registry, built, leading, store, webhooks)
-
-            def started_leading() -> None:
-                leading.set()
-                if endpoints is not None:
-                    endpoints.kick()
-                if built is not None:
-                    built.manager.on_started_leading()
-                log.info("leading as %s", identity)
-
-            def stopped_leading() -> None:
-                if built is not None:
-                    built.manager.on_stopped_leading()
-                stop.set()
-
-            if args.enable_leader_election:
+            probes = _start_probes(args, registry, built, is_leading, store, webhooks)
+            if args.enable_leader_election:  # losing the lease: stand by, campaign again
                 elector = LeaderElector(
                     api_client(args.kubeconfig), namespace=args.leader_election_namespace, name=LEASE_NAME,
-                    identity=identity, on_started_leading=started_leading, on_stopped_leading=stopped_leading,
+                    identity=identity, on_started_leading=leadership.started_leading,
+                    on_stopped_leading=leadership.stopped_leading,
                 )  # fmt: skip
-                elector_thread = threading.Thread(target=elector.run, args=(stop,), name="leader-election")
+                leadership.follow(elector.is_leading)
+                elector_thread = threading.Thread(
+                    target=elector.run_forever, args=(stop,), name="leader-election"
+                )
                 elector_thread.start()
             else:
-                started_leading()
+                leadership.started_leading()
             if args.enable_scheduler:
-                service = _start_scheduler(args, port, stop, leading, token_file, registry, hub_ca)
+                service = _start_scheduler(args, port, stop, is_leading, token_file, registry, hub_ca)
                 print("koord-manager: embedded koord-scheduler started", flush=True)
         except (KubeConfigError, ConfigError, TimeoutError, ValueError, OSError, RuntimeError) as e:
             print(f"koord-manager: {e}", file=sys.stderr)  # GatewayError (a RuntimeError): webhook Secret
@@ -366,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     if not probes:  # hub only: still /metrics and probes
         try:
-            probes = _start_probes(args, CollectorRegistry(), None, leading, store)
+            probes = _start_probes(args, CollectorRegistry(), None, is_leading, store)
         except (ValueError, OSError) as e:
             print(f"koord-manager: {e}", file=sys.stderr)
             stop.set()

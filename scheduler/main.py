@@ -2,8 +2,10 @@
 
 The service keeps its informers (and the MetricHub watcher, when a hub address is given) running
 on every replica, so a standby has a warm cache; only while `active()` is true — this replica holds
-the Lease — does it pop and schedule pods. Standalone, it takes its own Lease `koord-scheduler`;
-embedded, the manager passes its own leadership as `active`.
+the Lease — does it pop and schedule pods, and its binder checks `leading()` before every bind, so
+binding stops once the elector's own clock says the lease may have expired. Standalone, it takes its
+own Lease `koord-scheduler` and, after losing it, stands by and campaigns again
+(docs/architecture.md#leader-election); embedded, the manager passes its own leadership.
 
 Upstream koord-scheduler's argument lists are accepted (kube.goflags; docs/flags.md).
 Imports: argparse, prometheus_client, kube, scheduler.
@@ -28,25 +30,44 @@ from prometheus_client import CollectorRegistry
 from apis.constants import DEFAULT_CONFIG_NAMESPACE
 from apis.version import koord_version
 from kube import upstreamflags
-from kube.client import KubeConfigError, api_client
+from kube.client import KubeConfigError, api_client, guard_writes
 from kube.goflags import add_klog_and_gate_flags, parse_go_args
 from kube.httpserver import ProbeServer
 from kube.leaderelection import LeaderElector
 from kube.supervise import SupervisedThread, supervise
 from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, Profile, load_profile
+from scheduler.framework.interfaces import Pod
+from scheduler.framework.status import Status
 from scheduler.gateway import APIBinder, EventRouter, UnschedulableReporter, start_informers
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, build_framework
-from scheduler.scheduler import Scheduler, freeze_heap
+from scheduler.scheduler import Binder, Scheduler, freeze_heap
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 log = logging.getLogger("koord-scheduler")
 
 
+class LeaderGatedBinder:
+    """Binds through ``binder`` only while ``leading()`` holds; otherwise the bind fails (the pod goes
+    back to the queue's backoff, for the next leader or the next term)."""
+
+    def __init__(self, binder: Binder, leading: Callable[[], bool]) -> None:
+        self.binder, self.leading = binder, leading
+
+    def bind(self, pod: Pod, node: str) -> Status:
+        if not self.leading():
+            meta = pod["metadata"]
+            where = f"{meta.get('namespace')}/{meta['name']} to {node}"
+            return Status.error(f"binding {where}: not leading", plugin="DefaultBinder")
+        return self.binder.bind(pod, node)
+
+
 class SchedulerService:
+    """``leading`` (when given) gates every bind (``LeaderGatedBinder``)."""
+
     def __init__(
         self,
         api: Any,
@@ -57,6 +78,7 @@ class SchedulerService:
         bind_workers: int = 16,
         hub_token_file: Path | None = None,
         hub_ca: Path | None = None,
+        leading: Callable[[], bool] | None = None,
     ) -> None:
         self.api = api
         self.metrics = SchedulerMetrics(registry or CollectorRegistry(), profile.scheduler_name)
@@ -66,7 +88,7 @@ class SchedulerService:
             framework,
             SchedulerCache(),
             SchedulingQueue(),
-            APIBinder(api),
+            APIBinder(api) if leading is None else LeaderGatedBinder(APIBinder(api), leading),
             bind_workers=bind_workers,
             on_unschedulable=self.reporter,
             on_decision=self.metrics.on_decision,
@@ -217,6 +239,32 @@ def main(argv: list[str] | None = None) -> int:
     token = Path(args.hub_token_file) if args.hub_token_file else None
     if token is None and SERVICE_ACCOUNT_TOKEN.exists():
         token = SERVICE_ACCOUNT_TOKEN
+    elect, lease_namespace, lease_name = leader_election(args, profile)
+    leading = threading.Event()
+    elector: LeaderElector | None = None
+    if elect:
+        identity = args.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+        def stopped_leading() -> None:
+            leading.clear()
+            if not stop.is_set():
+                log.warning("lost the lease: scheduling stopped, standing by to campaign again")
+
+        # The elector talks over a client of its own (kube.client.dedicated_client), never queued
+        # behind binds.
+        elector = LeaderElector(
+            api,
+            namespace=lease_namespace,
+            name=lease_name,
+            identity=identity,
+            on_started_leading=leading.set,
+            on_stopped_leading=stopped_leading,
+        )
+
+    def is_leading() -> bool:
+        return elector is None or (leading.is_set() and elector.is_leading())
+
+    guard_writes(api, is_leading)
     service = SchedulerService(
         api,
         profile,
@@ -225,27 +273,17 @@ def main(argv: list[str] | None = None) -> int:
         bind_workers=args.bind_workers,
         hub_token_file=token,
         hub_ca=Path(args.hub_ca) if args.hub_ca else None,
+        leading=is_leading,
     )
     service.start(stop)
     synced.set()
     log.info("koord-scheduler %s: informers synced; profile %s", koord_version(), profile.scheduler_name)
-    elect, lease_namespace, lease_name = leader_election(args, profile)
-    if not elect:
+    if elector is None:
         service.run(stop)
     else:
-        identity = args.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-        leading = threading.Event()
-        elector = LeaderElector(
-            api,
-            namespace=lease_namespace,
-            name=lease_name,
-            identity=identity,
-            on_started_leading=leading.set,
-            on_stopped_leading=stop.set,
-        )
-        t = threading.Thread(target=elector.run, args=(stop,), name="leader-election", daemon=True)
+        t = threading.Thread(target=elector.run_forever, args=(stop,), name="leader-election", daemon=True)
         t.start()
-        service.run(stop, active=leading.is_set)
+        service.run(stop, active=is_leading)
         t.join(timeout=15)
     service.close()
     if probes is not None:
