@@ -81,6 +81,8 @@ class Options:
     enable_qos: bool = True
     qos_dry_run: bool = False
     audit_log: Path | None = None
+    metric_cache_checkpoint_seconds: float = 300.0
+    """How often the metric cache is also saved while running; 0: on shutdown only."""
     verbosity: int = 0
     """klog-style ``--v``: 4 and above log at debug level."""
     warnings: tuple[str, ...] = ()
@@ -95,6 +97,16 @@ def _seconds(flag: str, text: str, minimum: float = 0.0) -> float:
     if value <= minimum:
         raise ValueError(f"{flag}: {text!r} must be longer than {minimum:g}s")
     return value
+
+
+def _seconds_or_off(flag: str, text: str) -> float:
+    """A duration longer than 0 s, or 0 (``0``, ``0s``) for "off"."""
+    try:
+        if Duration.parse(text).total_seconds() == 0:
+            return 0.0
+    except ValueError:
+        pass  # _seconds names the flag and the expected form
+    return _seconds(flag, text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--metric-cache-path",
         default="/metric-data/metric-cache.npz",
         help="file the metric cache is saved to on shutdown and reloaded from on start ('' = none)",
+    )
+    p.add_argument(
+        "--metric-cache-checkpoint-interval",
+        default="5m",
+        help="the metric cache is also saved this often while running, so a crash loses at most this much "
+        "history (%(default)s; 0 = on shutdown only)",
     )
     p.add_argument(
         "--metric-retention",
@@ -249,6 +267,9 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             enable_qos=a.enable_qos,
             qos_dry_run=a.qos_dry_run,
             audit_log=Path(a.audit_log) if a.audit_log else None,
+            metric_cache_checkpoint_seconds=_seconds_or_off(
+                "--metric-cache-checkpoint-interval", a.metric_cache_checkpoint_interval
+            ),
             verbosity=max(a.v, 4) if a.verbose else a.v,
             warnings=tuple(warnings),
         )

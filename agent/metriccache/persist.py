@@ -1,9 +1,12 @@
-"""Save the metric cache to a local file on shutdown and reload it on start, so a restarted koordlet is
-not blind for the length of its longest aggregation window (30 min by default).
+"""Save the metric cache to a local file on shutdown and every checkpoint interval, and reload it on
+start, so a restarted koordlet is not blind for the length of its longest aggregation window (30 min by
+default), and one that crashed lost at most one interval (docs/rules/koordlet.md#metric-cache).
 
 Format: one ``.npz`` archive (no pickle) with the series keys as JSON, and all timestamps and values
 concatenated with per-series offsets. Written to a temporary file then renamed, so a crash mid-save
-leaves the previous file intact. Points older than ``max_age_ms`` are dropped on load.
+leaves the previous file intact; as large as the cache, whose retention and series count bound it.
+Points older than ``max_age_ms`` are dropped on load. ``CacheFile`` is the daemon's handle: ``load``,
+``save`` (one at a time) and the checkpoint loop ``run``.
 
 Imports: standard library, numpy, agent.metriccache.{cache,kinds}.
 """
@@ -11,7 +14,9 @@ Imports: standard library, numpy, agent.metriccache.{cache,kinds}.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +25,9 @@ from agent.metriccache.aggregate import FloatArray, IntArray
 from agent.metriccache.cache import MetricCache, SeriesKey
 from agent.metriccache.kinds import MetricCacheError
 
-__all__ = ["FORMAT_VERSION", "PersistError", "load", "save"]
+__all__ = ["FORMAT_VERSION", "CacheFile", "PersistError", "load", "save"]
+
+log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 
@@ -109,3 +116,39 @@ def load(cache: MetricCache, path: Path, now_ms: int, max_age_ms: int) -> int:
         return cache.restore(items)
     except MetricCacheError as e:
         raise PersistError(f"{path}: {e}") from e
+
+
+class CacheFile:
+    """``cache``'s file at ``path``: ``load`` once at start, ``save`` at shutdown, ``run`` saves every
+    ``interval`` seconds until ``stop``. Saves are serialised: a checkpoint and the shutdown save never
+    write the same temporary file at once."""
+
+    def __init__(self, cache: MetricCache, path: Path) -> None:
+        self.cache = cache
+        self.path = path
+        self._lock = threading.Lock()
+
+    def load(self, now_ms: int, max_age_ms: int) -> int:
+        """As ``load``; ``PersistError`` when the file is unreadable (the caller starts empty)."""
+        return load(self.cache, self.path, now_ms, max_age_ms)
+
+    def save(self, why: str) -> bool:
+        """Write the cache now; False when the write failed (logged with ``why``)."""
+        with self._lock:
+            try:
+                n = save(self.cache, self.path)
+            except OSError as e:
+                log.error("metric cache: %s save to %s failed: %s", why, self.path, e)
+                return False
+        log.log(
+            logging.DEBUG if why == "checkpoint" else logging.INFO,
+            "metric cache: %s: saved %d points",
+            why,
+            n,
+        )
+        return True
+
+    def run(self, stop: threading.Event, interval: float) -> None:
+        """Checkpoint every ``interval`` seconds until ``stop`` is set."""
+        while not stop.wait(interval):
+            self.save("checkpoint")

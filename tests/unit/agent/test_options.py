@@ -38,6 +38,7 @@ def test_defaults_with_node_name_from_env() -> None:
     assert opts.push_interval_seconds == 5.0
     assert opts.enable_node_metric_report is True
     assert opts.metric_cache_path == Path("/metric-data/metric-cache.npz")
+    assert opts.metric_cache_checkpoint_seconds == 300.0
     assert opts.retention_seconds == 12 * 3600
     assert opts.pod_retention_seconds == 6 * 60
     assert opts.kube_api_qps == 20.0
@@ -94,6 +95,18 @@ def test_durations_and_values_parsed(tmp_path: Path) -> None:
     assert opts.metric_cache_path is None
     assert opts.cgroup_driver is CgroupDriver.SYSTEMD
     assert opts.addr == "127.0.0.1:0"
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("0", 0.0), ("0s", 0.0), ("30s", 30.0), ("1h", 3600.0)])
+def test_metric_cache_checkpoint_interval(text: str, seconds: float) -> None:
+    opts, _ = parse([f"--metric-cache-checkpoint-interval={text}"], {"NODE_NAME": "n"})
+    assert opts.metric_cache_checkpoint_seconds == seconds
+
+
+@pytest.mark.parametrize("text", ["-1s", "soon"])
+def test_bad_metric_cache_checkpoint_interval(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    err = parse_error([f"--metric-cache-checkpoint-interval={text}"], {"NODE_NAME": "n"}, capsys)
+    assert "--metric-cache-checkpoint-interval" in err and text in err
 
 
 def test_hub_ca_turns_tls_on() -> None:

@@ -1,9 +1,10 @@
-"""Metric cache persistence (persist.save / persist.load), MetricCache.export / restore,
-RingSeries.from_points and CacheConfig.entity_retention_seconds."""
+"""Metric cache persistence (persist.save / persist.load, the daemon's CacheFile and its checkpoints),
+MetricCache.export / restore, RingSeries.from_points and CacheConfig.entity_retention_seconds."""
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from agent.metriccache import CacheConfig, MetricCache, MetricCacheError, Sample
 from agent.metriccache.aggregate import AggregationType
-from agent.metriccache.persist import FORMAT_VERSION, PersistError, load, save
+from agent.metriccache.persist import FORMAT_VERSION, CacheFile, PersistError, load, save
 from agent.metriccache.series import RingSeries
 
 NOW_MS = 1_714_564_800_000
@@ -423,3 +424,34 @@ def test_cache_config_entity_capacity() -> None:
     assert override.entity_series_capacity == 7
     with pytest.raises(ValueError, match="entity_retention_seconds"):
         CacheConfig(entity_retention_seconds=0)
+
+
+def test_cache_file_checkpoints_until_stopped(tmp_path: Path) -> None:
+    """docs/rules/koordlet.md#metric-cache: saved every checkpoint interval while running, not only on
+    shutdown; each save replaces the file whole."""
+    cache = filled_cache()
+    path = tmp_path / "ckpt" / "cache.npz"
+    cf = CacheFile(cache, path)
+    stop = threading.Event()
+    saved: list[int] = []
+
+    def wait(timeout: float) -> bool:  # two checkpoints, then stop
+        saved.append(path.stat().st_size if path.exists() else 0)
+        return len(saved) > 2
+
+    stop.wait = wait  # type: ignore[method-assign]
+    cf.run(stop, 0.01)
+    assert saved[0] == 0 and saved[1] > 0 and saved[2] == saved[1]
+    assert [p.name for p in path.parent.iterdir()] == ["cache.npz"]  # no temporary file left
+    restored = MetricCache(config())
+    assert CacheFile(restored, path).load(NOW_MS, BIG_AGE) == sum(len(ts) for _, ts, _ in cache.export())
+
+
+def test_cache_file_save_failure_is_logged_not_raised(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    cf = CacheFile(filled_cache(), blocker / "cache.npz")  # its parent is a file: the save cannot happen
+    assert cf.save("checkpoint") is False
+    assert "checkpoint save to" in caplog.text
