@@ -1,8 +1,9 @@
 """The live status view of `koord up`: what an operator wants to see of the colocation at a glance.
 
-``gather(api, koordlets)`` reads the cluster (Nodes, NodeMetrics, NodeSLOs, pods) and scrapes each
-koordlet's /metrics (suppress value, evictions); ``render(snapshot)`` is a pure function of that
-snapshot to text, so it is unit-tested on hand-made snapshots.
+``gather(api, koordlets)`` reads the cluster (Nodes, NodeMetrics, NodeSLOs, pods and, for the unbound
+ones, the scheduler's reasons) and scrapes each koordlet's /metrics (suppress value, evictions);
+``render(snapshot)`` is a pure function of that snapshot to text, so it is unit-tested on hand-made
+snapshots.
 
 Imports: standard library, prometheus_client.parser, kubernetes (lazily), apis.constants,
 koord.localcluster.{demo,emunode}.
@@ -50,6 +51,7 @@ class PodRow:
     phase: str
     batch: str = "-"  # the pod's kubernetes.io/batch-cpu / batch-memory requests, "-" when none
     profile: str = "-"  # the ClusterColocationProfile that rewrote it (the demo profile's label)
+    why: str = ""  # an unbound pod's PodScheduled=False message: the scheduler's reasons
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +109,16 @@ def render(s: Snapshot) -> str:
     out += _table(rows)
     out.append("")
     prow: list[tuple[str, ...]] = [("POD", "NODE", "QOS", "PRIORITY", "BATCH REQ", "MUTATED BY", "PHASE")]
-    for p in sorted(s.pods, key=lambda p: (p.namespace, p.name)):
+    pods = sorted(s.pods, key=lambda p: (p.namespace, p.name))
+    for p in pods:
         prow.append(
             (f"{p.namespace}/{p.name}", p.node or "(pending)", p.qos, p.priority_class, p.batch, p.profile,
              p.phase)
         )  # fmt: skip
     out += _table(prow) if s.pods else ["(no pods)"]
+    # Why a pod waits: the scheduler's reasons (docs/rules/scheduler.md#queue-and-backoff), e.g. a busy host
+    # whose real node has no batch-cpu left or is over the load threshold.
+    out += [f"{p.namespace}/{p.name} pending: {p.why}" for p in pods if not p.node and p.why]
     out += s.notes
     return "\n".join(out)
 
@@ -166,6 +172,14 @@ def _batch_requests(spec: Mapping[str, Any]) -> str:
         if BATCH_CPU in req or BATCH_MEMORY in req:
             return f"{req.get(BATCH_CPU, '-')}/{req.get(BATCH_MEMORY, '-')}"
     return "-"
+
+
+def _unschedulable(status: Mapping[str, Any]) -> str:
+    """The message of a PodScheduled=False condition ("" when the pod has none)."""
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return str(cond.get("message") or cond.get("reason") or "")
+    return ""
 
 
 def gather(api: Any, koordlet_metrics: Mapping[str, str], namespaces: tuple[str, ...] = ()) -> Snapshot:
@@ -225,7 +239,8 @@ def gather(api: Any, koordlet_metrics: Mapping[str, str], namespaces: tuple[str,
         if (namespaces and ns not in namespaces) or (not namespaces and ns.startswith("kube-")):
             continue
         labels = meta.get("labels") or {}
-        phase = (pod.get("status") or {}).get("phase", "")
+        pod_status = pod.get("status") or {}
+        phase = pod_status.get("phase", "")
         if meta.get("deletionTimestamp"):
             phase = "Terminating"
         pods.append(
@@ -238,6 +253,7 @@ def gather(api: Any, koordlet_metrics: Mapping[str, str], namespaces: tuple[str,
                 phase,
                 _batch_requests(spec),
                 labels.get(PROFILE_LABEL, "-"),
+                "" if spec.get("nodeName") else _unschedulable(pod_status),
             )
         )
     return Snapshot(at=time.time(), nodes=rows, pods=pods)

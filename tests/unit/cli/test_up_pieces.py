@@ -164,10 +164,11 @@ def test_render_status_view() -> None:
             NodeRow("sim-node-1", True, 4.0, 8 << 30, None, None, None, None, None, None, None, None),
         ],
         pods=[
-            PodRow("koord-demo", "be-0", "", "BE", "koord-batch", "Pending", "200/64Mi", "koord-demo-batch"),
+            PodRow("koord-demo", "be-0", "", "BE", "koord-batch", "Pending", "200/64Mi", "koord-demo-batch",
+                   "0/2 nodes are available: 1 Insufficient kubernetes.io/batch-cpu, 1 node(s) didn't match"),
             PodRow("koord-demo", "ls-web", "real-0", "LS", "koord-prod", "Running"),
         ],
-    )
+    )  # fmt: skip
     lines = render(snap).splitlines()
     real = next(line for line in lines if line.startswith("real-0"))
     assert real.split() == [
@@ -191,6 +192,11 @@ def test_render_status_view() -> None:
     assert be.split() == ["koord-demo/be-0", "(pending)", "BE", "koord-batch", "200/64Mi", "koord-demo-batch",
                           "Pending"]  # fmt: skip
     assert next(line for line in lines if line.startswith("POD")).split()[4:6] == ["BATCH", "REQ"]
+    # An unbound pod's scheduler reasons follow the table (a busy host's real node shows why it waits).
+    assert lines[-1] == (
+        "koord-demo/be-0 pending: 0/2 nodes are available: 1 Insufficient kubernetes.io/batch-cpu, "
+        "1 node(s) didn't match"
+    )
 
 
 @pytest.mark.parametrize(
