@@ -220,6 +220,8 @@ class HubWatcher:
             else:
                 stream = stub.Watch(request, metadata=self._metadata)
             self._call = stream
+            if stop.is_set():  # stop() ran before the call was there to cancel
+                stream.cancel()
             try:
                 for msg in stream:
                     for ev in msg.events if self.batched else (msg,):
