@@ -1,0 +1,73 @@
+"""Helpers of the fault tests: freezing a control plane's API server, polling, the manager's probes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from koord.localcluster.controlplane import ControlPlane
+
+
+class FreezableControlPlane:
+    """A ControlPlane whose kube-apiserver can be frozen: it keeps its connections and the kernel keeps
+    accepting new ones, but nothing is answered — a hung API server, the worst case for a client."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self.cp = cp
+        pids = json.loads(cp.state_file.read_text())["pids"]
+        self.apiserver_pid = int(pids["kube-apiserver"])
+        self.frozen_at: float | None = None
+
+    def freeze(self) -> float:
+        os.kill(self.apiserver_pid, signal.SIGSTOP)
+        self.frozen_at = time.monotonic()
+        return self.frozen_at
+
+    def resume(self) -> float:
+        os.kill(self.apiserver_pid, signal.SIGCONT)
+        self.frozen_at = None
+        return time.monotonic()
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[float]:
+        try:
+            yield self.freeze()
+        finally:
+            self.resume()
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, interval: float = 0.1, what: str = "") -> Any:
+    """Poll ``cond`` until truthy; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or cond}")
+        time.sleep(interval)
+
+
+def http_get(port: int, path: str, timeout: float = 3.0) -> tuple[int, str]:
+    """Status and body of ``http://127.0.0.1:port/path``; (0, error) when it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+            return int(r.status), r.read().decode()
+    except OSError as e:
+        return 0, str(e)
+
+
+def accepts(port: int) -> bool:
+    """A TCP connection to 127.0.0.1:port succeeds."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=3):
+            return True
+    except OSError:
+        return False
