@@ -34,17 +34,24 @@ EMBEDDED_SCHEDULER_USER = "system:koord-manager:embedded-scheduler"
 HUB_SERVICE = "koord-manager-hub"
 
 
-def hub_endpoints(args: argparse.Namespace, hub_port: int) -> HubEndpoints | None:
-    """The leader's hub routing (manager.hubendpoints) when --hub-endpoints names a Service."""
+def hub_endpoints(
+    args: argparse.Namespace, hub_port: int, leading: Callable[[], bool] | None = None
+) -> HubEndpoints | None:
+    """The leader's hub routing (manager.hubendpoints) when --hub-endpoints names a Service. With
+    ``leading``, its client sends a write only while ``leading()`` holds, and once (kube.client.guard_writes):
+    a replica whose lease may have expired never points the Service at itself."""
     if not args.hub_endpoints:
         return None
-    from kube.client import api_client
+    from kube.client import api_client, guard_writes
 
     namespace = os.environ.get("POD_NAMESPACE") or args.leader_election_namespace
     body = endpoints_body(
         args.hub_endpoints, namespace, os.environ.get("POD_IP", ""), os.environ.get("POD_NAME", ""), hub_port
     )
-    return HubEndpoints(api_client(args.kubeconfig), body)
+    api = api_client(args.kubeconfig)
+    if leading is not None:
+        guard_writes(api, leading)
+    return HubEndpoints(api, body)
 
 
 def hub_tls(args: argparse.Namespace) -> tuple[Any, Path | None]:

@@ -39,6 +39,7 @@ from apis.version import koord_version
 from kube import upstreamflags
 from kube.goflags import add_klog_and_gate_flags, parse_go_args
 from kube.httpserver import ProbeServer
+from kube.supervise import supervise
 from manager.controllers.setup import SLOControllers, add_config_flags, build_slo_controllers
 from manager.hubsetup import hub_auth, hub_endpoints, hub_lookup, hub_tls
 from manager.leadership import Leadership
@@ -318,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     leadership = Leadership(identity, stop)
     is_leading = leadership.is_leading
     try:
-        endpoints = hub_endpoints(args, port)
+        endpoints = hub_endpoints(args, port, is_leading)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"koord-manager: --hub-endpoints={args.hub_endpoints}: {e}", file=sys.stderr)
         server.stop(grace=None)
@@ -326,9 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if endpoints is not None:
         leadership.on_start(endpoints.kick)
-        threading.Thread(
-            target=endpoints.run, args=(stop, is_leading), name="hub-endpoints", daemon=True
-        ).start()
+        routing = endpoints
+        supervise("hub-endpoints", lambda s: routing.run(s, is_leading), stop)
     service = None
     elector_thread = None
     built: SLOControllers | None = None
