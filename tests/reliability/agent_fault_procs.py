@@ -1,0 +1,104 @@
+"""Real koord processes for the koordlet fault tests: a koordlet (and a koord-manager) started as child
+processes exactly as `koord up` starts them (``python -c`` of their ``main``, own session, output in a
+log file), stopped by SIGTERM or killed by SIGKILL, always reaped; an emulated node (a Node object kept
+Ready and a generated host tree whose counters advance, koord.localcluster.emunode) for the koordlet to
+read; and the reports a MetricHub holds for a node.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from koord.localcluster.controlplane import free_ports, http_ok
+from koord.localcluster.emulated import EmulatedHost
+from koord.localcluster.procs import spawn_logged, stop_process
+from manager.metrichub.store import HubStore
+from proto.koord.v1 import metrichub_pb2 as pb
+
+REPO = Path(__file__).resolve().parents[2]
+ENTRY = {
+    "koordlet": "import sys; from agent.daemon import main; sys.exit(main())",
+    "koord-manager": "import sys; from manager.main import main; sys.exit(main())",
+}
+
+
+@dataclass
+class Daemon:
+    """One koord daemon as a child process; ``port`` serves its /healthz and /metrics."""
+
+    name: str
+    argv: list[str]
+    log: Path
+    port: int
+    proc: subprocess.Popen[bytes] | None = None
+    starts: list[float] = field(default_factory=list)
+    """Wall-clock times of every start."""
+
+    def start(self, timeout: float = 60.0) -> Daemon:
+        self.starts.append(time.time())
+        self.proc = spawn_logged(self.log, self.argv, die_with_parent=True)
+        deadline = time.monotonic() + timeout
+        while not http_ok(f"http://127.0.0.1:{self.port}/healthz"):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"{self.name} did not come up; its log:\n{self.tail()}")
+            time.sleep(0.2)
+        return self
+
+    def stop(self) -> int | None:
+        """SIGTERM (the daemon's graceful stop), waited for; the exit code."""
+        if self.proc is None:
+            return None
+        stop_process(self.proc)
+        code, self.proc = self.proc.returncode, None
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL: a crash (an OOM kill), nothing saved; reaped."""
+        if self.proc is None:
+            return
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        self.proc = None
+
+    def tail(self, chars: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else "(no log)"
+
+
+def koordlet(
+    node: str, host: EmulatedHost, kubeconfig: Path, state: Path, hub_port: int, extra: Sequence[str] = ()
+) -> Daemon:
+    """A koordlet for ``node`` reading ``host``, pushing to the hub every second, its metric cache in
+    ``state`` (checkpointed every 2 s), QoS off (these tests are about metrics)."""
+    state.mkdir(parents=True, exist_ok=True)
+    (port,) = free_ports(1)
+    argv = [
+        sys.executable, "-c", ENTRY["koordlet"], f"--node-name={node}", f"--kubeconfig={kubeconfig}",
+        f"--cgroup-root-dir={host.paths.cgroup_root}", f"--proc-root-dir={host.paths.proc}",
+        f"--sys-root-dir={host.paths.sys}", "--cgroup-driver=cgroupfs", f"--addr=127.0.0.1:{port}",
+        f"--hub-address=127.0.0.1:{hub_port}", "--push-interval-seconds=1",
+        f"--metric-cache-path={state / 'metric-cache.npz'}", "--metric-cache-checkpoint-interval=2s",
+        f"--audit-log={state / 'audit.log'}", "--no-enable-qos", "--feature-gates=NetworkCollector=false",
+        *extra,
+    ]  # fmt: skip
+    return Daemon(f"koordlet-{node}", argv, state / "koordlet.log", port)
+
+
+def reports(store: HubStore, node: str) -> list[pb.NodeMetricItem]:
+    """The hub's latest entry for ``node`` (zero or one item)."""
+    return list(store.list(node).items)
+
+
+def warm(report: pb.NodeMetricReport, duration_seconds: int) -> bool:
+    """The report's aggregated node usage for that window has its average (the window is not in its
+    cold start, docs/rules/koordlet.md#reporter)."""
+    for agg in report.status.node_metric.aggregated_node_usages:
+        if agg.duration.seconds == duration_seconds:
+            return "avg" in agg.usage and "cpu" in agg.usage["avg"].resources
+    return False
