@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
-import os
 import secrets
 import shutil
 import signal
@@ -49,7 +48,7 @@ from manager.metrichub.store import HubStore
 
 if TYPE_CHECKING:
     from manager.webhook.service import WebhookService
-from manager.webhook.flags import GATE_DEFAULTS, WebhookOptions, add_webhook_flags
+from manager.webhook.flags import GATE_DEFAULTS, add_webhook_flags, start_from_args
 
 DEFAULT_HUB_ADDR = "0.0.0.0:9317"
 CONTROLLERS = ("nodemetric", "noderesource", "nodeslo")
@@ -215,31 +214,6 @@ def _start_scheduler(
     return service
 
 
-def _start_webhooks(
-    args: argparse.Namespace, registry: CollectorRegistry, stop: threading.Event, built: SLOControllers | None
-) -> WebhookService | None:
-    """The admission webhooks, on every replica, when --webhook-addr is set (manager.webhook.service).
-    The ConfigMap check reads Nodes from the controllers' informer when they run."""
-    opts = WebhookOptions.from_args(args, os.environ.get("POD_NAMESPACE") or args.leader_election_namespace)
-    if opts is None:
-        return None
-    from kube.client import api_client
-    from manager.webhook.service import start_webhooks
-
-    nodes = None
-    if built is not None:
-        gw = built.gateway
-        nodes = lambda: [n for k in gw.node_names() if (n := gw.node(k)) is not None]  # noqa: E731
-    service = start_webhooks(
-        api_client(args.kubeconfig), addr=opts.addr, namespace=opts.namespace, secret=opts.secret,
-        service_name=opts.service_name, hosts=opts.hosts, mutating_config=opts.mutating_config,
-        validating_config=opts.validating_config, cert_dir=opts.cert_dir, registry=registry, stop=stop,
-        options=opts.options, nodes=nodes,
-    )  # fmt: skip
-    print(f"koord-manager: admission webhooks on port {service.port}", flush=True)
-    return service
-
-
 def _start_probes(
     args: argparse.Namespace,
     registry: CollectorRegistry,
@@ -345,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                 built, registry = _start_controllers(args, store, stop, identity, is_leading)
                 leadership.on_start(built.manager.on_started_leading)
                 leadership.on_stop(built.manager.on_stopped_leading)
-            webhooks = _start_webhooks(args, registry, stop, built)
+            webhooks = start_from_args(args, registry, stop, built.gateway if built else None)
             probes = _start_probes(args, registry, built, is_leading, store, webhooks)
             if args.enable_leader_election:  # losing the lease: stand by, campaign again
                 elector = LeaderElector(

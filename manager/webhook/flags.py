@@ -3,22 +3,24 @@
 ``add_webhook_flags`` registers the flags; ``GATE_DEFAULTS`` are the upstream gates koord implements for
 the webhooks, with koord's defaults (the ConfigMap check is on by default here, off upstream);
 ``WebhookOptions.from_args`` turns parsed flags into the arguments of manager.webhook.service's
-``start_webhooks``.
-Imports: the standard library, manager.webhook.{handlers,service}.
+``start_webhooks``, which ``start_from_args`` calls for koord-manager's entry point.
+Imports: the standard library, kube.client (lazily), manager.webhook.{handlers,service}.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, Protocol
 
 from manager.webhook.handlers import HandlerOptions
-from manager.webhook.service import service_hosts
+from manager.webhook.service import WebhookService, service_hosts
 
-__all__ = ["GATE_DEFAULTS", "WebhookOptions", "add_webhook_flags"]
+__all__ = ["GATE_DEFAULTS", "WebhookOptions", "add_webhook_flags", "start_from_args"]
 
 # Off unless asked for: deploy/ turns them on (:9443); a manager run by hand or by tests serves none.
 DEFAULT_ADDR: Final = ""
@@ -127,3 +129,34 @@ class WebhookOptions:
                 config_name=args.slo_config_name,
             ),
         )
+
+
+class _NodeReader(Protocol):
+    def node_names(self) -> list[str]: ...
+    def node(self, name: str) -> Any: ...
+
+
+def start_from_args(
+    args: argparse.Namespace, registry: Any, stop: threading.Event, nodes: _NodeReader | None = None
+) -> WebhookService | None:
+    """The admission webhooks of this replica when --webhook-addr is set (manager.webhook.service), the
+    Secret in POD_NAMESPACE, else --leader-election-namespace. ``nodes``: the controllers' gateway when
+    they run, whose Node informer the ConfigMap check reads."""
+    opts = WebhookOptions.from_args(args, os.environ.get("POD_NAMESPACE") or args.leader_election_namespace)
+    if opts is None:
+        return None
+    from kube.client import api_client
+    from manager.webhook.service import start_webhooks
+
+    listed = None
+    if nodes is not None:
+        gw = nodes
+        listed = lambda: [n for k in gw.node_names() if (n := gw.node(k)) is not None]  # noqa: E731
+    service = start_webhooks(
+        api_client(args.kubeconfig), addr=opts.addr, namespace=opts.namespace, secret=opts.secret,
+        service_name=opts.service_name, hosts=opts.hosts, mutating_config=opts.mutating_config,
+        validating_config=opts.validating_config, cert_dir=opts.cert_dir, registry=registry, stop=stop,
+        options=opts.options, nodes=listed,
+    )  # fmt: skip
+    print(f"koord-manager: admission webhooks on port {service.port}", flush=True)
+    return service
