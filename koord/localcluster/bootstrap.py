@@ -1,12 +1,16 @@
 """Puts the cluster-wide objects koord needs into a (local) API server: the CRDs of deploy/crds, the
 namespace, PriorityClasses and default ConfigMap of deploy/base, and (``install_webhooks``) the admission
 webhook configurations of deploy/manager/webhooks.yaml, pointed at a URL. Create-or-replace, idempotent.
+The dynamic client's discovery cache lives in a private folder removed after each call (its default,
+``$TMPDIR/osrcp-<hash of the server URL>.json``, was left behind by every run on a fresh port).
 
 Imports: standard library, PyYAML, the kubernetes client.
 """
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -39,9 +43,20 @@ def load_manifests(paths: Iterable[Path]) -> Iterator[dict[str, Any]]:
                 yield doc
 
 
-def apply(api: Any, obj: dict[str, Any]) -> None:
-    """Creates obj, or replaces it (keeping its resourceVersion) when it exists."""
-    dyn = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
+@contextlib.contextmanager
+def dynamic_client(api: Any) -> Iterator[Any]:
+    """A kubernetes DynamicClient whose discovery cache file is removed when the block ends."""
+    with tempfile.TemporaryDirectory(prefix="koord-discovery-") as tmp:
+        yield dynamic.DynamicClient(api, cache_file=str(Path(tmp) / "discovery.json"))  # type: ignore[no-untyped-call]
+
+
+def apply(api: Any, obj: dict[str, Any], dyn: Any = None) -> None:
+    """Creates obj, or replaces it (keeping its resourceVersion) when it exists; ``dyn``: a client of
+    ``dynamic_client`` to reuse (default: one for this call)."""
+    if dyn is None:
+        with dynamic_client(api) as own:
+            apply(api, obj, own)
+        return
     res = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
     meta = obj["metadata"]
     ns = meta.get("namespace") if res.namespaced else None
@@ -73,8 +88,9 @@ def wait_crds_established(api: Any, names: Iterable[str], timeout: float = 30.0)
 
 def install_crds(api: Any, root: Path | None = None) -> list[str]:
     crds = list(load_manifests(sorted((root or deploy_dir()).glob("crds/*.yaml"))))
-    for crd in crds:
-        apply(api, crd)
+    with dynamic_client(api) as dyn:
+        for crd in crds:
+            apply(api, crd, dyn)
     names = [c["metadata"]["name"] for c in crds]
     wait_crds_established(api, names)
     return names
@@ -86,8 +102,9 @@ def bootstrap(api: Any, root: Path | None = None) -> None:
     install_crds(api, base)
     objs = list(load_manifests(sorted((base / "base").glob("*.yaml"))))
     objs.sort(key=lambda o: 0 if o["kind"] == "Namespace" else 1)
-    for obj in objs:
-        apply(api, obj)
+    with dynamic_client(api) as dyn:
+        for obj in objs:
+            apply(api, obj, dyn)
 
 
 WEBHOOK_OPT_OUT = {"koordinator.sh/webhook": "disabled"}  # as deploy/base/namespace.yaml
@@ -99,10 +116,11 @@ def install_webhooks(api: Any, url: Callable[[str], str], root: Path | None = No
     kube-system out of the webhooks (Kubernetes 1.20 has no kubernetes.io/metadata.name label). The
     caBundle stays empty until koord-manager fills it. Returns the applied objects."""
     objs = list(load_manifests([(root or deploy_dir()) / "manager" / "webhooks.yaml"]))
-    for obj in objs:
-        for hook in obj.get("webhooks") or []:
-            path = (hook.get("clientConfig") or {}).get("service", {}).get("path", "/")
-            hook["clientConfig"] = {"url": url(path)}
-        apply(api, obj)
+    with dynamic_client(api) as dyn:
+        for obj in objs:
+            for hook in obj.get("webhooks") or []:
+                path = (hook.get("clientConfig") or {}).get("service", {}).get("path", "/")
+                hook["clientConfig"] = {"url": url(path)}
+            apply(api, obj, dyn)
     client.CoreV1Api(api).patch_namespace("kube-system", {"metadata": {"labels": WEBHOOK_OPT_OUT}})
     return objs

@@ -96,7 +96,8 @@ class Installer:
 
     def __init__(self, cp: ControlPlane, api: Any, tmp: Path) -> None:
         self.cp, self.api, self.tmp = cp, api, tmp
-        self.dyn = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
+        # Its discovery cache in the test's folder, not $TMPDIR/osrcp-<hash>.json left behind.
+        self.dyn = dynamic.DynamicClient(api, cache_file=str(tmp / "discovery.json"))  # type: ignore[no-untyped-call]
         self.mode = ""
         self.created: dict[tuple[str, str, str, str], Obj] = {}
         self.log: list[str] = []
