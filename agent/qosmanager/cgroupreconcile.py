@@ -129,7 +129,7 @@ def batch_specs(pod: Pod) -> dict[str, BatchSpec]:
             )
             if spec is not None:
                 out[str(name)] = spec
-    except (ValueError, QuantityError):
+    except (ValueError, QuantityError, RecursionError):  # RecursionError: JSON nested too deep to parse
         return {}
     return out
 
@@ -263,7 +263,7 @@ def pod_memory_qos(pod: Pod, slo: NodeSLOSpec) -> MemoryQOSCfg:
         if policy == "auto":
             return overlay(default_memory_qos(qos), ann_cfg)
         return overlay(base, ann_cfg)
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested too deep to parse
         return base
 
 

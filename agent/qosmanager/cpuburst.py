@@ -91,7 +91,7 @@ def pod_burst_config(pod: Pod, node_cfg: BurstConfig | None) -> BurstConfig:
         if not isinstance(raw, dict):
             return base
         pod_cfg = BurstConfig.from_dict(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deep to parse
         return base
     return overlay(base, pod_cfg)
 

@@ -81,7 +81,7 @@ def annotation_json(obj: Mapping[str, Any] | None, key: str) -> Mapping[str, Any
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deep to parse
         return None
     return value if isinstance(value, dict) else None
 

@@ -152,7 +152,7 @@ def eviction_allowed(pod: Pod, gate: str) -> bool:
         return True
     try:
         names = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deep to parse
         return False
     if names is None:
         return True  # JSON null unmarshals into a nil slice: no restriction

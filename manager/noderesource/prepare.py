@@ -27,6 +27,7 @@ from apis.qos import PriorityClass
 from apis.quantity import Format, Quantity
 from apis.sloconfig import go_parse_float
 from manager.noderesource.resources import (
+    INT64_MAX,
     CalculateResult,
     ResourceItem,
     annotations_of,
@@ -69,7 +70,10 @@ def _normalized(v: int, ratio: float | None) -> int:
     """batch-cpu × ratio when ratio > 1: ``MultiplyMilliQuant`` (truncated milli) then ``Value()``."""
     if ratio is None or not ratio > 1.0:
         return v
-    m = int(float(v * 1000) * ratio)
+    product = float(v * 1000) * ratio
+    # a ratio as large as 1e308 overflows int64 (and float): saturate, as quantities do
+    # (docs/upstream.md#quantity-limits)
+    m = int(product) if product < INT64_MAX else INT64_MAX
     return -(-m // 1000)
 
 
@@ -107,7 +111,7 @@ def third_party_batch(text: str) -> tuple[int, int]:
                 return 0, 0
             cpu += nano(res[c.BATCH_CPU]) if c.BATCH_CPU in res else 0
             mem += nano(res[c.BATCH_MEMORY]) if c.BATCH_MEMORY in res else 0
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # RecursionError: JSON nested too deep to parse
         return 0, 0
     return value(cpu), value(mem)
 
@@ -120,7 +124,7 @@ def _origin_annotation(old: object, cpu: int, memory: int) -> str:
             doc = json.loads(old)
             if isinstance(doc, dict) and isinstance(doc.get("resources"), dict):
                 resources = dict(doc["resources"])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep to parse
             resources = {}
     resources[c.BATCH_CPU] = quantity_text(c.BATCH_CPU, max(cpu, 0))
     resources[c.BATCH_MEMORY] = quantity_text(c.BATCH_MEMORY, max(memory, 0))

@@ -227,7 +227,7 @@ def _reservation_of_text(text: str) -> Resources:
     try:
         raw = json.loads(text)
         res = NodeReservation.from_dict(raw) if isinstance(raw, dict) else None
-    except ValueError:  # JSON syntax, DecodeError
+    except (ValueError, RecursionError):  # JSON syntax (nested too deep too), DecodeError
         return ZERO
     if res is None:
         return ZERO
