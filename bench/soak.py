@@ -20,6 +20,7 @@ dropped reports, 0 unexpected restarts.
 
 Prints ONE JSON object. Usage:
 python bench/soak.py [--nodes 20] [--warmup 120] [--seconds 600] [--churn-interval 2] [--churn-keep 20]
+                     [--no-node]
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def main() -> None:
     ap.add_argument("--churn-interval", type=float, default=2.0)
     ap.add_argument("--churn-keep", type=int, default=20)
     ap.add_argument("--start-timeout", type=float, default=600.0)
+    ap.add_argument("--no-node", action="store_true", help="no real node (koord up --no-node)")
     args = ap.parse_args()
     from kubernetes import client, config
 
@@ -116,7 +118,8 @@ def main() -> None:
     duration = args.warmup + args.seconds + 120
     argv = [sys.executable, "-c", "import sys; from koord.cli import main; sys.exit(main())", "up",
             "--nodes", str(args.nodes), "--state-dir", str(state / "up"), "--prometheus", "off",
-            "--status-interval", "0", "--duration", str(int(duration))]  # fmt: skip
+            "--status-interval", "0", "--duration", str(int(duration)),
+            *(["--no-node"] if args.no_node else [])]  # fmt: skip
     result: dict[str, Any] = {"nodes": args.nodes, "warmup_s": args.warmup, "seconds": args.seconds}
     with out_path.open("wb") as f:
         proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
@@ -146,6 +149,8 @@ def main() -> None:
             pod = batch_template()
             pod["metadata"]["name"] = f"soak-{tag}-{churned}"
             pod["metadata"]["labels"] = {**pod["metadata"]["labels"], "app": "soak"}
+            small = {"cpu": "10m", "memory": "8Mi"}  # small enough to be bound: the bind path churns too
+            pod["spec"]["containers"][0]["resources"] = {"requests": dict(small), "limits": dict(small)}
             try:
                 core.create_namespaced_pod(NAMESPACE, pod)
                 alive.append(pod["metadata"]["name"])
