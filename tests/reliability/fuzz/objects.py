@@ -127,35 +127,38 @@ NODE_LABELS: dict[str, Strategy] = {
 }
 
 
+# Built once: a strategy made inside a composite is re-analysed on every draw.
+CONTAINER_RESOURCES = _obj(requests=api_resources, limits=api_resources)
+ANY_QOS_LABEL = st.sampled_from(QOS_LABELS) | st.none()
+POD_LABELS = _obj(
+    **{
+        c.LABEL_POD_PRIORITY_CLASS: st.sampled_from(PRIORITY_CLASSES),
+        c.LABEL_POD_PRIORITY: int_texts,
+        c.LABEL_POD_EVICTION_ENABLED: st.sampled_from(("true", "false", "True")),
+    }
+)
+POD_ANNOTATION_MAP = _obj(**POD_ANNOTATIONS)
+POD_PRIORITY = st.none() | st.sampled_from(PRIORITIES) | st.integers(-(2**31), 2**31 - 1)
+NODE_LABEL_MAP = _obj(**NODE_LABELS)
+NODE_ANNOTATION_MAP = _obj(**NODE_ANNOTATIONS)
+
+
 @st.composite
 def containers(draw: st.DrawFn) -> list[dict[str, Any]]:
-    out = []
-    for i in range(draw(st.integers(0, 2))):
-        resources = draw(_obj(requests=api_resources, limits=api_resources))
-        out.append({"name": f"c{i}", "resources": resources})
-    return out
+    return [{"name": f"c{i}", "resources": draw(CONTAINER_RESOURCES)} for i in range(draw(st.integers(0, 2)))]
 
 
 @st.composite
 def pods(draw: st.DrawFn, uid: str = "u", qos: Strategy | None = None) -> Pod:
     """A pod named and UID-ed after ``uid``; ``qos``: its raw QoS label (None: absent)."""
     labels: dict[str, str] = {}
-    label = draw((st.sampled_from(QOS_LABELS) | st.none()) if qos is None else qos)
+    label = draw(ANY_QOS_LABEL if qos is None else qos)
     if label is not None:
         labels[c.LABEL_POD_QOS] = label
-    extra = draw(
-        _obj(
-            **{
-                c.LABEL_POD_PRIORITY_CLASS: st.sampled_from(PRIORITY_CLASSES),
-                c.LABEL_POD_PRIORITY: int_texts,
-                c.LABEL_POD_EVICTION_ENABLED: st.sampled_from(("true", "false", "True")),
-            }
-        )
-    )
-    labels.update(extra)
-    annotations = draw(_obj(**POD_ANNOTATIONS))
+    labels.update(draw(POD_LABELS))
+    annotations = draw(POD_ANNOTATION_MAP)
     spec: dict[str, Any] = {"containers": draw(containers())}
-    priority = draw(st.none() | st.sampled_from(PRIORITIES) | st.integers(-(2**31), 2**31 - 1))
+    priority = draw(POD_PRIORITY)
     if priority is not None:
         spec["priority"] = priority
     pod: dict[str, Any] = {
@@ -174,8 +177,8 @@ def nodes(draw: st.DrawFn) -> Node:
     return {
         "metadata": {
             "name": "node-1",
-            "labels": draw(_obj(**NODE_LABELS)),
-            "annotations": draw(_obj(**NODE_ANNOTATIONS)),
+            "labels": draw(NODE_LABEL_MAP),
+            "annotations": draw(NODE_ANNOTATION_MAP),
         },
         "status": {"capacity": capacity, "allocatable": draw(st.just(capacity).map(dict) | api_resources)},
     }

@@ -87,7 +87,8 @@ def mutated(draw: st.DrawFn, doc: Any, max_mutations: int = 4) -> Any:
     a key or list element, duplicate a list element, add a key."""
     doc = copy.deepcopy(doc)
     for _ in range(draw(st.integers(1, max_mutations))):
-        path = draw(st.sampled_from(list(_paths(doc))))
+        paths = list(_paths(doc))
+        path = paths[draw(st.integers(0, len(paths) - 1))]
         op = draw(st.sampled_from(("nudge", "replace", "drop", "duplicate", "add")))
         target = _at(doc, path)
         if op in ("nudge", "replace"):
@@ -124,27 +125,33 @@ def _report_of(d: Any) -> pb.NodeMetricReport:
         return convert.nodemetric_dict_to_report(full_nodemetric_dict())
 
 
+_text = quantity_texts | short_text
+_maps = st.dictionaries(st.sampled_from(("cpu", "memory")) | short_text, _text, max_size=3)
+_json_texts = _text | st.builds(json.dumps, json_values(max_leaves=4))
+_node_names = st.sampled_from(NODE_NAMES) | short_text
+_usage_kinds = st.lists(st.sampled_from(("avg", "p99")) | short_text, max_size=2)
+_qos = st.sampled_from(("BE", "LS", "")) | short_text
+
+
 @st.composite
 def _raw_report(draw: st.DrawFn) -> pb.NodeMetricReport:
     """A report set field by field with any strings: bad quantities, enums and JSON texts included."""
-    text = quantity_texts | short_text
-    r = pb.NodeMetricReport(node_name=draw(st.sampled_from(NODE_NAMES) | short_text))
-    maps = st.dictionaries(st.sampled_from(("cpu", "memory")) | short_text, text, max_size=3)
+    r = pb.NodeMetricReport(node_name=draw(_node_names))
     nm = r.status.node_metric
-    nm.node_usage.resources.update(draw(maps))
+    nm.node_usage.resources.update(draw(_maps))
     if draw(st.booleans()):
-        nm.node_usage.devices_json = draw(text | st.builds(json.dumps, json_values(max_leaves=4)))
+        nm.node_usage.devices_json = draw(_json_texts)
     for _ in range(draw(st.integers(0, 2))):
         agg = nm.aggregated_node_usages.add()
         agg.duration.seconds = draw(st.integers(-(2**40), 2**40))
-        for kind in draw(st.lists(st.sampled_from(("avg", "p99")) | short_text, max_size=2)):
-            agg.usage[kind].resources.update(draw(maps))
+        for kind in draw(_usage_kinds):
+            agg.usage[kind].resources.update(draw(_maps))
     for _ in range(draw(st.integers(0, 2))):
         p = r.status.pods_metric.add(name=draw(short_text), namespace=draw(short_text))
-        p.qos, p.priority = draw(st.sampled_from(("BE", "LS", "")) | short_text), draw(short_text)
-        p.pod_usage.resources.update(draw(maps))
+        p.qos, p.priority = draw(_qos), draw(short_text)
+        p.pod_usage.resources.update(draw(_maps))
         if draw(st.booleans()):
-            p.extensions_json = draw(text | st.builds(json.dumps, json_values(max_leaves=4)))
+            p.extensions_json = draw(_json_texts)
     if draw(st.booleans()):
         r.collect_policy.report_interval_seconds = draw(st.integers(-(2**63), 2**63 - 1))
         r.collect_policy.node_memory_collect_policy = draw(short_text)
