@@ -41,7 +41,7 @@ START = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 def be_pod(name: str, *, batch_cpu: str = "500", batch_memory: str = "512Mi") -> Pod:
     """A running BE pod (raw label BE, Kubernetes BestEffort) with one container on batch resources."""
     uid = f"uid-{name}"
-    resources = {
+    resources: Any = {
         "requests": {"kubernetes.io/batch-cpu": batch_cpu, "kubernetes.io/batch-memory": batch_memory},
         "limits": {"kubernetes.io/batch-cpu": batch_cpu, "kubernetes.io/batch-memory": batch_memory},
     }

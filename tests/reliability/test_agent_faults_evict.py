@@ -200,8 +200,8 @@ def test_pdb_429_is_retried_at_the_cool_down_pace_then_evicted_once(
     by = {"strategy": STRATEGY, "reason": "evicted"}
     assert loop.counter("koordlet_eviction_attempts_total", outcome="pending", **by) == len(refused)
     assert loop.counter("koordlet_eviction_attempts_total", outcome="evicted", **by) == 1.0
-    live = core.read_namespaced_pod("guarded", ns).metadata
-    assert live.deletion_timestamp is not None  # graceful deletion: no kubelet here to finish it
+    live: Any = core.read_namespaced_pod("guarded", ns)
+    assert live.metadata.deletion_timestamp is not None  # graceful deletion: no kubelet here to finish it
     # 429s raise evictPodFail at most once a minute; the success once.
     assert sorted(_events(core, ns, "guarded")) == ["evictPodFail", "evictPodSuccess"]
 
@@ -231,6 +231,7 @@ def test_500_is_retried_with_a_growing_backoff_then_evicted_once(
     assert loop.counter("koordlet_eviction_attempts_total", outcome="failed", **by) == 4.0
     assert loop.counter("koordlet_eviction_attempts_total", outcome="evicted", **by) == 1.0
     assert loop.counter("koordlet_pod_eviction_total", reason="evicted") == 1.0
-    assert core.read_namespaced_pod("victim", ns).metadata.deletion_timestamp is not None
+    victim: Any = core.read_namespaced_pod("victim", ns)
+    assert victim.metadata.deletion_timestamp is not None
     # One Event per real attempt: four failures, one success; none for the rounds spent backing off.
     assert sorted(_events(core, ns, "victim")) == ["evictPodFail"] * 4 + ["evictPodSuccess"]

@@ -141,10 +141,9 @@ def fast_degrade(own_kube: Any) -> Iterator[str]:
     try:
         yield tag
     finally:
+        meta = client.V1ObjectMeta(name=CONFIG_NAME, namespace=CONFIG_NS)
         core.replace_namespaced_config_map(
-            CONFIG_NAME,
-            CONFIG_NS,
-            {"metadata": {"name": CONFIG_NAME, "namespace": CONFIG_NS}, "data": before},
+            CONFIG_NAME, CONFIG_NS, client.V1ConfigMap(metadata=meta, data=before)
         )
 
 
@@ -235,9 +234,8 @@ def test_stopped_koordlet_node_expires_and_degrades_then_recovers(
         # The manager: one minute after the last report (strictly after), batch resources go.
         wait_for(lambda: _batch_cpu(core, name) is None, 100, 1.0, "batch-cpu removed (degraded)")
         assert time.monotonic() - stopped > 60.0
-        explain = json.loads(
-            core.read_node(name).metadata.annotations["node.koordinator.sh/batch-resource-explain"]
-        )
+        degraded: Any = core.read_node(name)
+        explain = json.loads(degraded.metadata.annotations["node.koordinator.sh/batch-resource-explain"])
         assert explain.get("degraded") is True, explain
         assert not _scheduled(core, ns, "during")
 
