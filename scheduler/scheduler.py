@@ -1,6 +1,8 @@
 """The scheduling loop: pop a pod, bring the snapshot up to date (incrementally), run the profile,
 Reserve, assume the pod in the cache, and bind asynchronously on a bounded worker pool. A failed
-bind forgets the assumed pod, runs Unreserve and sends the pod back to the queue (backoff).
+bind forgets the assumed pod, runs Unreserve and sends the pod back to the queue (backoff). A pod the
+cache already holds when the cycle would assume it (someone else bound it after the pop) is rolled back
+and not bound.
 Unschedulable pods are parked with the plugins that rejected them and reported to a callback (the
 API adapter turns that into the PodScheduled=False condition and an Event).
 
@@ -116,6 +118,7 @@ class Scheduler:
     def schedule_pod(self, qpi: QueuedPodInfo) -> ScheduleResult:
         start = time.perf_counter()
         pod = qpi.pod
+        taken: Status | None = None
         with self.lock:
             self.cache.update_snapshot(self.snapshot)
             state = CycleState(self.clock())
@@ -125,11 +128,22 @@ class Scheduler:
                 assumed = _with_node(pod, node)
                 st = self.framework.reserve(state, assumed, node)
                 if st.is_success():
-                    self.cache.assume_pod(assumed, node)
-                    st, permit_timeout = self.framework.permit(state, assumed, node)
-                    if st.is_rejected() or st.code == Code.ERROR:
-                        self.cache.forget_pod(assumed)
+                    try:
+                        self.cache.assume_pod(assumed, node)
+                    except ValueError as e:  # bound by someone else since the pop: the cache has it
                         self.framework.unreserve(state, assumed, node)
+                        taken = Status.error(str(e))
+                    else:
+                        st, permit_timeout = self.framework.permit(state, assumed, node)
+                        if st.is_rejected() or st.code == Code.ERROR:
+                            self.cache.forget_pod(assumed)
+                            self.framework.unreserve(state, assumed, node)
+        if taken is not None:
+            # Not unschedulable (no condition, no Event on a bound pod), nothing to bind: an error, which
+            # the queue ignores when the pod left it meanwhile (the informer saw it bound).
+            self.queue.add_unschedulable(qpi, set())
+            self._decided(pod, None, taken, start)
+            return ScheduleResult(None, taken)
         if result.node is None:
             self._unschedulable(qpi, result)
             self._decided(pod, None, result.status, start)

@@ -1,5 +1,5 @@
 """The scheduling loop with the real queue and cache: bind, unschedulable then rescued by an event,
-and a failed bind rolled back and retried."""
+a failed bind rolled back and retried, and a pod bound by someone else after the pop skipped."""
 
 from __future__ import annotations
 
@@ -173,3 +173,24 @@ def test_post_filter_runs_when_nothing_fits() -> None:
     fw = Framework([NeedsLabel("x"), Nominator()])
     res = fw.schedule(CycleState(0), pod("p"), Snapshot.build([node("b"), node("a")]))
     assert res.node is None and res.nominated == "a"
+
+
+def test_a_pod_bound_by_someone_else_after_the_pop_is_skipped() -> None:
+    binder = RecordingBinder()
+    log = ReserveLog()
+    s, decisions, unsched = make(binder, CPUScore(), log)
+    s.cache.add_node(node("a"))
+    s.cache.add_node(node("b", "16"))
+    s.queue.add(pod("p"))
+    qpi = s.queue.pop(timeout=1)
+    assert qpi is not None
+    bound = pod("p") | {"spec": {"containers": [], "nodeName": "a"}}
+    s.queue.delete(pod("p"))  # what the informer does when it sees the pod bound
+    s.cache.add_pod(bound)
+    s.schedule_pod(qpi)  # would assume it on b (more room): the cache already has it on a
+    assert s.drain_binds(timeout=5)
+    assert binder.bound == [] and unsched == []
+    assert decisions[0].node is None and "already in the scheduler cache" in decisions[0].status.message()
+    assert log.log == ["+p@b", "-p@b"]
+    assert s.cache.get_pod(bound) == bound and not s.cache.is_assumed(bound)
+    assert s.queue.where(pod("p")) is None
