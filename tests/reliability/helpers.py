@@ -71,3 +71,58 @@ def accepts(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+# --- a crashed kube-apiserver, restarted on the same port over the same etcd data -----------------------
+
+
+def kill_apiserver(plane: FreezableControlPlane) -> float:
+    """SIGKILL the plane's kube-apiserver (a crash: its connections reset, its port refuses); etcd and
+    its data stay. Returns when it was reaped."""
+    proc = plane.cp._procs["kube-apiserver"]
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    plane.frozen_at = None
+    return time.monotonic()
+
+
+def start_apiserver(plane: FreezableControlPlane, timeout: float = 90.0) -> float:
+    """A new kube-apiserver with the same flags, certificates and port over the same etcd; returns once
+    it is ready. The plane follows the new process (freeze/resume)."""
+    binaries = plane.cp.binaries
+    assert binaries is not None, "control plane not started"
+    plane.cp._start_apiserver(binaries, timeout)
+    plane.apiserver_pid = plane.cp._procs["kube-apiserver"].pid
+    return time.monotonic()
+
+
+@contextlib.contextmanager
+def apiserver_down(plane: FreezableControlPlane) -> Iterator[float]:
+    """The API server killed for the ``with`` block and started again after it (even when the block
+    fails, so the plane's later tests find it up)."""
+    killed = kill_apiserver(plane)
+    try:
+        yield killed
+    finally:
+        start_apiserver(plane)
+
+
+def scrape(port: int, path: str = "/metrics") -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """The samples a Prometheus endpoint on 127.0.0.1 serves, by (name, labels); empty when it does not
+    answer."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, text = http_get(port, path)
+    if status != 200:
+        return {}
+    return {
+        (s.name, frozenset(s.labels.items())): float(s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def sample(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples whose labels include ``labels`` (0 when there is none)."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)
