@@ -5,12 +5,17 @@ LocalNode (containerd, kubelet, kube-controller-manager) running real busybox po
 Needs root; without it the e2e tests are skipped with the reason. A missing binary is an error, not
 a skip, so CI (root) fails loudly. Every e2e test is marked `e2e` and `apiserver` and runs in the
 normal `pytest` invocation.
+
+The e2e session runs with a TMPDIR of its own (``e2e_tmpdir``), inherited by everything it starts; at the
+end it must be empty: no temporary folder of the code under test is left behind.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -41,6 +46,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # `koord up` starts the host's one real node itself: run it before any test starts the session's
     # `real_node` fixture (which keeps the node until the session ends).
     items.sort(key=lambda item: item.path.name != "test_koord_up.py")
+
+
+def _mounts_under(d: Path) -> list[str]:
+    """Mount points at or below ``d`` (/proc/self/mountinfo's fifth field)."""
+    inside = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4]
+        if point == str(d) or point.startswith(f"{d}/"):
+            inside.append(point)
+    return inside
+
+
+@pytest.fixture(scope="session", autouse=True)
+def e2e_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The session's own TMPDIR, for this process (``tempfile``) and every process it starts (`koord up`,
+    the node's containerd and kubelet, koord's daemons). Set up before the other session fixtures, so torn
+    down after them: then it must be empty. pytest's tmp_path folders stay where they were (their base is
+    fixed first)."""
+    tmp_path_factory.getbasetemp()
+    d = Path(tempfile.mkdtemp(prefix="koord-e2e-tmp-"))
+    saved_env, saved_tempdir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = str(d), str(d)
+    try:
+        yield d
+    finally:
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
+        tempfile.tempdir = saved_tempdir
+    left = sorted(str(p.relative_to(d)) for p in d.rglob("*"))
+    mounts = _mounts_under(d)
+    if not mounts:  # never delete through a mount point: what is mounted there is not ours to remove
+        shutil.rmtree(d, ignore_errors=True)
+    assert not left and not mounts, f"left in the session's TMPDIR {d}: {left}; mounts {mounts}"
 
 
 class RealNode:
@@ -112,6 +152,7 @@ def real_node(
     base = tmp_path_factory.mktemp("realnode")
     cp = ControlPlane(state_dir=base / "controlplane")
     cp.start()
+    etcd_data = json.loads(cp.state_file.read_text())["etcdData"]  # on /dev/shm, outside TMPDIR
     node = LocalNode(cp, state_dir=base / "node")
     # A test may stop and restart the node: its new processes are still the session's.
     session_processes.append(lambda: _node_pids(node))
@@ -129,6 +170,7 @@ def real_node(
     # A teardown error (not a silent pass) when the node left anything on the host.
     left = node.leftovers()
     assert not left, f"LocalNode.stop() left {left}"
+    assert not Path(etcd_data).exists(), f"ControlPlane.stop() left etcd's data {etcd_data}"
 
 
 @pytest.fixture()
