@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,8 @@ from agent.system.cgroup import (
 __all__ = ["ResourceExecutor", "WriteResult", "WriteStatus"]
 
 _MAX_REFUSALS_REMEMBERED = 4096  # refused / failed paths audited once each; past this many: start over
+
+_SWEEP_INTERVAL = timedelta(seconds=1)
 
 OnWrite = Callable[[str, str, float, str], None]
 """``on_write(strategy, file, seconds, status)`` — e.g. ``koordlet_resource_update_duration_milliseconds``."""
@@ -110,6 +112,7 @@ class ResourceExecutor:
         self.on_drift = on_drift
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[str, datetime]] = {}
+        self._expired_at: datetime | None = None  # the last sweep of the cache
         self._last: dict[str, _Job] = {}
         self._refused: dict[str, str] = {}  # path -> reason last audited (audited once while refused)
         self._failed: dict[str, str] = {}  # path -> why its last change did not happen (audited once)
@@ -285,13 +288,9 @@ class ResourceExecutor:
 
     def _cached(self, job: _Job, key: str, now: datetime) -> bool:
         """A cacheable write whose value the cache holds, fresher than ``force_update_seconds``."""
-        entry = self._cache.get(key)
-        return (
-            job.cacheable
-            and entry is not None
-            and self._equal(job, entry[0], job.text)
-            and (now - entry[1]).total_seconds() < self.force_update_seconds
-        )
+        entry = self._cache.get(key) if job.cacheable else None
+        fresh = entry is not None and (now - entry[1]).total_seconds() < self.force_update_seconds
+        return fresh and entry is not None and self._equal(job, entry[0], job.text)
 
     def _os_error(
         self,
@@ -340,6 +339,10 @@ class ResourceExecutor:
             self._cache.pop(key, None)
 
     def _expire(self, now: datetime) -> None:
+        """Drop entries older than ``cache_ttl_seconds``; a sweep a second at most, not one per write."""
+        if self._expired_at is not None and timedelta(0) <= now - self._expired_at < _SWEEP_INTERVAL:
+            return
+        self._expired_at = now
         stale = [
             k for k, (_, t) in self._cache.items() if (now - t).total_seconds() >= self.cache_ttl_seconds
         ]
