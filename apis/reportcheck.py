@@ -38,7 +38,10 @@ def check_report(msg: pb.NodeMetricReport, received_ns: int, size: int | None = 
         raise ReportError(TOO_LARGE, "", f"report of {length} bytes (at most {MAX_REPORT_BYTES})", length)
     check_node_name(msg.node_name)
     if msg.status.HasField("update_time"):
-        check_update_time(msg.status.update_time.ToNanoseconds(), received_ns)
+        # Plain arithmetic, not Timestamp.ToNanoseconds(), which raises ValueError outside Timestamp's
+        # range: such a time is refused below as a field apis.convert cannot decode.
+        ts = msg.status.update_time
+        check_update_time(ts.seconds * 1_000_000_000 + ts.nanos, received_ns)
     return nodemetric_from_report(msg)
 
 

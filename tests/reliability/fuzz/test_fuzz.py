@@ -2,7 +2,7 @@
 runs at length): product code given quantities, `slo-controller-config` data, node and pod annotations,
 NodeMetric objects, MetricHub report bytes and scenario files of every kind raises nothing but its
 documented errors and keeps its round trips. Also the regressions the fuzzing found, pinned as plain
-examples, and a known, not yet fixed failure of the hub's report check as a strict xfail.
+examples, and the reproducer of a failure of the hub's report check it found (fixed).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from hypothesis import given
 
 from apis import constants as c
 from apis.kubeobjects import Node, Pod
+from apis.reportcheck import NodeMetricError, check_report
 from koord.simulate import KINDS
+from manager.metrichub.ingest import parse_report
 from tests.reliability.fuzz import targets
 from tests.reliability.fuzz.budget import EXAMPLES, SCENARIO_EXAMPLES, fuzz_settings
 from tests.reliability.fuzz.targets import TARGETS, Target
@@ -103,16 +105,16 @@ def test_a_huge_cpu_normalization_ratio_saturates() -> None:
     targets.check_annotations((node, ()))
 
 
-# --- known failure, reported (apis/reportcheck.py is not this suite's to change) ---------------------------
-# status.updateTime.seconds = -2^63: protobuf reads it, Timestamp.ToNanoseconds() refuses it with a
-# ValueError that the hub's check lets through (the Report call fails with UNKNOWN instead of
-# INVALID_ARGUMENT).
+# --- a failure the fuzzer found, fixed --------------------------------------------------------------------
+# status.updateTime.seconds = -2^63: protobuf reads it, Timestamp.ToNanoseconds() refused it with a ValueError
+# that the hub's check let through (the Report call failed with UNKNOWN instead of INVALID_ARGUMENT).
 UPDATE_TIME_OUT_OF_RANGE = (
     b"\n\x010\r\x00\x00\x00\x00\x12\r\n\x0b\x08\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01"
 )
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="apis/reportcheck.py: out-of-range updateTime")
-def test_known_failure_report_with_an_out_of_range_update_time() -> None:
+def test_a_report_with_an_out_of_range_update_time_is_refused_cleanly() -> None:
     assert targets.invalid_update_time(UPDATE_TIME_OUT_OF_RANGE)
-    targets.check_report_bytes(UPDATE_TIME_OUT_OF_RANGE)  # the fix: a NodeMetricError, which it accepts
+    targets.check_report_bytes(UPDATE_TIME_OUT_OF_RANGE)  # refused with a NodeMetricError, which it accepts
+    with pytest.raises(NodeMetricError, match="updateTime"):
+        check_report(parse_report(UPDATE_TIME_OUT_OF_RANGE), 0)
