@@ -169,18 +169,19 @@ SELECTORS: tuple[dict[str, Any], ...] = (
 )
 
 
-def _int_range(kind: IntKind) -> Strategy:
+def _int_range(kind: IntKind, wrong: bool) -> Strategy:
     bound = 1 << (kind.bits - 1)
-    return st.integers(-30, 12_000) | st.sampled_from((bound - 1, -bound, bound, 0, 100, 101, -1))
+    edges = (bound - 1, -bound, 0, 100, 101, -1, *((bound, -bound - 1) if wrong else ()))
+    return st.integers(-30, 12_000) | st.sampled_from(edges)
 
 
-def _typed(spec: FieldSpec | None, kind: Kind) -> Strategy:
+def _typed(spec: FieldSpec | None, kind: Kind, wrong: bool) -> Strategy:
     if spec is not None and spec.enum:
         return st.sampled_from([*spec.enum, "", "bogus"])
     if isinstance(kind, BoolKind):
         return st.booleans()
     if isinstance(kind, IntKind):
-        return _int_range(kind)
+        return _int_range(kind, wrong)
     if isinstance(kind, FloatKind):
         return st.floats(min_value=-1, max_value=5) | st.sampled_from(FLOAT_EDGES)
     if isinstance(kind, EnumKind):
@@ -188,50 +189,53 @@ def _typed(spec: FieldSpec | None, kind: Kind) -> Strategy:
     if isinstance(kind, StrKind):
         return st.sampled_from(STRINGS) | short_text
     if isinstance(kind, QuantityKind):
-        return quantity_json
+        return quantity_json if wrong else canonical_quantities
     if isinstance(kind, IntOrStrKind):
         return st.integers(-5, 120) | st.sampled_from(("50%", "50M", "x", "-1", "101%"))
     if isinstance(kind, DurationKind):
-        return st.sampled_from(DURATIONS) | short_text
+        return (st.sampled_from(DURATIONS) | short_text) if wrong else st.sampled_from(DURATIONS[:5])
     if isinstance(kind, TimeKind):
-        return st.sampled_from(TIMES) | short_text
+        return (st.sampled_from(TIMES) | short_text) if wrong else st.sampled_from(TIMES[:3])
     if isinstance(kind, ListKind):
-        return st.lists(value_for(None, kind.elem), max_size=3)
+        return st.lists(value_for(None, kind.elem, wrong), max_size=3)
     if isinstance(kind, MapKind):
         names = st.sampled_from(("a", "b", "cpu", "memory", c.BATCH_CPU, "avg", "p99")) | short_text
-        return st.dictionaries(names, value_for(None, kind.elem), max_size=3)
+        return st.dictionaries(names, value_for(None, kind.elem, wrong), max_size=3)
     if isinstance(kind, StructKind):
-        return st.deferred(lambda: gojson_doc(kind.cls))
+        cls: Any = kind.cls
+        return st.deferred(lambda: _gojson_doc(cls, wrong))
     if isinstance(kind, SelectorKind):
         return st.sampled_from(SELECTORS).map(copy.deepcopy)
     return json_values(max_leaves=6)  # AnyKind, ObjectKind, ExtensionsKind: free-form JSON
 
 
-def value_for(spec: FieldSpec | None, kind: Kind) -> Strategy:
-    """Mostly well-typed JSON for a field (often out of range), sometimes of another JSON type."""
-    typed = _typed(spec, kind)
-    return st.one_of(typed, typed, typed, json_values(max_leaves=4))
+def value_for(spec: FieldSpec | None, kind: Kind, wrong: bool = True) -> Strategy:
+    """Well-typed JSON for a field (often out of range); with ``wrong``, sometimes of another JSON type."""
+    typed = _typed(spec, kind, wrong)
+    return st.one_of(typed, typed, typed, json_values(max_leaves=4)) if wrong else typed
 
 
 def gojson_doc(cls: type[Any]) -> st.SearchStrategy[dict[str, Any]]:
     """A JSON object for the typed dataclass ``cls``: any subset of its fields (inline ones at the same
     level, as Go embeds them), some names in another letter case (Go matches names case-insensitively),
-    plus an unknown field now and then."""
+    plus an unknown field now and then. Half of the documents hold well-typed values only (often out of
+    range: what is repaired field by field), half a value of the wrong JSON type now and then (what
+    rejects a document whole)."""
     key: Any = cls  # classes are hashable; typeshed's type[Any] does not say so
-    return _gojson_doc(key)
+    return _gojson_doc(key, False) | _gojson_doc(key, True)
 
 
 @functools.cache
-def _gojson_doc(cls: Any) -> st.SearchStrategy[dict[str, Any]]:
+def _gojson_doc(cls: Any, wrong: bool) -> st.SearchStrategy[dict[str, Any]]:
     fields: dict[str, Strategy] = {}
     for f in dataclasses.fields(cls):
         spec: FieldSpec = f.metadata[SPEC_KEY]
         if spec.inline:
             assert isinstance(spec.kind, StructKind)
-            inner = gojson_doc(spec.kind.cls)
-            fields["\x00inline:" + spec.kind.cls.__qualname__] = inner
+            inner: Any = spec.kind.cls
+            fields["\x00inline:" + inner.__qualname__] = _gojson_doc(inner, wrong)
         else:
-            fields[spec.name] = value_for(spec, spec.kind)
+            fields[spec.name] = value_for(spec, spec.kind, wrong)
     fields["unknownField"] = json_values(max_leaves=3)
     return st.fixed_dictionaries({}, optional=fields).flatmap(_flatten_inline)
 
@@ -253,4 +257,5 @@ def _flatten_inline(doc: dict[str, Any]) -> Strategy:
 def slo_key_documents() -> dict[str, Strategy]:
     """Per known ``slo-controller-config`` key: its document's JSON text (``json_text``) or an empty one."""
     empty = st.sampled_from(("", "{}", "null"))
-    return {key: json_text(gojson_doc(cls)) | empty for key, cls in KEY_DOCUMENTS.items()}
+    docs = {key: gojson_doc(cls) for key, cls in KEY_DOCUMENTS.items()}
+    return {key: doc.map(json.dumps) | json_text(doc) | empty for key, doc in docs.items()}

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.fuzz
 
 
 def _fuzz(target: Target, examples: int = EXAMPLES) -> None:
-    """Runs ``target`` for ``examples`` examples; inputs of its known, reported failure are left out
-    (test_known_failure_* pins those)."""
+    """Runs ``target`` for ``examples`` examples; inputs of a known, reported failure (``Target.known``)
+    are left out: a strict xfail of its reproducer pins it until it is fixed."""
 
     def check(value: Any) -> None:
         if target.known is None or not target.known(value):
