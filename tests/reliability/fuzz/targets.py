@@ -20,10 +20,12 @@ and tests.reliability.fuzz (test code).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -45,6 +47,7 @@ from apis.reportlimits import JSON_TOO_DEEP, JSON_TOO_LARGE
 from apis.sloconfig import (
     ConfigKeyError,
     SLOControllerConfig,
+    default_colocation_strategy,
     node_colocation_enabled,
     node_colocation_strategy,
     node_metric_collect_policy,
@@ -55,6 +58,7 @@ from koord.simulate import KINDS, simulate_scenario
 from manager.metrichub.ingest import parse_report
 from manager.noderesource import prepare
 from manager.noderesource import resources as noderesources
+from manager.noderesource.plugins import batchresource
 from proto.koord.v1 import metrichub_pb2 as pb
 from scheduler.plugins.loadaware import profile
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
@@ -206,6 +210,15 @@ ESTIMATOR = Estimator(
 )
 LOADAWARE = LoadAwareSchedulingArgs()
 ITEMS = (noderesources.ResourceItem(c.BATCH_CPU, 4000), noderesources.ResourceItem(c.BATCH_MEMORY, 2**30))
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+COLOCATION = dataclasses.replace(default_colocation_strategy(), enable=True)
+NODE_METRIC = {
+    "metadata": {"name": "node-1"},
+    "status": {
+        "updateTime": "2026-11-22T11:59:30Z",
+        "nodeMetric": {"nodeUsage": {"resources": {"cpu": "2", "memory": "4Gi"}}},
+    },
+}
 
 
 @st.composite
@@ -231,8 +244,10 @@ def _parse_annotations(node: Node, pods: tuple[Pod, ...]) -> None:
     noderesources.node_reserved(node)
     prepare.cpu_normalization_ratio(node)
     prepared = prepare.prepare_node_status(node, ITEMS)
+    batch = batchresource.calculate(COLOCATION, node, list(pods), NODE_METRIC, NOW)
     origin = prepared["annotations"][c.ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE]
-    assert json.dumps(json.loads(origin), sort_keys=True, separators=(",", ":")) == origin
+    for text in (origin, batchresource.explain_annotation(batch)):  # written compact with sorted keys
+        assert json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")) == text
     profile.node_profile(LOADAWARE, ESTIMATOR.resources, node)
     profile.node_capacity(ESTIMATOR.resources, node)
     slo = NodeSLOSpec(resource_qos_strategy=ResourceQOSStrategy())
