@@ -84,6 +84,11 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def untaint(kube: Any, name: str) -> None:
+    """Lifts the not-ready taint admission puts on a new node: no node lifecycle controller runs here."""
+    client.CoreV1Api(kube).patch_node(name, {"spec": {"taints": None}})
+
+
 def bare_node(kube: Any, name: str, labels: dict[str, str]) -> None:
     """A schedulable node (8 cpu, no kubelet) with a NodeMetric reported now (1 cpu used), as the
     load-aware plugin needs."""
@@ -91,7 +96,7 @@ def bare_node(kube: Any, name: str, labels: dict[str, str]) -> None:
     capacity = {"cpu": "8", "memory": "32Gi", "pods": "110"}
     core.create_node({"metadata": {"name": name, "labels": labels},
                       "status": {"allocatable": capacity, "capacity": capacity}})  # fmt: skip
-    core.patch_node(name, {"spec": {"taints": None}})  # admission's not-ready taint: no node controller
+    untaint(kube, name)
     custom.create_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_METRIC_PLURAL, {
         "apiVersion": f"{SLO_GROUP}/{SLO_VERSION}", "kind": "NodeMetric", "metadata": {"name": name},
         "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60}},
@@ -160,7 +165,7 @@ def apiserver_binds(cp: ControlPlane) -> dict[str, float]:
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             labels = s.labels
-            if s.name != "apiserver_request_total" or (labels["group"], labels["resource"]) != ("", "bindings"):
-                continue
-            out[labels["code"]] = out.get(labels["code"], 0.0) + float(s.value)
+            binding = (labels.get("group"), labels.get("resource")) == ("", "bindings")
+            if s.name == "apiserver_request_total" and binding:
+                out[labels["code"]] = out.get(labels["code"], 0.0) + float(s.value)
     return out
