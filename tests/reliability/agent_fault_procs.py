@@ -1,8 +1,9 @@
 """Real koord processes for the koordlet fault tests: a koordlet (and a koord-manager) started as child
-processes exactly as `koord up` starts them (``python -c`` of their ``main``, own session, output in a
-log file), stopped by SIGTERM or killed by SIGKILL, always reaped; an emulated node (a Node object kept
-Ready and a generated host tree whose counters advance, koord.localcluster.emunode) for the koordlet to
-read; and the reports a MetricHub holds for a node.
+processes as `koord up` starts them (``python -c`` of their ``main``, own session, output in a log file,
+stopped when the test process dies), stopped by SIGTERM or killed by SIGKILL, always reaped; an emulated
+node (a Node object kept Ready and a generated host tree whose counters advance,
+koord.localcluster.emunode) for the koordlet to read; the reports a MetricHub holds for a node; polling
+with a deadline.
 """
 
 from __future__ import annotations
@@ -12,20 +13,24 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from koord.localcluster.controlplane import free_ports, http_ok
 from koord.localcluster.emulated import EmulatedHost
-from koord.localcluster.procs import spawn_logged, stop_process
+from koord.localcluster.procs import stop_process
 from manager.metrichub.store import HubStore
 from proto.koord.v1 import metrichub_pb2 as pb
 
-REPO = Path(__file__).resolve().parents[2]
+# The child asks for SIGTERM when its parent dies (PR_SET_PDEATHSIG) itself, first thing: no preexec_fn, so
+# the child is spawned with vfork and no fork handler runs — a plain fork of a process that used gRPC (the
+# in-process MetricHub, earlier tests' clients) can leave the child stuck before its exec.
+_DIE_WITH_PARENT = "import ctypes, signal; ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0); "
 ENTRY = {
-    "koordlet": "import sys; from agent.daemon import main; sys.exit(main())",
-    "koord-manager": "import sys; from manager.main import main; sys.exit(main())",
+    "koordlet": _DIE_WITH_PARENT + "import sys; from agent.daemon import main; sys.exit(main())",
+    "koord-manager": _DIE_WITH_PARENT + "import sys; from manager.main import main; sys.exit(main())",
 }
 
 
@@ -43,7 +48,14 @@ class Daemon:
 
     def start(self, timeout: float = 60.0) -> Daemon:
         self.starts.append(time.time())
-        self.proc = spawn_logged(self.log, self.argv, die_with_parent=True)
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while not http_ok(f"http://127.0.0.1:{self.port}/healthz"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -88,6 +100,19 @@ def koordlet(
         *extra,
     ]  # fmt: skip
     return Daemon(f"koordlet-{node}", argv, state / "koordlet.log", port)
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, interval: float = 0.1, what: str = "") -> Any:
+    """Poll ``cond`` until it returns something truthy, which is returned; fail naming ``what`` after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or cond}")
+        time.sleep(interval)
 
 
 def reports(store: HubStore, node: str) -> list[pb.NodeMetricItem]:

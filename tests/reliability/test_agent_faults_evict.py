@@ -37,9 +37,9 @@ from agent.system.podcgroup import CgroupDriver
 from apis.kubeobjects import Pod
 from apis.nodeslo import NodeSLOSpec
 from apis.nodeslo_defaults import merge_node_slo_spec
+from koord.localcluster.controlplane import ControlPlane
 from kube.rest import KubeRest
 from tests.reliability.agent_fault_helpers import START, FixedMetrics, node
-from tests.reliability.helpers import FreezableControlPlane
 from tests.unit.agent.qosmanager.fakeclock import FakeClock
 
 pytestmark = pytest.mark.apiserver
@@ -74,8 +74,8 @@ class FailingEvictions:
 
 
 @pytest.fixture()
-def rest(own_control_plane: FreezableControlPlane) -> Iterator[KubeRest]:
-    r = KubeRest.from_kubeconfig(str(own_control_plane.cp.kubeconfig_path))
+def rest(control_plane: ControlPlane) -> Iterator[KubeRest]:
+    r = KubeRest.from_kubeconfig(str(control_plane.kubeconfig_path))
     try:
         yield r
     finally:
@@ -168,10 +168,10 @@ def _events(core: Any, ns: str, name: str) -> list[str]:
 
 
 def test_pdb_429_is_retried_at_the_cool_down_pace_then_evicted_once(
-    rest: KubeRest, own_kube: Any, own_namespace: str
+    rest: KubeRest, kube: Any, namespace: str
 ) -> None:
-    core = client.CoreV1Api(own_kube)
-    ns = own_namespace
+    core = client.CoreV1Api(kube)
+    ns = namespace
     pod = _running_be_pod(core, rest, ns, "guarded", {"app": "guarded"})
     pdb = {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "guard"},
            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}}  # fmt: skip
@@ -207,10 +207,10 @@ def test_pdb_429_is_retried_at_the_cool_down_pace_then_evicted_once(
 
 
 def test_500_is_retried_with_a_growing_backoff_then_evicted_once(
-    rest: KubeRest, own_kube: Any, own_namespace: str
+    rest: KubeRest, kube: Any, namespace: str
 ) -> None:
-    core = client.CoreV1Api(own_kube)
-    ns = own_namespace
+    core = client.CoreV1Api(kube)
+    ns = namespace
     pod = _running_be_pod(core, rest, ns, "victim", {})
     failing = FailingEvictions(rest._pool, failures=4)
     rest._pool = failing  # type: ignore[assignment]

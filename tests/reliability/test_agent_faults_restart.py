@@ -18,13 +18,13 @@ import pytest
 from kubernetes import client
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
+from koord.localcluster.controlplane import ControlPlane
 from koord.localcluster.emulated import EmulatedHost
 from koord.localcluster.emunode import EmulatedNode
 from manager.metrichub.server import serve
 from manager.metrichub.store import HubStore
 from proto.koord.v1 import metrichub_pb2 as pb
-from tests.reliability.agent_fault_procs import Daemon, koordlet, reports, warm
-from tests.reliability.helpers import FreezableControlPlane, wait_for
+from tests.reliability.agent_fault_procs import Daemon, koordlet, reports, wait_for, warm
 
 pytestmark = pytest.mark.apiserver
 
@@ -34,10 +34,10 @@ BUSY_CORES = 0.3 * 4  # EmulatedHost's default background load on its 4 CPUs
 
 
 @pytest.fixture()
-def emulated(own_kube: Any, tmp_path: Path) -> Iterator[EmulatedNode]:
+def emulated(kube: Any, tmp_path: Path) -> Iterator[EmulatedNode]:
     name = f"restart-{uuid.uuid4().hex[:6]}"
-    node = EmulatedNode(own_kube, name, EmulatedHost(tmp_path / "host")).start()
-    custom = client.CustomObjectsApi(own_kube)
+    node = EmulatedNode(kube, name, EmulatedHost(tmp_path / "host")).start()
+    custom = client.CustomObjectsApi(kube)
     # What koord-manager would write: the collect policy with one short window, and an empty NodeSLO.
     policy = {"aggregateDurationSeconds": 60, "reportIntervalSeconds": 30,
               "nodeAggregatePolicy": {"durations": [f"{WINDOW}s"]}}  # fmt: skip
@@ -89,7 +89,7 @@ def _avg_cpu_cores(report: pb.NodeMetricReport) -> float:
 
 
 def test_restarted_koordlet_reports_its_aggregated_window_at_once(
-    own_control_plane: FreezableControlPlane,
+    control_plane: ControlPlane,
     emulated: EmulatedNode,
     hub: tuple[HubStore, int],
     tmp_path: Path,
@@ -97,9 +97,7 @@ def test_restarted_koordlet_reports_its_aggregated_window_at_once(
     store, hub_port = hub
     node = emulated.name
     cache = tmp_path / "koordlet" / "metric-cache.npz"
-    agent = koordlet(
-        node, emulated.host, own_control_plane.cp.kubeconfig_path, tmp_path / "koordlet", hub_port
-    )
+    agent = koordlet(node, emulated.host, control_plane.kubeconfig_path, tmp_path / "koordlet", hub_port)
     try:
         agent.start()
         # First life: collect until the window is warm, then let a checkpoint land after that.

@@ -28,12 +28,11 @@ from kubernetes import client
 from agent.metriccache import MetricCache, Sample
 from agent.reporter.build import ReportInputs, build_status
 from apis.nodemetric import NodeMetricCollectPolicy
-from koord.localcluster.controlplane import free_ports
+from koord.localcluster.controlplane import ControlPlane, free_ports
 from koord.localcluster.emulated import EmulatedHost
 from koord.localcluster.emunode import EmulatedNode
 from koord.simulate import simulate_scenario
-from tests.reliability.agent_fault_procs import ENTRY, Daemon, koordlet
-from tests.reliability.helpers import FreezableControlPlane, wait_for
+from tests.reliability.agent_fault_procs import ENTRY, Daemon, koordlet, wait_for
 
 T0 = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 BATCH_CPU = "kubernetes.io/batch-cpu"
@@ -123,10 +122,10 @@ SCHEDULER_CONFIG = {
 
 
 @pytest.fixture()
-def fast_degrade(own_kube: Any) -> Iterator[str]:
+def fast_degrade(kube: Any) -> Iterator[str]:
     """slo-controller-config with ``degradeTimeMinutes: 1`` (the minimum: >0 minutes) for nodes labelled
     with the returned selector value only; the previous data restored afterwards."""
-    core = client.CoreV1Api(own_kube)
+    core = client.CoreV1Api(kube)
     tag = uuid.uuid4().hex[:8]
     before = core.read_namespaced_config_map(CONFIG_NAME, CONFIG_NS).data or {}
     colocation = json.loads(before.get("colocation-config") or "{}")
@@ -199,17 +198,17 @@ def _unschedulable_reason(core: Any, ns: str, name: str) -> str:
 
 @pytest.mark.apiserver
 def test_stopped_koordlet_node_expires_and_degrades_then_recovers(
-    own_control_plane: FreezableControlPlane,
-    own_kube: Any,
-    own_namespace: str,
+    control_plane: ControlPlane,
+    kube: Any,
+    namespace: str,
     fast_degrade: str,
     tmp_path: Path,
 ) -> None:
-    core = client.CoreV1Api(own_kube)
-    ns = own_namespace
+    core = client.CoreV1Api(kube)
+    ns = namespace
     name = f"stale-{uuid.uuid4().hex[:6]}"
-    kubeconfig = own_control_plane.cp.kubeconfig_path
-    emulated = EmulatedNode(own_kube, name, EmulatedHost(tmp_path / "host")).start()
+    kubeconfig = control_plane.kubeconfig_path
+    emulated = EmulatedNode(kube, name, EmulatedHost(tmp_path / "host")).start()
     manager, hub_port = _manager(kubeconfig, tmp_path / "manager", name)
     agent = koordlet(name, emulated.host, kubeconfig, tmp_path / "koordlet", hub_port)
     try:
