@@ -35,6 +35,7 @@ SIMULATED_LABEL = "koord.sh/simulated"
 CPU_ANNOTATION = "koord.sh/simulated-cpu"
 MEMORY_ANNOTATION = "koord.sh/simulated-memory"
 HEARTBEAT_SECONDS = 10.0
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 LEASE_SECONDS = 40
 
 
@@ -178,6 +179,7 @@ class EmulatedNode:
         body = node_manifest(self.name, self.host.cpus, self.host.memory_bytes)
         self._core.create_node(body)
         self._heartbeat()
+        self._untaint_ready()
         self._thread = threading.Thread(target=self._run, name=f"emunode-{self.name}", daemon=True)
         self._thread.start()
         return self
@@ -213,6 +215,16 @@ class EmulatedNode:
                 log.warning("simulated node %s: %s", self.name, e)
             self.host.advance(now - last)
             last = now
+
+    def _untaint_ready(self) -> None:
+        """Admission taints a new node ``node.kubernetes.io/not-ready``; kube-controller-manager's node
+        lifecycle controller lifts it once the node is Ready. Without one (`koord up --no-node`, or as
+        non-root) nothing would, and no pod could land here: lift it as that controller would."""
+        node = json.loads(self._core.read_node(self.name, _preload_content=False).data)
+        taints = (node.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
+        if len(kept) != len(taints):
+            self._core.patch_node(self.name, {"spec": {"taints": kept or None}})
 
     def _heartbeat(self) -> None:
         from kubernetes.client import ApiException
