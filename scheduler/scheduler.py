@@ -1,8 +1,8 @@
 """The scheduling loop: pop a pod, bring the snapshot up to date (incrementally), run the profile,
 Reserve, assume the pod in the cache, and bind asynchronously on a bounded worker pool. A failed
-bind forgets the assumed pod, runs Unreserve and sends the pod back to the queue (backoff). A pod the
-cache already holds when the cycle would assume it (someone else bound it after the pop) is rolled back
-and not bound.
+bind (an error status, or an exception such as the API server refusing connections) forgets the
+assumed pod, runs Unreserve and sends the pod back to the queue (backoff). A pod the cache already
+holds when the cycle would assume it (someone else bound it after the pop) is rolled back, not bound.
 Unschedulable pods are parked with the plugins that rejected them and reported to a callback (the
 API adapter turns that into the PodScheduled=False condition and an Event).
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from scheduler.framework.runtime import Framework, ScheduleResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
+
+log = logging.getLogger(__name__)
 
 
 class Binder(Protocol):
@@ -183,9 +186,15 @@ class Scheduler:
                     self._unschedulable(qpi, ScheduleResult(None, st))
                     self._decided(pod, None, st, start)
                     return
-            st = self.framework.pre_bind(state, pod, node)
-            if st.is_success():
-                st = self.binder.bind(pod, node)
+            try:
+                st = self.framework.pre_bind(state, pod, node)
+                if st.is_success():
+                    st = self.binder.bind(pod, node)
+            except Exception as e:  # a connection error, say: the bind failed, the pod must not be lost
+                st = Status.error(
+                    f"binding {_key(pod)} to {node}: {type(e).__name__}: {e}", plugin="DefaultBinder"
+                )
+                log.warning("%s", st.message())
             if not st.is_success():
                 with self.lock:
                     self.cache.forget_pod(pod)

@@ -1,5 +1,5 @@
 """The scheduling loop with the real queue and cache: bind, unschedulable then rescued by an event,
-a failed bind rolled back and retried, and a pod bound by someone else after the pop skipped."""
+a failed or raising bind rolled back and retried, and a pod bound by someone else after the pop skipped."""
 
 from __future__ import annotations
 
@@ -194,3 +194,29 @@ def test_a_pod_bound_by_someone_else_after_the_pop_is_skipped() -> None:
     assert log.log == ["+p@b", "-p@b"]
     assert s.cache.get_pod(bound) == bound and not s.cache.is_assumed(bound)
     assert s.queue.where(pod("p")) is None
+
+
+class RaisingBinder(RecordingBinder):
+    """Raises on its first bind, as the API binder's client does when the API server refuses."""
+
+    def bind(self, p: dict[str, Any], node_name: str) -> Status:
+        if not self.bound and self.fail_left > 0:
+            self.fail_left -= 1
+            raise ConnectionRefusedError("[Errno 111] Connection refused")
+        return super().bind(p, node_name)
+
+
+def test_a_bind_that_raises_is_rolled_back_and_retried() -> None:
+    binder = RaisingBinder(fail_first=1)
+    log = ReserveLog()
+    s, decisions, _ = make(binder, CPUScore(), log)
+    s.cache.add_node(node("a"))
+    s.queue.add(pod("p"))
+    assert s.schedule_one(timeout=1)
+    assert s.drain_binds(timeout=5)
+    assert decisions[0].node is None and "Connection refused" in decisions[0].status.message()
+    assert log.log == ["+p@a", "-p@a"]  # not lost: rolled back and queued again
+    assert s.queue.where(pod("p")) == "backoff"
+    assert s.schedule_one(timeout=2)
+    s.wait_for_binds()
+    assert binder.bound == [("p", "a")]
