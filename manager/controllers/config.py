@@ -5,10 +5,10 @@ key with ``apis.sloconfig`` (keep-last-good per key) and tells subscribers when 
 Only Create and Update (with changed ``data``) count; Delete is ignored, so the cache survives a
 deleted ConfigMap. A rejected key (not decodable) raises a Warning Event on the ConfigMap naming the key
 and the error (``ColocationCfgUnmarshalFailed`` for colocation-config, ``SLOCfgUnmarshalFailed`` for the
-others) and sets ``koord_manager_config_last_error{key}`` to 1; invalid fields of an accepted key (each
-now at its last good or default value, docs/configuration.md "Invalid values") raise one Warning Event
-``SLOCfgFieldInvalid`` per key naming every field, value and the value that applies. Every problem
-bumps ``koord_manager_config_errors_total{key}``.
+others) and sets ``koord_manager_config_last_error{key}`` to 1, back to 0 once the key is accepted or
+removed; invalid fields of an accepted key (each now at its last good or default value,
+docs/configuration.md "Invalid values") raise one Warning Event ``SLOCfgFieldInvalid`` per key naming
+every field, value and the value that applies. Every problem bumps ``koord_manager_config_errors_total{key}``.
 The first load happens on the ConfigMap's Create event or lazily in ``available()``: a ConfigMap absent
 from the synced cache loads the defaults (colocation flagged in error, as upstream).
 Events are emitted from reconciles (this controller's, or a node reconcile's lazy first load), which
@@ -67,6 +67,7 @@ class ConfigController:
         self._lock = threading.RLock()
         self._config: SLOControllerConfig | None = None
         self._last_data: Any = _UNLOADED
+        self._rejected: set[str] = set()  # keys whose latest value was rejected (last_error at 1)
         self._callbacks: list[Callable[[], None]] = []
         self.controller = Controller(
             "config",
@@ -156,7 +157,8 @@ class ConfigController:
             by_key.setdefault(err.key, []).append(err)
             self.metrics.config_errors.labels(key=err.key).inc()
             log.warning("%s", err)
-        for key in set(data or {}) | set(by_key):
+        # A key rejected before and now removed is no longer in error: its default applies.
+        for key in set(data or {}) | set(by_key) | self._rejected:
             rejected = [e for e in by_key.get(key, []) if e.rejected]
             self.metrics.config_last_error.labels(key=key).set(1 if rejected else 0)
             if rejected and cm is not None:
@@ -166,3 +168,4 @@ class ConfigController:
             if repaired and cm is not None:
                 message = f"invalid fields in key {key}: " + "; ".join(str(e) for e in repaired)
                 self.gateway.event(cm, "Warning", FIELD_EVENT_REASON, message[:1024])
+        self._rejected = {e.key for e in errors if e.rejected}
