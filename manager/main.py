@@ -210,7 +210,9 @@ def _start_scheduler(
         hub_ca=hub_ca, leading=leading,
     )  # fmt: skip
     service.start(stop)
-    threading.Thread(target=service.run, args=(stop, leading), name="scheduler", daemon=True).start()
+    # Supervised (docs/architecture.md#supervised-threads): a cycle that raised ended the embedded
+    # scheduler for good while the manager led on and /healthz said nothing.
+    supervise("scheduler", lambda s: service.run(s, leading), stop, on_crash=service.metrics.on_thread_crash)
     return service
 
 
