@@ -1,4 +1,5 @@
-"""Helpers of the fault tests: freezing a control plane's API server, polling, the manager's probes."""
+"""Helpers of the fault tests: freezing a control plane's API server, or killing it and starting it again
+on its port over the same etcd data; polling; the daemons' probes and Prometheus samples."""
 
 from __future__ import annotations
 

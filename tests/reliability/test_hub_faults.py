@@ -49,7 +49,9 @@ EXPIRY = 40
 """LoadAwareScheduling's nodeMetricExpirationSeconds here: longer than the koordlet's CR period (30 s, the
 floor of reportIntervalSeconds), shorter than the outage."""
 RECONNECT = 15.0
-"""The scheduler's hub watcher retries at most every 10 s; the koordlet pushes every second."""
+"""The scheduler's hub watcher retries at most every 10 s."""
+DELIVERY = 8.0
+"""The koordlet pushes every second and reconnects at least every 5 s."""
 
 
 def _cr_update_time(custom: Any, node: str) -> float:
@@ -115,10 +117,8 @@ def test_the_hub_down_and_replaced_loses_no_report_and_no_scheduling(
         wait_for(lambda: bound("during"), 20, 0.5, "a pod bound on the CR's metric while the hub is down")
 
         second.daemon.start()
-        back = time.time()
-        wait_for(lambda: hub(second.daemon.port, "koord_manager_hub_nodes") == 1, RECONNECT, 0.2,
+        wait_for(lambda: hub(second.daemon.port, "koord_manager_hub_nodes") == 1, DELIVERY, 0.2,
                  "the koordlet's report in the new hub")  # fmt: skip
-        delivered = time.time() - back
         wait_for(lambda: hub(second.daemon.port, "koord_manager_hub_watchers") == 1, RECONNECT, 0.2,
                  "the scheduler's watch on the new hub")  # fmt: skip
         pods.append("after")
@@ -129,7 +129,6 @@ def test_the_hub_down_and_replaced_loses_no_report_and_no_scheduling(
         assert sched.proc is not None and sched.proc.poll() is None
         assert sample(scrape(sched.port), "koord_scheduler_thread_restarts_total") == 0
         assert "Traceback" not in agent.tail(200_000) + sched.tail(200_000)
-        print(f"report delivered {delivered:.1f}s after the new hub started")
     except AssertionError as e:
         logs = "\n".join(f"--- {d.name}:\n{d.tail()}" for d in (first.daemon, second.daemon, agent, sched))
         raise AssertionError(f"{e}\n{_why_pending(core, ns, pods)}\n{logs}") from None
