@@ -161,8 +161,8 @@ def _assert_keep_last_good(
     data: dict[str, str], previous: SLOControllerConfig | None, cfg: SLOControllerConfig, errors: list[Any]
 ) -> None:
     """docs/configuration.md#how-a-key-is-loaded: a rejected key keeps its previous value (its default on
-    the first load); an accepted key is valid, each invalid cluster field at its last good (else
-    default) value, each invalid node-entry field at the cluster strategy's value."""
+    the first load); an accepted key is valid, each invalid field at the fallback its error names: the
+    last good (else default) value at the same path, or, in a node entry, the cluster strategy's."""
     base = previous if previous is not None else SLOControllerConfig()
     for key, attr in SLO_KEYS.items():
         if key not in data:
@@ -182,9 +182,10 @@ def _assert_keep_last_good(
             if e.key != key or "field falls back" not in str(e):
                 continue
             entry = _NODE_ENTRY.match(e.field)
-            if entry is not None:  # nodeStrategies[i].x / nodeConfigs[i].x: the cluster strategy's value
+            if "falls back to the cluster strategy" in str(e):  # a node entry's field
+                assert entry is not None, e
                 got, want = _at(now, e.field), _at(cluster, e.field[entry.end() :])
-            else:
+            else:  # the last good or default value at the same path (host applications: node entries too)
                 got, want = _at(now, e.field), _at(before, e.field)
             assert got == want, f"{key} {e.field}: {got!r} in force, not the fallback {want!r}"
 
