@@ -4,7 +4,9 @@ namespace ``koord-demo`` (labelled ``koordinator.sh/enable-colocation=true``).
 - ``ls-web``: a latency-sensitive service (koord-prod, QoS LS, Burstable) — the work koord protects;
   pinned to the real node when there is one, since only there do containers really run.
 - ``be-burner``: a best-effort pod (koord-batch, QoS BE) requesting batch resources and burning CPU, also
-  on the real node, so the koordlet's CPU suppress has something to hold back.
+  on the real node, so the koordlet's CPU suppress has something to hold back. The real node's CPU is the
+  whole machine's: on a busy machine these two may wait, Pending with the scheduler's reason (too little
+  batch-cpu, load over the threshold), which the status view prints.
 - ``be-batch``: a **plain** Deployment (cpu/memory requests, no QoS label, no priority class, default
   scheduler) whose pods join colocation without being changed by hand: the ClusterColocationProfile
   ``koord-demo-batch`` (shipped here) matches the namespace and the pods' label, and koord-manager's
