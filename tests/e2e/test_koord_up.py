@@ -215,7 +215,7 @@ def koord_up(tmp_path: Path) -> Any:
         "--status-interval",
         "5",
         "--duration",
-        "400",
+        "800",  # only if this test dies first: it stops the run itself, within its 900 s timeout
     ]
     with out.open("wb") as f:
         proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
