@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ class Rig:
 
     def spec(self, plural: str) -> dict[str, Any]:
         try:
-            obj = self.custom.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, self.node)
+            obj: Any = self.custom.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, self.node)
         except client.ApiException:
             return {}
         return dict(obj.get("spec") or {})
@@ -104,7 +105,7 @@ class Rig:
 
     def status_time(self) -> float:
         """When the koordlet built the NodeMetric status it wrote last (0 before its first write)."""
-        nm = self.custom.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_METRIC_PLURAL, self.node)
+        nm: Any = self.custom.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_METRIC_PLURAL, self.node)
         text = (nm.get("status") or {}).get("updateTime")
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else 0.0
 
@@ -121,6 +122,9 @@ class Rig:
             if c.type == "PodScheduled" and c.status == "False":
                 return str(c.message or "")
         return ""
+
+    def too_busy_for(self, pod: str) -> bool:
+        return "cpu usage exceed threshold" in self.unschedulable_because(pod)
 
     def diagnose(self, pods: list[str]) -> str:
         """Why pods wait, and the embedded scheduler's view of them."""
@@ -194,8 +198,7 @@ def test_killed_then_frozen_api_server_loses_nothing_and_every_daemon_recovers(
         for name in pods:
             core.create_namespaced_pod(ns, pod_manifest(name, {"kubernetes.io/hostname": node}))
         for name in pods:
-            wait_for(lambda n=name: "cpu usage exceed threshold" in rig.unschedulable_because(n), 30, 0.5,
-                     f"{name} unschedulable on the busy node")  # fmt: skip
+            wait_for(partial(rig.too_busy_for, name), 30, 0.5, f"{name} unschedulable on the busy node")
         scheduled = rig.scheduled()
 
         # 1. Killed: the load drops while nothing can be written.

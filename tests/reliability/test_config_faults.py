@@ -65,12 +65,10 @@ class Config:
 
     def obj(self, plural: str) -> dict[str, Any]:
         try:
-            got: dict[str, Any] = self.custom.get_cluster_custom_object(
-                SLO_GROUP, SLO_VERSION, plural, self.node
-            )
+            got: Any = self.custom.get_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, self.node)
         except client.ApiException:
             return {}
-        return got
+        return dict(got)
 
     def threshold(self) -> Any:
         spec = self.obj(NODE_SLO_PLURAL).get("spec") or {}
@@ -90,7 +88,7 @@ class Config:
 
     def events(self) -> list[tuple[str, str]]:
         items = self.core.list_namespaced_event(self.ns, field_selector=f"involvedObject.name={NAME}").items
-        return [(e.reason, e.message) for e in items if e.type == "Warning"]
+        return [(str(e.reason), str(e.message)) for e in items if e.type == "Warning"]
 
     def event(self, reason: str, *words: str) -> str:
         """Waits for a Warning Event ``reason`` whose message holds every word; its message."""
