@@ -1,5 +1,5 @@
 """The host's CPU use as the real node's koordlet measures it: busy ticks of /proc/stat over wall time
-(docs/rules/koordlet.md#what-the-koordlet-measures), read with the koordlet's own parser. The real node's
+(docs/rules/koordlet.md#collectors), read with the koordlet's own parser. The real node's
 CPU is the whole host's, so every process on the machine (other test runs included) is the node's
 "system" load; e2e tests measure it with ``CpuMeter`` and derive their thresholds from it instead of
 assuming an idle machine.
