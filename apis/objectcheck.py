@@ -82,32 +82,39 @@ def _describe(tp: Any) -> str:
     return _SCALARS.get(tp, "a value")
 
 
-def _check(value: object, tp: Any, where: str) -> None:
+def _check(value: object, tp: Any, where: str) -> Any:
+    """``value`` checked against ``tp``, as Go would decode it: a ``null`` field of an object is the
+    field left unset (dropped from the copy returned), as the API server's own objects carry them."""
     if tp is Any:
-        return
+        return value
     origin = get_origin(tp)
     if is_typeddict(tp):
         if not isinstance(value, dict):
             _fail(where, _describe(tp), value)
         fields = _fields(tp)
+        out: dict[str, Any] = {}
         for key, item in value.items():
+            if item is None:
+                continue
             if (tp, key) in _QUANTITY_MAPS:
                 _check_quantities(item, f"{where}.{key}")
+                out[key] = item
             elif key in fields:
-                _check(item, fields[key], f"{where}.{key}")
-    elif origin is list:
+                out[key] = _check(item, fields[key], f"{where}.{key}")
+            else:
+                out[key] = item
+        return out
+    if origin is list:
         if not isinstance(value, list):
             _fail(where, "a list", value)
         (item_type,) = get_args(tp)
-        for i, item in enumerate(value):
-            _check(item, item_type, f"{where}[{i}]")
-    elif origin is dict:
+        return [_check(item, item_type, f"{where}[{i}]") for i, item in enumerate(value)]
+    if origin is dict:
         if not isinstance(value, dict):
             _fail(where, "an object", value)
         item_type = get_args(tp)[1]
-        for key, item in value.items():
-            _check(item, item_type, f"{where}.{key}")
-    elif tp in _SCALARS:
+        return {key: _check(item, item_type, f"{where}.{key}") for key, item in value.items()}
+    if tp in _SCALARS:
         if tp is bool:
             ok = isinstance(value, bool)
         elif tp is float:
@@ -116,6 +123,7 @@ def _check(value: object, tp: Any, where: str) -> None:
             ok = isinstance(value, tp) and not isinstance(value, bool)
         if not ok:
             _fail(where, _SCALARS[tp], value)
+    return value
 
 
 def _check_quantities(value: object, where: str) -> None:
@@ -130,9 +138,9 @@ def _check_quantities(value: object, where: str) -> None:
 
 def check_object(value: object, cls: type[T], where: str) -> T:
     """``value`` if every field ``cls`` (a ``TypedDict``) declares has its declared JSON type, else
-    ``ValueError`` naming the first field that does not (``where`` is the object's own path)."""
-    _check(value, cls, where)
-    return cast(T, value)
+    ``ValueError`` naming the first field that does not (``where`` is the object's own path). A copy:
+    fields that are ``null`` are dropped, as Go's decoder leaves them unset."""
+    return cast(T, _check(value, cls, where))
 
 
 def as_pod(value: object, where: str) -> Pod:

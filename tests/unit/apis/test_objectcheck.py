@@ -24,10 +24,18 @@ POD: dict[str, Any] = {
 
 
 def test_a_well_formed_pod_and_node_pass_unchanged() -> None:
-    assert as_pod(POD, "pod") is POD
+    assert as_pod(POD, "pod") == POD
     node = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": 4, "pods": "110"}}}
-    assert as_node(node, "node") is node
+    assert as_node(node, "node") == node
     assert as_pods(None, "pods") == [] and as_pods([POD], "pods") == [POD]
+
+
+def test_null_fields_are_unset_as_go_decodes_them() -> None:
+    """Objects read from the API server through the Python client carry ``null`` for unset fields."""
+    node = {"metadata": {"name": "n1", "finalizers": None, "labels": None}, "spec": None,
+            "status": {"allocatable": {"cpu": "4"}, "conditions": None}}  # fmt: skip
+    assert as_node(node, "node") == {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}}
+    assert node["metadata"]["finalizers"] is None  # the input is left as it was
 
 
 @pytest.mark.parametrize(
