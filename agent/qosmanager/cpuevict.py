@@ -43,6 +43,7 @@ from agent.qosmanager.evictplan import (
 from agent.qosmanager.evictplan import allocatable_amount as shared_allocatable_amount
 from agent.qosmanager.framework import Decision, Snapshot
 from apis import constants as c
+from apis.gonum import go_int64
 from apis.kubeobjects import Node, Pod
 from apis.nodeslo import ResourceThresholdStrategy
 from apis.pod import pod_requests
@@ -171,8 +172,8 @@ def satisfaction_release(
         limit = alloc_limit if by_alloc else m.real_limit
         if not _usage_ok(m.usage, limit, s) or m.request <= 0:
             return None
-        satisfaction = limit / m.request
-        return int(m.request * (upper / 100 - satisfaction)), satisfaction
+        satisfaction = limit / m.request  # +Inf for a vanishing request, as in Go: nothing to release
+        return go_int64(m.request * (upper / 100 - satisfaction)), satisfaction
 
     first = release(avg)
     if first is None or first[1] > lower / 100 or last is None:
