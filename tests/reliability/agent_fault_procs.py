@@ -48,6 +48,10 @@ class Daemon:
 
     def start(self, timeout: float = 60.0) -> Daemon:
         self.starts.append(time.time())
+        # A temporary folder of its own next to its log (the test's tmp_path): a daemon these tests
+        # SIGKILL cannot remove its temporary files, which must not land in the session's TMPDIR.
+        tmp = self.log.parent / f"{self.name}.tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -55,6 +59,7 @@ class Daemon:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                env={**os.environ, "TMPDIR": str(tmp)},
             )
         deadline = time.monotonic() + timeout
         while not http_ok(f"http://127.0.0.1:{self.port}/healthz"):
