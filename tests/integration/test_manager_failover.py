@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -68,7 +69,7 @@ def _hub_endpoints(core: Any, ns: str) -> tuple[str, int] | None:
 
 
 def test_standby_takes_over_and_loses_no_reconcile(
-    control_plane: ControlPlane, kube: Any, namespace: str
+    control_plane: ControlPlane, kube: Any, namespace: str, tmp_path: Path
 ) -> None:
     core, custom = client.CoreV1Api(kube), client.CustomObjectsApi(kube)
     prefix = f"fo-{uuid.uuid4().hex[:6]}-"
@@ -87,7 +88,7 @@ def test_standby_takes_over_and_loses_no_reconcile(
                  "--health-probe-addr=127.0.0.1:0", "--hub-endpoints=koord-manager-hub"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                 env={**os.environ, "POD_IP": f"10.77.0.{i + 1}", "POD_NAME": f"mgr-{i}",
-                     "POD_NAMESPACE": namespace},
+                     "POD_NAMESPACE": namespace, "TMPDIR": str(tmp_path)},  # SIGKILLed: cannot clean it
             ))  # fmt: skip
         assert wait_for(lambda: nodeslo_threshold(custom, node) == 60, 30), "the leader rendered no NodeSLO"
         leaders = [i for i in range(2) if _is_leader(ports[2 + i])]
