@@ -347,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
                 probe.stop()
             if webhooks is not None:
                 webhooks.stop()
+            shutil.rmtree(token_dir, ignore_errors=True)
             return 1
     if not probes:  # hub only: still /metrics and probes
         try:
