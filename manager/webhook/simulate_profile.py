@@ -44,6 +44,8 @@ def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
     namespaces = {_name(ns, f"namespaces[{i}]"): ns for i, ns in enumerate(_objects(scenario, "namespaces"))}
     metadata = pod.get("metadata")
     namespace = metadata.get("namespace", "") if isinstance(metadata, Mapping) else ""
+    if not isinstance(namespace, str):
+        raise ValueError(f"pod.metadata.namespace: expected a string, got {namespace!r:.80}")
     namespace_labels = _labels(namespaces[namespace], namespace) if namespace in namespaces else None
     result = mutate_pod(
         pod,

@@ -15,7 +15,7 @@ from hypothesis import given
 from apis import constants as c
 from apis.kubeobjects import Node, Pod
 from apis.reportcheck import NodeMetricError, check_report
-from koord.simulate import KINDS
+from koord.simulate import KINDS, simulate_scenario
 from manager.metrichub.ingest import parse_report
 from tests.reliability.fuzz import targets
 from tests.reliability.fuzz.budget import EXAMPLES, SCENARIO_EXAMPLES, fuzz_settings
@@ -103,6 +103,13 @@ def test_a_huge_cpu_normalization_ratio_saturates() -> None:
         "status": {"capacity": {}, "allocatable": {}},
     }
     targets.check_annotations((node, ()))
+
+
+def test_a_profile_scenario_with_a_pod_namespace_of_the_wrong_type_is_refused() -> None:
+    pod = {"metadata": {"name": "p", "namespace": {}}, "spec": {"containers": [{"name": "c"}]}}
+    with pytest.raises(ValueError, match=r"pod\.metadata\.namespace"):  # was TypeError: unhashable type
+        simulate_scenario({"kind": "ColocationProfile", "pod": pod})
+    targets.check_scenario({"kind": "ColocationProfile", "pod": pod})
 
 
 # --- a failure the fuzzer found, fixed --------------------------------------------------------------------
