@@ -7,16 +7,16 @@ tokens rotate). ``list_func(path)`` returns a callable with the kubernetes clien
 arguments, so ``kube.informer.Informer`` runs on it unchanged; ``request`` does the rest and returns
 decoded JSON. Non-2xx answers raise ``RestError`` carrying ``status``/``reason``/``body``. Every request
 goes through a ``RateLimiter`` (client-go's QPS/burst).
-Imports: standard library, urllib3, PyYAML, kube.{errors,ratelimit}.
+Imports: standard library (ssl; tempfile for inline client certificates), urllib3, PyYAML,
+kube.{errors,ratelimit}.
 """
 
 from __future__ import annotations
 
-import atexit
 import base64
 import json
 import os
-import shutil
+import ssl
 import tempfile
 import threading
 import time
@@ -64,6 +64,9 @@ class RestError(Exception):
 
 @dataclass(frozen=True)
 class RestConfig:
+    """Where the API server is and how to trust and authenticate to it. A kubeconfig's inline ``*-data``
+    is kept in memory (``*_data``), never written to a file that could outlive the process."""
+
     server: str
     ca_file: str | None = None
     insecure: bool = False
@@ -71,18 +74,40 @@ class RestConfig:
     token_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
+    ca_data: bytes | None = None
+    cert_data: bytes | None = None
+    key_data: bytes | None = None
 
 
-def _materialise(data: str, name: str, tmp: list[str]) -> str:
-    """Write base64 ``*-data`` from a kubeconfig to a private file (urllib3 wants paths)."""
-    if not tmp:
-        d = tempfile.mkdtemp(prefix="koord-kube-")
-        tmp.append(d)
-        atexit.register(shutil.rmtree, d, True)
-    path = Path(tmp[0]) / name
-    path.write_bytes(base64.b64decode(data))
-    path.chmod(0o600)
-    return str(path)
+def _decoded(data: Any, key: str, source: str) -> bytes:
+    try:
+        return base64.b64decode(str(data), validate=True)
+    except ValueError as e:
+        raise KubeConfigError(f"{source}: {key} is not base64: {e}") from e
+
+
+def _client_context(config: RestConfig) -> ssl.SSLContext:
+    """The TLS context: the CA (file or inline), and the client certificate. ``load_cert_chain`` reads only
+    files, so inline certificate and key go through a private folder removed as soon as they are loaded."""
+    if config.insecure:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    elif config.ca_data is not None:
+        ctx = ssl.create_default_context(cadata=config.ca_data.decode("ascii", "replace"))
+    else:
+        ctx = ssl.create_default_context(cafile=config.ca_file)
+    if config.cert_data is not None or config.key_data is not None:
+        with tempfile.TemporaryDirectory(prefix="koord-kube-") as d:
+            cert, key = Path(d) / "client.crt", Path(d) / "client.key"
+            pairs = ((cert, config.cert_data, config.cert_file), (key, config.key_data, config.key_file))
+            for path, data, file in pairs:
+                path.touch(0o600)
+                path.write_bytes(data if data is not None else Path(file or "").read_bytes())
+            ctx.load_cert_chain(str(cert), str(key))
+    elif config.cert_file:
+        ctx.load_cert_chain(config.cert_file, config.key_file)
+    return ctx
 
 
 def _named(items: Any, name: str, what: str, source: str) -> dict[str, Any]:
@@ -107,26 +132,27 @@ def _from_kubeconfig(path: str, source: str) -> RestConfig:
     context = _named(doc.get("contexts"), current, "context", path)
     cluster = _named(doc.get("clusters"), str(context.get("cluster")), "cluster", path)
     user = _named(doc.get("users"), str(context.get("user")), "user", path) if context.get("user") else {}
-    tmp: list[str] = []
 
-    def file_of(key: str, data_key: str, section: dict[str, Any]) -> str | None:
-        if section.get(data_key):
-            return _materialise(str(section[data_key]), data_key, tmp)
-        if section.get(key):
-            return str(base / str(section[key]))
-        return None
+    def file_of(key: str, section: dict[str, Any]) -> str | None:
+        return str(base / str(section[key])) if section.get(key) and not section.get(f"{key}-data") else None
+
+    def data_of(key: str, section: dict[str, Any]) -> bytes | None:
+        return _decoded(section[f"{key}-data"], f"{key}-data", path) if section.get(f"{key}-data") else None
 
     server = cluster.get("server")
     if not server:
         raise KubeConfigError(f"{source} {path!r}: cluster has no server")
     return RestConfig(
         server=str(server).rstrip("/"),
-        ca_file=file_of("certificate-authority", "certificate-authority-data", cluster),
+        ca_file=file_of("certificate-authority", cluster),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         token=str(user["token"]) if user.get("token") else None,
         token_file=str(base / str(user["tokenFile"])) if user.get("tokenFile") else None,
-        cert_file=file_of("client-certificate", "client-certificate-data", user),
-        key_file=file_of("client-key", "client-key-data", user),
+        cert_file=file_of("client-certificate", user),
+        key_file=file_of("client-key", user),
+        ca_data=data_of("certificate-authority", cluster),
+        cert_data=data_of("client-certificate", user),
+        key_data=data_of("client-key", user),
     )
 
 
@@ -155,12 +181,10 @@ class KubeRest:
         self.limiter = RateLimiter(qps, burst)
         kwargs: dict[str, Any] = {"maxsize": max(1, connections), "block": False}
         if config.server.startswith("https"):
+            kwargs["ssl_context"] = _client_context(config)
             kwargs["cert_reqs"] = "CERT_NONE" if config.insecure else "CERT_REQUIRED"
-            if config.ca_file and not config.insecure:
-                kwargs["ca_certs"] = config.ca_file
-            if config.cert_file:
-                kwargs["cert_file"] = config.cert_file
-                kwargs["key_file"] = config.key_file
+            if config.insecure:
+                kwargs["assert_hostname"] = False
         self._pool = urllib3.PoolManager(**kwargs)
         self._token_lock = threading.Lock()
         self._token: str | None = config.token

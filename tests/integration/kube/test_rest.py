@@ -5,6 +5,7 @@ JSON patch on a status subresource; clear errors for missing configuration."""
 from __future__ import annotations
 
 import base64
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -87,6 +88,48 @@ def test_informer_and_json_patch(control_plane: Any, kube: Any) -> None:
         stop.set()
         rest.request("DELETE", f"/api/v1/namespaces/{name}")
         rest.close()
+
+
+def test_inline_client_certificate_leaves_no_file(
+    control_plane: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kubeconfig with every credential inline (CA, client certificate and key) authenticates as the
+    certificate's user, and nothing of it is left on disk: not while the client lives, not after."""
+    component = control_plane.component_kubeconfig(f"inline-{uuid.uuid4().hex[:6]}", "koord:inline-test")
+    doc = yaml.safe_load(component.read_text())
+    cluster, user = doc["clusters"][0]["cluster"], doc["users"][0]["user"]
+    inline = ((cluster, "certificate-authority"), (user, "client-certificate"), (user, "client-key"))
+    for section, key in inline:
+        section[f"{key}-data"] = base64.b64encode(Path(section.pop(key)).read_bytes()).decode()
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    config = load_config(str(path))
+    assert config.ca_file is None and config.cert_file is None and config.cert_data is not None
+    rest = KubeRest(config)
+    try:
+        with pytest.raises(RestError) as e:  # authenticated (403 names the user), not anonymous (401)
+            rest.request("GET", "/api/v1/namespaces/kube-system/secrets")
+        assert e.value.status == 403 and "koord:inline-test" in str(e.value)
+        assert list(scratch.iterdir()) == []
+    finally:
+        rest.close()
+
+
+def test_inline_data_that_is_not_base64_is_refused(tmp_path: Path) -> None:
+    doc = {
+        "current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [
+            {"name": "k", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": "@@"}}
+        ],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }  # fmt: skip
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(KubeConfigError, match="certificate-authority-data is not base64"):
+        load_config(str(path))
 
 
 def test_missing_configuration(tmp_path: Path) -> None:
