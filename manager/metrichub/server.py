@@ -35,7 +35,9 @@ ingest, limits, store).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import queue
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent import futures
@@ -287,27 +289,37 @@ class AsyncHub:
 class HubServer:
     """A grpc.aio server running in its own thread, stopped like a grpc.Server."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, server: Any, thread: threading.Thread) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, server: Any, thread: threading.Thread,
+                 finished: threading.Event) -> None:  # fmt: skip
         self._loop = loop
         self._server = server
         self._thread = thread
+        self._finished = finished
 
     def stop(self, grace: float | None) -> threading.Event:
-        """Stops the server (cancelling open RPCs after `grace` seconds); the event is set when done."""
-        done = threading.Event()
-        if self._server is None or self._loop.is_closed() or not self._loop.is_running():
-            done.set()
-            return done
-        fut = asyncio.run_coroutine_threadsafe(self._server.stop(grace), self._loop)
+        """Stops the server (cancelling open RPCs after `grace` seconds). The event is set once the loop
+        thread has ended: every RPC task cancelled and awaited, every async generator closed, the loop
+        closed. grpc's poller thread ends when the last aio object is freed; one freed on another thread
+        while the loop still runs can leave the poller waiting on a completion queue for good."""
+        server, self._server = self._server, None
+        if server is None or self._loop.is_closed() or not self._loop.is_running():
+            return self._finished
+        loop = self._loop
 
-        def finished(_: object) -> None:
-            # Let go of the stopped grpc.aio server: grpc's poller thread runs while any aio server lives.
-            self._server = None
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            done.set()
+        async def shutdown() -> None:
+            try:
+                await server.stop(grace)
+            finally:
+                rest = [t for t in asyncio.all_tasks(loop) if t is not asyncio.current_task()]
+                for task in rest:
+                    task.cancel()
+                await asyncio.gather(*rest, return_exceptions=True)
+                await loop.shutdown_asyncgens()
+                loop.stop()
 
-        fut.add_done_callback(finished)
-        return done
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: its thread ends on its own
+            asyncio.run_coroutine_threadsafe(shutdown(), loop)
+        return self._finished
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:
         self._thread.join(timeout)
@@ -347,7 +359,10 @@ def serve(
     loop = asyncio.new_event_loop()
     pool = futures.ThreadPoolExecutor(max_workers=blocking_workers, thread_name_prefix="metrichub-auth")
     checker = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrichub-check")
-    started: futures.Future[tuple[Any, int]] = futures.Future()
+    # A queue, not a Future: a Future would keep the grpc.aio server alive for as long as the thread's
+    # closure lives, and the server must be freed on the loop thread while the loop still runs.
+    started: queue.SimpleQueue[tuple[Any, int] | BaseException] = queue.SimpleQueue()
+    finished = threading.Event()
 
     async def start() -> tuple[Any, int]:
         hub = AsyncHub(
@@ -367,19 +382,22 @@ def serve(
     def run() -> None:
         asyncio.set_event_loop(loop)
         try:
-            started.set_result(loop.run_until_complete(start()))
-        except BaseException as e:
-            started.set_exception(e)
+            try:
+                started.put(loop.run_until_complete(start()))
+            except BaseException as e:
+                started.put(e)
+                return
+            loop.run_forever()
+        finally:
             loop.close()
             pool.shutdown(wait=False)
             checker.shutdown(wait=False)
-            return
-        loop.run_forever()
-        loop.close()
-        pool.shutdown(wait=False)
-        checker.shutdown(wait=False)
+            finished.set()
 
     thread = threading.Thread(target=run, name="metrichub-aio", daemon=True)
     thread.start()
-    server, port = started.result()
-    return HubServer(loop, server, thread), port
+    outcome = started.get()
+    if isinstance(outcome, BaseException):
+        raise outcome
+    server, port = outcome
+    return HubServer(loop, server, thread, finished), port
