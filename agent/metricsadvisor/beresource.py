@@ -2,7 +2,9 @@
 real-limit / usage sharing one timestamp. Request = Σ batch-cpu requests of raw-QoS-BE pods (containers +
 sidecar init containers, negatives → 0). Real limit = min(smallest cpuset among the besteffort QoS cgroup and
 its container dirs × 1000, quota × 1000 // period unless quota is −1). Usage = int64(float64(Δns // 1e6) /
-float64(Δwall ms) × 1000), 0 on the first round. Any read error aborts the round.
+float64(Δwall ms) × 1000), 0 on the first round. Any read error aborts the round, except a container
+whose cgroup vanished (its BE pod deleted since the pod set was listed): that container is left out of the
+cpuset minimum, quietly (docs/rules/koordlet.md#collectors).
 
 Container dirs come from PodSource (pods of Kubernetes class BestEffort), not from a tree walk, so sandbox
 (pause) dirs that kubelet does not report are not part of the cpuset minimum.
@@ -14,6 +16,9 @@ agent.metriccache.cache, agent.metricsadvisor.framework.
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -31,6 +36,11 @@ from apis.qos import QoSClass, qos_class_raw
 __all__ = ["BEResourceCollector", "be_real_limit_milli", "be_request_milli", "be_usage_milli"]
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+# errnos of a cgroup removed under us: the path is gone, or the kernel is tearing the cgroup down
+_VANISHED = (errno.ENOENT, errno.ENODEV)
 
 _LABELS = {
     alloc: {"be_resource": "cpu", "be_allocation": alloc} for alloc in ("request", "real-limit", "usage")
@@ -67,6 +77,14 @@ def be_usage_milli(cur_ns: int, last_ns: int, delta_wall_ns: int) -> int:
     if wall_ms <= 0:
         return 0
     return int(float(udelta(cur_ns, last_ns) // 1_000_000) / float(wall_ms) * 1000)
+
+
+def _vanished(exc: OSError, path: str) -> bool:
+    """The cgroup holding ``path`` is gone (or going): ENODEV, or ENOENT with its directory gone too. A
+    missing file in a cgroup that still exists is a broken hierarchy, not churn, and stays an error."""
+    if exc.errno == errno.ENODEV:
+        return True
+    return exc.errno == errno.ENOENT and not os.path.isdir(os.path.dirname(path))
 
 
 class _Round:
@@ -107,15 +125,23 @@ class BEResourceCollector(BaseCollector):
         return read
 
     def _cpuset_sizes(self, ctx: CollectContext, paths: list[str]) -> list[int]:
-        """``len`` of each cpuset (read in one loop; ``OSError``/``ValueError`` as a single reader's)."""
+        """``len`` of each cpuset (read in one loop; ``OSError``/``ValueError`` as a single reader's). A
+        container (every path but the first, the besteffort dir's) whose cgroup vanished is left out."""
         version = ctx.cgroup_version
         decode = self._cpuset_decoders.get(version)
         if decode is None:
             decode = self._cpuset_decoders[version] = decoder("cpuset", version)
         sizes: list[int] = []
-        for path, data in zip(paths, read_files(paths), strict=True):
+        for i, (path, data) in enumerate(zip(paths, read_files(paths), strict=True)):
             if data is None:
-                read_bytes(path)  # raises the single reader's own OSError
+                try:
+                    read_bytes(path)  # raises the single reader's own OSError
+                except OSError as exc:
+                    if i == 0 or not _vanished(exc, path):
+                        raise
+                    # a BE pod deleted mid-round: normal under churn; the pod set is re-read next round
+                    log.debug("be_resource: container cgroup vanished, skipped: %s (%s)", path, exc.strerror)
+                    continue
                 raise OSError(f"{path}: unreadable")  # (it became readable in between: still a failed round)
             sizes.append(len(decode(data, path)))
         return sizes

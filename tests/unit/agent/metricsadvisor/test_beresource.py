@@ -1,20 +1,26 @@
-"""BEResourceCollector: request, real-limit cases, usage arithmetic, first round and read errors."""
+"""BEResourceCollector: request, real-limit cases, usage arithmetic, first round, read errors and vanished
+container cgroups."""
 
 from __future__ import annotations
 
+import errno
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from agent.metriccache.cache import Sample
+from agent.metriccache.cache import MetricCache, Sample
+from agent.metricsadvisor import beresource
 from agent.metricsadvisor.beresource import (
     BEResourceCollector,
     be_real_limit_milli,
     be_request_milli,
     be_usage_milli,
 )
+from agent.metricsadvisor.runner import CollectorRunner
 from agent.system import cgroup as cg
+from agent.system import readers
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
 from tests.unit.agent.metricsadvisor.conftest import Env, make_pod
 
@@ -152,3 +158,98 @@ def test_request_follows_pod_updates(env: Env) -> None:
     assert _values(c.collect(env.ctx))["request"] == 300.0
     env.pods.metas.clear()
     assert _values(c.collect(env.ctx))["request"] == 0.0
+
+
+def test_vanished_container_is_skipped_quietly(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+    """A BE pod deleted between listing pods and reading its cpuset: through the collector runner, no
+    ERROR record and the round still stores the BE samples."""
+    host = env.host
+    be_dir = qos_cgroup_dir(host.driver, KubeQOS.BESTEFFORT)
+    host.set_cpuset(be_dir, "0-7")
+    host.set_cpu_limit(be_dir, -1)
+    host.set_cpu_usage(be_dir, 0)
+    gone = env.add_pod(_be_pod("uid-gone", ["200"], cids=["g1"]))
+    stays = env.add_pod(_be_pod("uid-stays", ["300"], cids=["s1"]))
+    host.set_cpuset(gone.containers[0].cgroup_dir, "0")
+    host.set_cpuset(stays.containers[0].cgroup_dir, "0-3")
+    cache = MetricCache()
+    collector = BEResourceCollector()
+    runner = CollectorRunner([collector], env.ctx, cache)
+
+    def stored(alloc: str) -> list[float]:
+        labels = {"be_resource": "cpu", "be_allocation": alloc}
+        return [float(v) for v in cache.query("node_be", labels, 0, 2**62).values]
+
+    assert runner.run_collector(collector)
+    assert stored("real-limit") == [1000.0]  # the 1-CPU container counts
+    # the kernel removes the pod's cgroup (its containers' with it) in every hierarchy; the pod list lags
+    host.rmdir(gone.cgroup_dir)
+    assert not host.path_of(cg.CPUSET_CPUS, gone.containers[0].cgroup_dir).parent.exists()
+    env.clock.advance(1.0)
+    with caplog.at_level(logging.DEBUG, logger="agent.metricsadvisor"):
+        assert runner.run_collector(collector)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("vanished" in r.getMessage() and r.levelno == logging.DEBUG for r in caplog.records)
+    assert runner.failures == {"be_resource": 0}
+    assert stored("real-limit") == [1000.0, 4000.0]
+    assert stored("request") == [500.0, 500.0]  # the pod is still listed: its request still counts
+    env.pods.metas.remove(gone)  # the next round's pod list no longer has it
+    env.clock.advance(1.0)
+    assert runner.run_collector(collector)
+    assert stored("request") == [500.0, 500.0, 300.0]
+
+
+def test_vanished_besteffort_dir_stays_an_error(env: Env) -> None:
+    be_dir = qos_cgroup_dir(env.host.driver, KubeQOS.BESTEFFORT)
+    env.host.set_cpu_limit(be_dir, -1)
+    env.host.set_cpu_usage(be_dir, 0)
+    env.host.rmdir(be_dir)
+    with pytest.raises(FileNotFoundError):
+        BEResourceCollector().collect(env.ctx)
+
+
+def test_other_container_errors_stay_errors(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EACCES on a container's cpuset (its cgroup still there) fails the round as before."""
+    be_dir = qos_cgroup_dir(env.host.driver, KubeQOS.BESTEFFORT)
+    env.host.set_cpuset(be_dir, "0-1")
+    env.host.set_cpu_limit(be_dir, -1)
+    env.host.set_cpu_usage(be_dir, 0)
+    meta = env.add_pod(_be_pod("u", ["100"], cids=["c1"]))
+    env.host.set_cpuset(meta.containers[0].cgroup_dir, "0")
+    denied = str(env.host.path_of(cg.CPUSET_CPUS, meta.containers[0].cgroup_dir))
+
+    def read_files(paths: Sequence[str]) -> list[bytes | None]:
+        return [None if p == denied else readers.read_bytes(p) for p in paths]
+
+    def read_bytes(path: str) -> bytes:
+        if path == denied:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return readers.read_bytes(path)
+
+    monkeypatch.setattr(beresource, "read_files", read_files)
+    monkeypatch.setattr(beresource, "read_bytes", read_bytes)
+    with pytest.raises(PermissionError):
+        BEResourceCollector().collect(env.ctx)
+
+
+def test_enodev_is_a_vanished_cgroup(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel answers ENODEV for a cgroup being torn down: skipped like ENOENT, the dir still there."""
+    be_dir = qos_cgroup_dir(env.host.driver, KubeQOS.BESTEFFORT)
+    env.host.set_cpuset(be_dir, "0-1")
+    env.host.set_cpu_limit(be_dir, -1)
+    env.host.set_cpu_usage(be_dir, 0)
+    meta = env.add_pod(_be_pod("u", ["100"], cids=["c1"]))
+    env.host.set_cpuset(meta.containers[0].cgroup_dir, "0")
+    dying = str(env.host.path_of(cg.CPUSET_CPUS, meta.containers[0].cgroup_dir))
+
+    def read_files(paths: Sequence[str]) -> list[bytes | None]:
+        return [None if p == dying else readers.read_bytes(p) for p in paths]
+
+    def read_bytes(path: str) -> bytes:
+        if path == dying:
+            raise OSError(errno.ENODEV, "No such device", path)
+        return readers.read_bytes(path)
+
+    monkeypatch.setattr(beresource, "read_files", read_files)
+    monkeypatch.setattr(beresource, "read_bytes", read_bytes)
+    assert _values(BEResourceCollector().collect(env.ctx))["real-limit"] == 2000.0
