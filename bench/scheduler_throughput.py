@@ -131,11 +131,16 @@ def make_world(
 
 
 def run(
-    nodes: list[dict[str, Any]], metrics: list[NodeMetric], pods: list[dict[str, Any]], reference: bool
+    nodes: list[dict[str, Any]],
+    metrics: list[NodeMetric],
+    pods: list[dict[str, Any]],
+    reference: bool,
+    seed: int,
 ) -> tuple[list[tuple[str, str | None]], float]:
     """Schedules every pod; returns (pod name, node) in the order the queue released them."""
     clock = NOW.timestamp
-    fw = build_framework(Profile(), Handle(clock=clock))
+    # Seeded: ties are drawn at random as in production, and both runs draw the same nodes.
+    fw = build_framework(Profile(), Handle(clock=clock), rng=random.Random(seed))
     if reference:
         fw = oracle_framework(fw)
     la = next(p for p in fw.plugins if p.name == "LoadAwareScheduling")
@@ -182,10 +187,11 @@ def main() -> None:
     n_nodes, n_pods = min(a.nodes, 20000), min(a.pods, 50000)  # bounded
     n_ref = min(a.reference_pods, n_pods)
     nodes, metrics, pods = make_world(n_nodes, n_pods, a.seed)
-    fast, fast_s = run(nodes, metrics, pods, reference=False)
+    fast, fast_s = run(nodes, metrics, pods, reference=False, seed=a.seed)
     # The reference replays the first n_ref pods the fast run's queue released, in that order.
     by_name = {p["metadata"]["name"]: p for p in pods}
-    ref, ref_s = run(nodes, metrics, [by_name[name] for name, _ in fast[:n_ref]], reference=True)
+    sample = [by_name[name] for name, _ in fast[:n_ref]]
+    ref, ref_s = run(nodes, metrics, sample, reference=True, seed=a.seed)
     print(
         json.dumps(
             {

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import random
 import signal
 import socket
 import sys
@@ -82,7 +83,9 @@ class SchedulerService:
     ) -> None:
         self.api = api
         self.metrics = SchedulerMetrics(registry or CollectorRegistry(), profile.scheduler_name)
-        framework = build_framework(profile, observer=self.metrics.observe_plugin)
+        # Ties between equal top scores are drawn at random, as kube-scheduler does
+        # (docs/architecture.md#ties-between-nodes); the generator is seeded from the OS.
+        framework = build_framework(profile, observer=self.metrics.observe_plugin, rng=random.Random())
         self.reporter = UnschedulableReporter(api, profile.scheduler_name)
         self.scheduler = Scheduler(
             framework,

@@ -4,6 +4,7 @@ Imports: scheduler.framework, scheduler.config, scheduler.plugins.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,8 +58,12 @@ KNOWN = frozenset(REGISTRY)
 
 
 def build_framework(
-    profile: Profile, handle: Handle | None = None, observer: Callable[[str, str, float], None] | None = None
+    profile: Profile,
+    handle: Handle | None = None,
+    observer: Callable[[str, str, float], None] | None = None,
+    rng: random.Random | None = None,
 ) -> Framework:
+    """The profile's Framework; `rng` draws among equal top scores (None: first in name order)."""
     h = handle or Handle()
     plugins = [REGISTRY[name](profile.args.get(name, {}), h) for name in profile.plugins]
-    return Framework(plugins, profile.weights, observer)
+    return Framework(plugins, profile.weights, observer, rng)

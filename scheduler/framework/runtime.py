@@ -7,13 +7,16 @@ plugin on every node).
 Kubernetes semantics kept: PreFilter, then Filter where a node's status is that of the first plugin
 that rejects it; the FitError message `0/N nodes are available: <count> <reason>, ….` with the
 histogram sorted as strings; no scoring when a single node is feasible; a score is the weighted sum
-of the plugins' scores. koord differs in one place: among equal top scores the first node in name
-order wins (kube draws at random) so decisions are reproducible.
-Imports: numpy, scheduler.framework.
+of the plugins' scores; among equal top scores one node is drawn uniformly at random, as kube's
+`selectHost` does (docs/architecture.md#ties-between-nodes), from the framework's `rng`: seeded, the
+draws repeat, so `koord simulate` stays reproducible. Without an `rng` the first of the tied nodes in
+name order wins (the oracles' and unit tests' deterministic mode).
+Imports: standard library, numpy, scheduler.framework.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -109,10 +112,13 @@ class Framework:
         plugins: Sequence[Plugin],
         score_weights: Mapping[str, int] | None = None,
         observer: Callable[[str, str, float], None] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
-        """`observer(plugin, extension_point, seconds)` receives every Filter and Score call's duration."""
+        """`observer(plugin, extension_point, seconds)` receives every Filter and Score call's duration;
+        `rng` draws among equal top scores (None: the first in name order)."""
         self.plugins = list(plugins)
         self.observer = observer
+        self.rng = rng
         names = [p.name for p in self.plugins]
         if len(set(names)) != len(names):
             raise ValueError(f"plugins: duplicate names in {names}")
@@ -252,7 +258,7 @@ class Framework:
         if not st.is_success():
             return ScheduleResult(None, st, len(feasible), n, rejections)
         scores = self.score_all(state, pod, snapshot, feasible)
-        best = int(feasible[int(np.argmax(scores))])  # first maximum = first in name order
+        best = int(feasible[select_best(scores, self.rng)])
         return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), n, rejections)
 
     def post_filter(
@@ -314,6 +320,16 @@ class Framework:
     def post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
         for p in self.post_binds:
             p.post_bind(state, pod, node)
+
+
+def select_best(scores: IntArray, rng: random.Random | None) -> int:
+    """The index of a highest score: uniformly among equal ones with `rng` (one draw, and only when
+    there is a tie), else the first."""
+    first = int(np.argmax(scores))
+    if rng is None:
+        return first
+    ties = np.flatnonzero(scores == scores[first])
+    return first if len(ties) == 1 else int(ties[rng.randrange(len(ties))])
 
 
 def _filter_rows(

@@ -6,6 +6,8 @@ scheduler tests compare its decisions with the production plugins'.
 
 from __future__ import annotations
 
+import copy
+
 from scheduler.framework.interfaces import Plugin
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.loadaware import LoadAwareScheduling
@@ -23,6 +25,8 @@ def oracle_of(plugin: Plugin) -> Plugin:
 
 def oracle_framework(framework: Framework) -> Framework:
     """A Framework of the oracles of `framework`'s plugins, same order and score weights (the
-    production plugins stay inside where an oracle reads their caches)."""
+    production plugins stay inside where an oracle reads their caches). Its random generator starts
+    where `framework`'s is: taking the same decisions, the two draw the same nodes among ties."""
     weights = {p.name: w for p, w in zip(framework.scores, framework.weights, strict=True)}
-    return Framework([oracle_of(p) for p in framework.plugins], weights, framework.observer)
+    plugins = [oracle_of(p) for p in framework.plugins]
+    return Framework(plugins, weights, framework.observer, copy.deepcopy(framework.rng))

@@ -1,9 +1,10 @@
-"""The framework runtime: first rejecting filter per node, FitError text, weights, tie-break,
+"""The framework runtime: first rejecting filter per node, FitError text, weights, ties drawn at random,
 single-feasible shortcut, Reserve rollback; per-node plugins adapted (called only on the rows still
 feasible, same result as vectorised ones); a plugin with both forms is refused."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, IntArray
-from scheduler.framework.runtime import Framework, fit_error_message
+from scheduler.framework.runtime import Framework, fit_error_message, select_best
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 
@@ -252,3 +253,41 @@ def test_every_row_and_feasible_row_scores_add_on_the_feasible_rows() -> None:
     assert fw.score_all(CycleState(0), POD, snap, feasible).tolist() == [4 * 2 + 4 * 5, 8 * 2 + 8 * 5]
     fw = Framework([CPUScoreEveryRow(), CPUScore()])  # the full-length result first
     assert fw.score_all(CycleState(0), POD, snap, feasible).tolist() == [8, 16]
+
+
+class CountingRandom:
+    """A random.Random stand-in that counts draws (and draws from a seeded generator)."""
+
+    def __init__(self, seed: int) -> None:
+        self.inner = random.Random(seed)
+        self.draws = 0
+
+    def randrange(self, n: int) -> int:
+        self.draws += 1
+        return self.inner.randrange(n)
+
+
+def test_ties_are_drawn_uniformly_and_reproducibly() -> None:
+    scores = np.array([5, 9, 1, 9, 9, 3], np.int64)  # ties at 1, 3, 4
+    picks = [select_best(scores, random.Random(s)) for s in range(3000)]
+    counts = {i: picks.count(i) for i in set(picks)}
+    assert set(counts) == {1, 3, 4}
+    assert all(850 < c < 1150 for c in counts.values()), counts  # 1000 expected each; ~6 sigma
+    rng_a, rng_b = random.Random(42), random.Random(42)
+    assert [select_best(scores, rng_a) for _ in range(50)] == [select_best(scores, rng_b) for _ in range(50)]
+    assert select_best(scores, None) == 1  # no generator: the first in name order
+
+
+def test_a_draw_only_when_there_is_a_tie() -> None:
+    counting = CountingRandom(1)
+    assert select_best(np.array([1, 7, 3], np.int64), counting) == 1  # type: ignore[arg-type]
+    assert counting.draws == 0
+    select_best(np.array([7, 7, 3], np.int64), counting)  # type: ignore[arg-type]
+    assert counting.draws == 1
+
+
+def test_framework_draws_among_tied_nodes() -> None:
+    snap = Snapshot.build([node(n) for n in ("a", "b", "c", "d")])
+    fw = Framework([CPUScore()], rng=random.Random(3))
+    chosen = {fw.schedule(CycleState(0), POD, snap).node for _ in range(200)}
+    assert chosen == {"a", "b", "c", "d"}  # identical nodes: every one is drawn, not only "a"
