@@ -1,6 +1,7 @@
 """Shared fixtures: one real local control plane (etcd + kube-apiserver) per test session, started
 only when a test asks for it, with the koord CRDs and base objects installed; a fresh namespace per
-test for isolation; and, for every test, a check that it leaves no thread or child process behind.
+test for isolation; a ``stop`` event set when a test ends, for the threads it starts; and, for every
+test, a check that it leaves no thread or child process behind.
 """
 
 from __future__ import annotations
@@ -118,6 +119,15 @@ def _describe(p: psutil.Process) -> str:
         return f"{p.pid} {status}: {command or p.name()}"
     except psutil.NoSuchProcess:
         return f"{p.pid} (gone)"
+
+
+@pytest.fixture()
+def stop() -> Iterator[threading.Event]:
+    """The event a test's threads (supervised loops, informers) watch; set when the test ends, also when it
+    fails, so they end before the leak check looks."""
+    event = threading.Event()
+    yield event
+    event.set()
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from agent import supervisor as sup
 from agent.supervisor import CRASH_LIMIT, CRASH_WINDOW_SECONDS, Supervisor
+from tests.helpers.polling import eventually
 
 
 class Clock:
@@ -25,22 +26,6 @@ class Clock:
 def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sup, "BACKOFF_INITIAL", 0.001)
     monkeypatch.setattr(sup, "BACKOFF_MAX", 0.004)
-
-
-@pytest.fixture()
-def stop() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.005)
-    return cond()
 
 
 def crashing(times: int, calls: list[int]) -> Callable[[threading.Event], None]:
@@ -59,7 +44,7 @@ def test_raising_task_is_restarted(stop: threading.Event) -> None:
     calls: list[int] = []
     s = Supervisor(stop, clock=Clock())
     s.spawn("flaky", crashing(2, calls))
-    assert wait_for(lambda: len(calls) == 3)
+    assert eventually(lambda: len(calls) == 3)
     ok, detail = s.healthy()
     assert ok, detail  # 2 crashes ≤ CRASH_LIMIT
     assert detail == "1 tasks running"
@@ -70,7 +55,7 @@ def test_unhealthy_after_more_than_crash_limit_in_window(stop: threading.Event) 
     calls: list[int] = []
     s = Supervisor(stop, clock=clock)
     s.spawn("looper", crashing(CRASH_LIMIT + 1, calls))
-    assert wait_for(lambda: len(calls) == CRASH_LIMIT + 2)  # crashed 6 times, now running
+    assert eventually(lambda: len(calls) == CRASH_LIMIT + 2)  # crashed 6 times, now running
     ok, detail = s.healthy()
     assert not ok
     assert f"looper crashed {CRASH_LIMIT + 1} times" in detail
@@ -86,7 +71,7 @@ def test_exactly_crash_limit_is_still_healthy(stop: threading.Event) -> None:
     calls: list[int] = []
     s = Supervisor(stop, clock=Clock())
     s.spawn("edge", crashing(CRASH_LIMIT, calls))
-    assert wait_for(lambda: len(calls) == CRASH_LIMIT + 1)
+    assert eventually(lambda: len(calls) == CRASH_LIMIT + 1)
     ok, detail = s.healthy()
     assert ok, detail
 
@@ -106,10 +91,10 @@ def test_crashes_outside_window_are_forgotten(stop: threading.Event) -> None:
 
     s = Supervisor(stop, clock=clock)
     s.spawn("bursts", target)
-    assert wait_for(lambda: len(calls) == 4)
+    assert eventually(lambda: len(calls) == 4)
     clock.now += CRASH_WINDOW_SECONDS + 1  # the first 3 crashes age out
     gate.set()
-    assert wait_for(lambda: len(calls) == 8)
+    assert eventually(lambda: len(calls) == 8)
     ok, detail = s.healthy()
     assert ok, detail  # 4 recent crashes, not 7
 
@@ -190,7 +175,7 @@ def test_stop_during_backoff_ends_the_restart_loop(
     calls: list[int] = []
     s = Supervisor(stop, clock=Clock())
     s.spawn("slow", crashing(100, calls))
-    assert wait_for(lambda: len(calls) == 1)
+    assert eventually(lambda: len(calls) == 1)
     stop.set()
     assert s.join(5.0) == []
     assert len(calls) == 1

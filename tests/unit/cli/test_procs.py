@@ -16,6 +16,7 @@ import pytest
 
 from koord.localcluster import procs
 from koord.localcluster.procs import alive, die_with_parent_argv, spawn_logged, stop_process
+from tests.helpers.polling import eventually
 
 # The intermediate parent: spawns a sleeper (die_with_parent per argv[2]), prints its PID, then waits to be
 # killed. argv[1] = "trampoline" makes setpriv unusable, as on a host without it.
@@ -42,12 +43,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 def _wait_dead(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
+    return eventually(lambda: not alive(pid), timeout, 0.05)
 
 
 def _orphan_after_parent_killed(mode: str, die_with_parent: bool, tmp_path: Path) -> int:

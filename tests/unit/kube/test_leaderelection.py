@@ -17,6 +17,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from kube.leaderelection import LeaderElector
+from tests.helpers import polling
 
 LEASE, RENEW, RETRY = 2.0, 1.4, 0.2  # margin 0.3 s
 SLACK = 0.25  # thread scheduling on a busy machine
@@ -101,11 +102,7 @@ class Candidate:
 
 
 def wait_for(cond: Callable[[], Any], timeout: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
+    polling.wait_for(cond, timeout, 0.005, what)
 
 
 @pytest.fixture()

@@ -7,27 +7,9 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
-
-import pytest
 
 from kube.supervise import SupervisedThread, Supervisor, restart_delay, supervise
-
-
-@pytest.fixture()
-def stop() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.005)
-    return cond()
+from tests.helpers.polling import eventually
 
 
 def test_a_crashing_target_is_counted_and_restarted(stop: threading.Event) -> None:
@@ -44,7 +26,7 @@ def test_a_crashing_target_is_counted_and_restarted(stop: threading.Event) -> No
         "watcher", target, stop, backoff_initial=0.01, backoff_max=0.04,
         on_crash=lambda name, e: crashes.append((name, str(e))),
     )  # fmt: skip
-    assert wait_for(lambda: len(calls) == 4)
+    assert eventually(lambda: len(calls) == 4)
     assert crashes == [("watcher", "bad entry 1"), ("watcher", "bad entry 2"), ("watcher", "bad entry 3")]
     assert t.restarts == 3 and t.last_error == "RecursionError: bad entry 3"
     gaps = [b - a for a, b in itertools.pairwise(calls)]
@@ -61,7 +43,7 @@ def test_stop_during_the_backoff_ends_it(stop: threading.Event) -> None:
         raise ValueError("boom")
 
     t = supervise("slow", target, stop, backoff_initial=30.0)
-    assert wait_for(lambda: len(calls) == 1)
+    assert eventually(lambda: len(calls) == 1)
     stop.set()
     assert t.join(5.0)
     assert len(calls) == 1 and t.restarts == 0
@@ -86,7 +68,7 @@ def test_a_broken_hook_does_not_end_the_supervision(stop: threading.Event) -> No
         raise RuntimeError("hook broke")
 
     t = supervise("w", target, stop, backoff_initial=0.01, on_crash=hook)
-    assert wait_for(lambda: len(calls) == 2)
+    assert eventually(lambda: len(calls) == 2)
     stop.set()
     assert t.join(5.0)
 
@@ -104,7 +86,7 @@ def test_a_supervisor_reports_health_and_joins(stop: threading.Event) -> None:
 
     task = s.spawn("looper", target)
     assert isinstance(task, SupervisedThread)
-    assert wait_for(lambda: len(calls) == 4)
+    assert eventually(lambda: len(calls) == 4)
     ok, detail = s.healthy()
     assert not ok and "looper crashed 3 times" in detail and "boom 3" in detail
     now[0] += 301.0

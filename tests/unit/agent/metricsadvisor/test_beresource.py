@@ -208,48 +208,38 @@ def test_vanished_besteffort_dir_stays_an_error(env: Env) -> None:
         BEResourceCollector().collect(env.ctx)
 
 
-def test_other_container_errors_stay_errors(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    """EACCES on a container's cpuset (its cgroup still there) fails the round as before."""
+def _cpuset_read_fails(env: Env, monkeypatch: pytest.MonkeyPatch, error: OSError) -> BEResourceCollector:
+    """A host (besteffort cpuset 0-1, one BE container on CPU 0) where the container's cpuset read raises
+    ``error``; the collector to run on it."""
     be_dir = qos_cgroup_dir(env.host.driver, KubeQOS.BESTEFFORT)
     env.host.set_cpuset(be_dir, "0-1")
     env.host.set_cpu_limit(be_dir, -1)
     env.host.set_cpu_usage(be_dir, 0)
     meta = env.add_pod(_be_pod("u", ["100"], cids=["c1"]))
     env.host.set_cpuset(meta.containers[0].cgroup_dir, "0")
-    denied = str(env.host.path_of(cg.CPUSET_CPUS, meta.containers[0].cgroup_dir))
+    failing = str(env.host.path_of(cg.CPUSET_CPUS, meta.containers[0].cgroup_dir))
 
     def read_files(paths: Sequence[str]) -> list[bytes | None]:
-        return [None if p == denied else readers.read_bytes(p) for p in paths]
+        return [None if p == failing else readers.read_bytes(p) for p in paths]
 
     def read_bytes(path: str) -> bytes:
-        if path == denied:
-            raise PermissionError(errno.EACCES, "Permission denied", path)
+        if path == failing:
+            raise error
         return readers.read_bytes(path)
 
     monkeypatch.setattr(beresource, "read_files", read_files)
     monkeypatch.setattr(beresource, "read_bytes", read_bytes)
+    return BEResourceCollector()
+
+
+def test_other_container_errors_stay_errors(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EACCES on a container's cpuset (its cgroup still there) fails the round as before."""
+    c = _cpuset_read_fails(env, monkeypatch, PermissionError(errno.EACCES, "Permission denied"))
     with pytest.raises(PermissionError):
-        BEResourceCollector().collect(env.ctx)
+        c.collect(env.ctx)
 
 
 def test_enodev_is_a_vanished_cgroup(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel answers ENODEV for a cgroup being torn down: skipped like ENOENT, the dir still there."""
-    be_dir = qos_cgroup_dir(env.host.driver, KubeQOS.BESTEFFORT)
-    env.host.set_cpuset(be_dir, "0-1")
-    env.host.set_cpu_limit(be_dir, -1)
-    env.host.set_cpu_usage(be_dir, 0)
-    meta = env.add_pod(_be_pod("u", ["100"], cids=["c1"]))
-    env.host.set_cpuset(meta.containers[0].cgroup_dir, "0")
-    dying = str(env.host.path_of(cg.CPUSET_CPUS, meta.containers[0].cgroup_dir))
-
-    def read_files(paths: Sequence[str]) -> list[bytes | None]:
-        return [None if p == dying else readers.read_bytes(p) for p in paths]
-
-    def read_bytes(path: str) -> bytes:
-        if path == dying:
-            raise OSError(errno.ENODEV, "No such device", path)
-        return readers.read_bytes(path)
-
-    monkeypatch.setattr(beresource, "read_files", read_files)
-    monkeypatch.setattr(beresource, "read_bytes", read_bytes)
-    assert _values(BEResourceCollector().collect(env.ctx))["real-limit"] == 2000.0
+    c = _cpuset_read_fails(env, monkeypatch, OSError(errno.ENODEV, "No such device"))
+    assert _values(c.collect(env.ctx))["real-limit"] == 2000.0

@@ -13,15 +13,11 @@ import pytest
 from manager.controllerruntime.queue import ItemExponentialFailureRateLimiter
 from manager.controllerruntime.runtime import Controller, ControllerManager
 from manager.metrics import ManagerMetrics
+from tests.helpers import polling
 
 
 def wait_for(cond: Callable[[], Any], timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (got := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.005)
-    return got
+    return polling.wait_for(cond, timeout, 0.005)
 
 
 def sample(m: ManagerMetrics, name: str, **labels: str) -> float:
