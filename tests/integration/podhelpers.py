@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.helpers.polling import eventually
 
-def wait_for(cond: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
+
+def wait_for(cond: Callable[[], object], timeout: float = 30.0) -> bool:
+    """Whether ``cond`` turns truthy within ``timeout`` seconds, polled every 0.1 s (for ``assert``)."""
+    return eventually(cond, timeout, 0.1)
 
 
 def make_pod(

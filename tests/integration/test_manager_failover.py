@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 
 from apis.constants import NODE_SLO_PLURAL, SLO_GROUP, SLO_VERSION
 from koord.localcluster.controlplane import ControlPlane, free_ports
+from tests.helpers.processes import stop_all
 from tests.integration.podhelpers import wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -111,15 +112,7 @@ def test_standby_takes_over_and_loses_no_reconcile(
             lambda: _hub_endpoints(core, namespace) == (f"10.77.0.{standby + 1}", ports[standby]), 10
         ), "the new leader did not route the hub Service to itself"
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.communicate()  # reaps it and closes its stderr pipe
+        stop_all(procs, 30)
         for plural in (NODE_SLO_PLURAL, "nodemetrics"):
             with contextlib.suppress(ApiException):
                 custom.delete_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, node)

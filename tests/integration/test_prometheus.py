@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -40,6 +39,7 @@ from koord.localcluster.prometheus import Prometheus, find_prometheus
 from kube.rest import KubeRest
 from tests.fixtures.hostsim import HostSimulator
 from tests.fixtures.hosttree import HostTree
+from tests.helpers.processes import stop_daemon
 from tests.integration.podhelpers import make_pod, node_of, wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -184,7 +184,7 @@ def system(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
                  f"--leader-election-namespace={ns}", f"--node-name-prefix={node}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )  # fmt: skip
-        stack.callback(_stop_manager, manager)
+        stack.callback(stop_daemon, manager, 30)
         # The manager renders the node's NodeSLO and NodeMetric from our slo-controller-config.
         assert wait_for(lambda: _exists(custom, NODE_SLO_PLURAL, node), 60), _tail(manager_log)
         assert wait_for(lambda: _exists(custom, NODE_METRIC_PLURAL, node), 30), _tail(manager_log)
@@ -255,15 +255,6 @@ def _delete_node(core: Any, custom: Any, node: str) -> None:
     for plural in (NODE_SLO_PLURAL, NODE_METRIC_PLURAL):
         with contextlib.suppress(client.ApiException):
             custom.delete_cluster_custom_object(SLO_GROUP, SLO_VERSION, plural, node)
-
-
-def _stop_manager(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
 
 
 def _tail(path: Path, lines: int = 30) -> str:

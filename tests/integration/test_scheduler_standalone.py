@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from koord.localcluster.controlplane import ControlPlane, free_ports
+from tests.helpers.processes import stop_all
 from tests.integration.podhelpers import make_pod, node_of, wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -64,12 +65,4 @@ def test_standby_takes_over_when_the_leader_stops(
         make_pod(core, namespace, "two", selector={"koord-test": cluster["tag"]})
         assert wait_for(lambda: node_of(core, namespace, "two") is not None, timeout=60)
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs.values():
-            try:
-                p.communicate(timeout=30)  # drains and closes stderr
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.communicate()
+        stop_all(procs.values(), 30)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -32,6 +31,7 @@ from apis.constants import NODE_METRIC_PLURAL, NODE_SLO_PLURAL, SLO_GROUP, SLO_V
 from koord.localcluster.controlplane import ControlPlane, free_ports
 from tests.fixtures.hostsim import HostSimulator
 from tests.fixtures.hosttree import HostTree
+from tests.helpers.processes import stop_daemon
 from tests.integration.podhelpers import wait_for
 from tests.integration.test_manager_failover import nodeslo_threshold
 
@@ -69,17 +69,6 @@ def get(port: int, path: str) -> tuple[int, str]:
         return e.code, e.read().decode()
     except OSError as e:
         return 0, str(e)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> int:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        return proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
 
 
 @pytest.fixture()
@@ -172,7 +161,7 @@ def test_manager_and_koordlet_run_with_the_chart_arguments(
         assert all(p.poll() is None for p in procs)
     finally:
         sim.stop.set()
-        codes = [stop(p) for p in reversed(procs)]
+        codes = [stop_daemon(p, 60) for p in reversed(procs)]  # one by one: the koordlet first
     assert codes == [0] * len(procs), (manager_log.read_text()[-2000:], koordlet_log.read_text()[-2000:])
 
     # One warning line each names the upstream flags accepted without effect (and the unknown gate).

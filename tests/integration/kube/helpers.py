@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+from tests.helpers import polling
+
+T = TypeVar("T")
 
 
-def wait_for(cond: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> Any:
-    """Poll ``cond`` until it returns something truthy; fail the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = cond()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or cond}")
-        time.sleep(interval)
+def wait_for(cond: Callable[[], T], timeout: float = 10.0, interval: float = 0.02, what: str = "") -> T:
+    """``tests.helpers.polling.wait_for`` polling often: the local API server answers within milliseconds."""
+    return polling.wait_for(cond, timeout, interval, what)
 
 
 def pod(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:

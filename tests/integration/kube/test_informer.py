@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,13 +18,6 @@ from kube.informer import Informer, _ExpiredError, object_key
 from tests.integration.kube.helpers import Recorder, pod, wait_for
 
 pytestmark = pytest.mark.apiserver
-
-
-@pytest.fixture()
-def stop() -> Iterator[threading.Event]:
-    ev = threading.Event()
-    yield ev
-    ev.set()
 
 
 def _pod_informer(core: Any, namespace: str, rec: Recorder, **kwargs: Any) -> Informer:

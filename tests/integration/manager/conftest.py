@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,27 +22,25 @@ from manager.controllers.config import ConfigController
 from manager.controllers.setup import build_slo_controllers
 from manager.gateway import Gateway
 from manager.metrics import ManagerMetrics
+from tests.helpers import polling
 
 CONFIG_NAME = "slo-controller-config"
 
 
 def wait_for(cond: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
-    """Poll ``cond`` until truthy; fail after ``timeout`` seconds (generous: CI shares a busy 2-core machine,
-    and a condition that holds returns at once)."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
+    """``tests.helpers.polling.wait_for`` where a 404 from the API server counts as not yet (the object is
+    still to be created); generous timeout: CI shares a busy 2-core machine, and a condition that holds
+    returns at once."""
+
+    def probe() -> Any:
         try:
-            last = cond()
+            return cond()
         except ApiException as e:
             if e.status != 404:
                 raise
-            last = None
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or cond}: last {last!r}")
-        time.sleep(0.05)
+            return None
+
+    return polling.wait_for(probe, timeout, 0.05, what or str(cond))
 
 
 @dataclass
