@@ -13,8 +13,15 @@ are those Kubernetes' ``Resource.Add`` keeps: cpu, memory, ephemeral-storage and
 and extended resources ``domain/name``); other names (``pods`` included) are not checked. Reason order:
 pods, cpu, memory, ephemeral-storage, then scalar resources by name (Go iterates a map there).
 
-Score: LeastAllocated over cpu and memory, weight 1 each. Per resource, with ``requested`` the node's
-*non-zero* requests plus the pod's: ``(allocatable - requested) * 100 / allocatable``, 0 when
+Args (``from_args``, docs/rules/scheduler-basic.md#noderesources-plugin-args): ``ignoredResources`` and
+``ignoredResourceGroups`` (the part before ``/``) make the Filter skip those *extended* resources
+(``resourcemath.is_extended_resource``; ``kubernetes.io/`` names, hugepages and the base resources are
+never skipped); ``scoringStrategy`` picks the Score's rule (LeastAllocated, MostAllocated or
+RequestedToCapacityRatio, with its resources and shape), evaluated by the one implementation the v1.20
+score plugins share (scheduler.plugins.noderesources_scoring). Without args the plugin is as below.
+
+Score (default): LeastAllocated over cpu and memory, weight 1 each. Per resource, with ``requested``
+the node's *non-zero* requests plus the pod's: ``(allocatable - requested) * 100 / allocatable``, 0 when
 allocatable is 0 or requested exceeds it; the node score is the weighted sum divided by the weight sum.
 Divisions truncate toward zero as Go's do. Non-zero requests (``GetNonzeroRequests``) count a
 container (or init container) without a cpu request as 100m and without a memory request as 200Mi (an
@@ -25,15 +32,17 @@ cores) and ignored sidecars, which is not reproduced.
 
 The rule is docs/rules/scheduler.md#noderesourcesfit. Its arithmetic is Go's int64: numpy's int64
 wraps where Go's does, and divisions truncate (``resourcemath.go_div_all``). Vectorised over the
-snapshot's resource-major matrices; Score's results are kept per request pair (``Scores``, a view).
-Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins.resourcemath.
+snapshot's resource-major matrices; Score's results are kept per pod inputs (a view of the shared
+scoring module).
+Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins (resourcemath,
+noderesources_args, noderesources_scoring).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, Self
 
 import numpy as np
 
@@ -41,18 +50,12 @@ from apis.pod import pod_requests, resources_key
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
-from scheduler.framework.nonzero import nonzero_requests
-from scheduler.framework.rowresults import RowResults
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import MAX_NODE_SCORE, Status
+from scheduler.framework.status import Status
 from scheduler.framework.units import to_values
-from scheduler.plugins.resourcemath import (
-    MEMO_LIMIT,
-    SCORE_WEIGHTS,
-    go_div_all,
-    is_checked_resource,
-    reason_order,
-)
+from scheduler.plugins.noderesources_args import FitArgs, fit_args
+from scheduler.plugins.noderesources_scoring import pod_inputs, score_all
+from scheduler.plugins.resourcemath import MEMO_LIMIT, is_checked_resource, is_extended_resource, reason_order
 
 NAME: Final = "NodeResourcesFit"
 PRE_FILTER_KEY: Final = "PreFilter" + NAME
@@ -87,54 +90,24 @@ def pre_filter_state(pod: Pod) -> PreFilterState:
     return PreFilterState(hit[0], dict(hit[1]))
 
 
-WEIGHT_SUM: Final = sum(w for _, w in SCORE_WEIGHTS)
-_WEIGHTS: Final = np.array([w for _, w in SCORE_WEIGHTS], np.int64)
-
-
-def least_allocated(capacity: IntArray, nonzero: IntArray, pod: IntArray) -> IntArray:
-    """LeastAllocated (see the module docstring). Axis 0 runs over SCORE_WEIGHTS' resources; the
-    others broadcast: the node's allocatable, its pods' non-zero requests, the incoming pod's."""
-    requested = nonzero + pod
-    fits = requested <= capacity
-    fits &= capacity != 0
-    free = capacity - requested
-    free *= MAX_NODE_SCORE
-    free *= fits  # 0 where it does not fit, and then any non-zero divisor gives 0
-    score = go_div_all(free, capacity | (capacity == 0))
-    return go_div_all(_WEIGHTS @ score, WEIGHT_SUM)
-
-
-class Scores:
-    """LeastAllocated of every row per pod non-zero requests (a snapshot view): results kept per
-    request pair and patched on the rows the snapshot re-copies (``RowResults``)."""
-
-    reads_pods = True  # the non-zero requests of its pods
-
-    def __init__(self) -> None:
-        self.results = RowResults(0)
-
-    def rebuild(self, snapshot: Snapshot) -> None:
-        self.results = RowResults(snapshot.n)
-
-    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
-        self.results.changed(rows)
-
-    def least_allocated(self, snapshot: Snapshot, pod: tuple[int, int]) -> IntArray:
-        """The scores of every row for a pod of non-zero requests ``pod`` (kept: callers copy)."""
-        requests = np.array(pod, np.int64).reshape(-1, 1)
-        cols = [snapshot.col[r] for r, _ in SCORE_WEIGHTS]  # base resources: always columns
-
-        def rule(rows: IntArray | None) -> IntArray:
-            alloc, nonzero = snapshot.allocatable, snapshot.nonzero
-            if rows is None:
-                return least_allocated(alloc[cols], nonzero, requests)
-            return least_allocated(alloc[:, rows][cols], nonzero[:, rows], requests)
-
-        return self.results.get(pod, rule)
+def ignored(name: str, args: FitArgs) -> bool:
+    """Whether ``ignoredResources``/``ignoredResourceGroups`` skip ``name`` (extended resources only)."""
+    if not is_extended_resource(name):
+        return False
+    return name in args.ignored_resources or name.split("/", 1)[0] in args.ignored_groups
 
 
 class NodeResourcesFit:
     """PreFilter + Filter + Score plugin; see the module docstring."""
+
+    def __init__(self, args: FitArgs | None = None) -> None:
+        self.args = args or FitArgs()
+        self._ignores = bool(self.args.ignored_resources or self.args.ignored_groups)
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> Self:
+        """NodeResourcesFitArgs (docs/rules/scheduler-basic.md#noderesources-plugin-args)."""
+        return cls(fit_args(args))
 
     @property
     def name(self) -> str:
@@ -145,6 +118,8 @@ class NodeResourcesFit:
             s = pre_filter_state(pod)
         except QuantityError as e:
             return Status.error(str(e), plugin=NAME)
+        if self._ignores:
+            s = PreFilterState(tuple((r, v) for r, v in s.checked if not ignored(r, self.args)), s.requests)
         state.write(PRE_FILTER_KEY, s)
         return Status.success()
 
@@ -188,16 +163,12 @@ class NodeResourcesFit:
         which[failing] = np.asarray(inverse, np.int32).reshape(-1)
         return FilterResult(which, statuses)
 
-    def _pod_nonzero(self, state: CycleState, pod: Pod) -> tuple[int, int]:
-        v = state.get(PRE_SCORE_KEY)
-        if isinstance(v, tuple):
-            return v
-        s = state.get(PRE_FILTER_KEY)
-        nz = nonzero_requests(pod, s.requests if isinstance(s, PreFilterState) else None)
-        state.write(PRE_SCORE_KEY, nz)
-        return nz
-
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        """Every row's score (kept: the rule costs the same for every row)."""
-        view = snapshot.view((NAME, "scores"), Scores)
-        return view.least_allocated(snapshot, self._pod_nonzero(state, pod))
+        """Every row's score under the scoring strategy (kept: the rule costs the same for every row)."""
+        inputs = state.get(PRE_SCORE_KEY)
+        if not isinstance(inputs, tuple):
+            s = state.get(PRE_FILTER_KEY)
+            requests = s.requests if isinstance(s, PreFilterState) else None
+            inputs = pod_inputs(self.args.strategy, pod, requests)
+            state.write(PRE_SCORE_KEY, inputs)
+        return score_all(self.args.strategy, state, pod, snapshot, PRE_SCORE_KEY)

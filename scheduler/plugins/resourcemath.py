@@ -1,7 +1,8 @@
 """Resource arithmetic of Kubernetes' noderesources plugin, as pure functions: which resources the
-Filter checks and in which reason order, and Go's truncating int64 division over arrays
-(docs/rules/scheduler.md#noderesourcesfit). The non-zero requests the Score uses are the snapshot's
-(scheduler.framework.nonzero).
+Filter checks and in which reason order, which are extended (the only ones ``ignoredResources`` and
+``ignoredResourceGroups`` can skip), and Go's truncating int64 division over arrays
+(docs/rules/scheduler.md#noderesourcesfit, docs/rules/scheduler-basic.md#noderesources-plugin-args). The
+non-zero requests the Score uses are the snapshot's (scheduler.framework.nonzero).
 Imports: numpy, apis.labelselector, scheduler.framework.
 """
 
@@ -25,6 +26,19 @@ def is_checked_resource(name: str) -> bool:
     if "kubernetes.io/" in name:
         return True
     return "/" in name and not name.startswith("requests.") and is_qualified_name("requests." + name)
+
+
+def is_scalar_resource(name: str) -> bool:
+    """``IsScalarResourceName``: extended, hugepages, ``kubernetes.io/``-prefixed or attachable volumes."""
+    return name not in _BASE_ORDER and is_checked_resource(name)
+
+
+def is_extended_resource(name: str) -> bool:
+    """``IsExtendedResourceName``: ``domain/name`` outside ``kubernetes.io/`` whose quota name
+    ``requests.<name>`` is a qualified name."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return is_qualified_name("requests." + name)
 
 
 def reason_order(name: str) -> tuple[int, str]:

@@ -380,3 +380,56 @@ def test_huge_and_negative_values_match_oracle(
     plugin, pod = NodeResourcesFit(), make_pod(requests=[request])
     assert_matches_oracle(plugin, pod, snap)
     assert_scores_match_oracle(plugin, pod, snap, list(range(snap.n)))
+
+
+# --- args: ignoredResources / ignoredResourceGroups (docs/rules/scheduler-basic.md) ---------------
+
+
+@pytest.mark.parametrize(
+    ("args", "requests", "want"),
+    [
+        ({}, {"example.com/gpu": "1", "cpu": "5"}, unfit("Insufficient cpu", "Insufficient example.com/gpu")),
+        (
+            {"ignoredResources": ["example.com/gpu"]},
+            {"example.com/gpu": "1", "cpu": "5"},
+            unfit("Insufficient cpu"),
+        ),
+        (
+            {"ignoredResources": ["example.com/gpu"]},
+            {"example.com/gpu": "1", "example.com/fpga": "1"},
+            unfit("Insufficient example.com/fpga"),
+        ),
+        ({"ignoredResourceGroups": ["example.com"]}, {"example.com/gpu": "1", "example.com/fpga": "1"}, OK),
+        (
+            {"ignoredResourceGroups": ["example"]},
+            {"example.com/gpu": "1"},
+            unfit("Insufficient example.com/gpu"),
+        ),
+        # only extended resources can be ignored: kubernetes.io/ names, hugepages and cpu never are
+        (
+            {"ignoredResources": [BATCH_CPU, "cpu"], "ignoredResourceGroups": ["kubernetes.io"]},
+            {BATCH_CPU: "1", "cpu": "5"},
+            unfit("Insufficient cpu", f"Insufficient {BATCH_CPU}"),
+        ),
+        (
+            {"ignoredResources": ["hugepages-2Mi"]},
+            {"hugepages-2Mi": "2Mi"},
+            unfit("Insufficient hugepages-2Mi"),
+        ),
+    ],
+)
+def test_filter_ignored_resources(args: dict[str, Any], requests: dict[str, str], want: Status) -> None:
+    from ._oracle_checks import check_filter
+
+    plugin = NodeResourcesFit.from_args(args)
+    snap = Snapshot.build([node()])
+    assert check_filter(plugin, make_pod(requests=[requests]), snap) == [want]
+
+
+def test_from_args_without_args_keeps_the_default_behaviour() -> None:
+    snap = Snapshot.build([node("a"), node("b", cpu="8")], [make_pod("x", node="a", requests=[{"cpu": "1"}])])
+    pod = make_pod(requests=[{"cpu": "1", "memory": "1Gi"}])
+    plugin = NodeResourcesFit.from_args({})
+    assert assert_matches_oracle(plugin, pod, snap) == assert_matches_oracle(NodeResourcesFit(), pod, snap)
+    # a: cpu 2000 of 4000 -> 50, memory 1Gi + 200Mi (the pod without memory) -> 85; b: 87 and 87
+    assert assert_scores_match_oracle(plugin, pod, snap, [0, 1]) == [67, 87]

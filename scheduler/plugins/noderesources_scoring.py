@@ -1,0 +1,241 @@
+"""The resource-allocation scores of Kubernetes' noderesources plugins, one implementation for the
+v1.20 plugins (NodeResourcesLeastAllocated, NodeResourcesMostAllocated, RequestedToCapacityRatio,
+NodeResourcesBalancedAllocation) and NodeResourcesFit's ``scoringStrategy``
+(docs/rules/scheduler-basic.md#resource-allocation-scores).
+
+Per scored resource a node has an allocatable and a requested amount: cpu and memory use the node's
+pods' non-zero requests plus the incoming pod's (the snapshot's ``nonzero``, as LeastAllocated always
+has); ephemeral-storage and scalar resources (``resourcemath.is_scalar_resource``) the node's requests
+plus the pod's effective request; any other name counts 0 and 0. Then, in Go's int64 arithmetic
+(divisions truncate, products wrap):
+
+- LeastAllocated: ``(alloc - req) * 100 / alloc``, 0 when alloc is 0 or req > alloc; the node score is
+  ``Σ score × weight / Σ weight``.
+- MostAllocated: ``req * 100 / alloc``, same zero cases and weighted mean.
+- RequestedToCapacityRatio: the broken-linear shape at ``100 - (alloc - req) * 100 / alloc``
+  (at 100 when alloc is 0 or req > alloc); only resources scoring > 0 enter the weighted mean, which is
+  ``math.Round`` of the float64 quotient (0 when no weight is left).
+- BalancedAllocation (cpu and memory only): fractions ``req / alloc`` in float64 (1 when alloc is 0);
+  0 when either is ≥ 1, else ``int64((1 - |cpu - memory|) * 100)``.
+
+Vectorised over the snapshot's resource-major matrices; results are kept per (rule, pod inputs) and
+patched on the rows the snapshot re-copies (``AllocationScores``, a view with ``RowResults``).
+Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins (resourcemath,
+noderesources_args).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.pod import pod_requests, resources_key
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import IntArray, Pod
+from scheduler.framework.nonzero import nonzero_requests
+from scheduler.framework.rowresults import RowResults
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import MAX_NODE_SCORE
+from scheduler.framework.units import to_values
+from scheduler.plugins.noderesources_args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    Strategy,
+)
+from scheduler.plugins.resourcemath import MEMO_LIMIT, go_div_all, is_scalar_resource
+
+F64 = npt.NDArray[np.float64]
+BALANCED: Final = "BalancedAllocation"
+BALANCED_STRATEGY: Final = Strategy(BALANCED)  # cpu and memory, weights unused
+MAX_UTILIZATION: Final = 100
+_requests_memo: dict[Hashable, dict[str, int]] = {}
+
+
+def pod_request_values(pod: Pod) -> dict[str, int]:
+    """The pod's effective requests in snapshot units, memoised by ``apis.pod.resources_key``."""
+    key = resources_key(pod)
+    hit = _requests_memo.get(key) if key is not None else None
+    if hit is None:
+        hit = to_values(pod_requests(pod))
+        if key is not None:
+            if len(_requests_memo) >= MEMO_LIMIT:
+                _requests_memo.clear()
+            _requests_memo[key] = hit
+    return hit
+
+
+def pod_inputs(strategy: Strategy, pod: Pod, requests: dict[str, int] | None = None) -> tuple[int, ...]:
+    """What the rule reads from the pod: per scored resource its (non-zero for cpu/memory) request."""
+    reqs = pod_request_values(pod) if requests is None else requests
+    nz = nonzero_requests(pod, reqs)
+    out = []
+    for name, _ in strategy.resources:
+        if name == "cpu":
+            out.append(nz[0])
+        elif name == "memory":
+            out.append(nz[1])
+        elif name == "ephemeral-storage" or is_scalar_resource(name):
+            out.append(reqs.get(name, 0))
+        else:
+            out.append(0)
+    return tuple(out)
+
+
+def node_columns(
+    strategy: Strategy, snapshot: Snapshot, pod: Sequence[int], rows: IntArray | None
+) -> tuple[IntArray, IntArray]:
+    """Allocatable and requested (node's plus pod's) per scored resource: ``(resources, rows)``."""
+    n = snapshot.n if rows is None else len(rows)
+    alloc = np.zeros((len(strategy.resources), n), np.int64)
+    req = np.zeros((len(strategy.resources), n), np.int64)
+    for k, (name, _) in enumerate(strategy.resources):
+        j = snapshot.col.get(name)
+        if name in ("cpu", "memory"):
+            used = snapshot.nonzero[0 if name == "cpu" else 1]
+        elif j is not None and (name == "ephemeral-storage" or is_scalar_resource(name)):
+            used = snapshot.requested[j]
+        elif name == "ephemeral-storage" or is_scalar_resource(name):
+            req[k] = pod[k]  # no node has it: allocatable 0, requested the pod's
+            continue
+        else:
+            continue  # not scored: 0 and 0
+        assert j is not None  # cpu and memory always have a column
+        alloc[k] = snapshot.allocatable[j] if rows is None else snapshot.allocatable[j, rows]
+        req[k] = used if rows is None else used[rows]
+        req[k] += pod[k]
+    return alloc, req
+
+
+def _weighted_mean(scores: IntArray, weights: IntArray) -> IntArray:
+    """``Σ score × weight / Σ weight`` over axis 0 in int64 (weights are validated positive)."""
+    return go_div_all(weights @ scores, int(weights.sum()))
+
+
+def least_allocated(alloc: IntArray, req: IntArray, weights: IntArray) -> IntArray:
+    fits = (req <= alloc) & (alloc != 0)
+    free = (alloc - req) * MAX_NODE_SCORE
+    free *= fits  # 0 where it does not fit, and then any non-zero divisor gives 0
+    return _weighted_mean(go_div_all(free, alloc | (alloc == 0)), weights)
+
+
+def most_allocated(alloc: IntArray, req: IntArray, weights: IntArray) -> IntArray:
+    fits = (req <= alloc) & (alloc != 0)
+    used = req * MAX_NODE_SCORE
+    used *= fits
+    return _weighted_mean(go_div_all(used, alloc | (alloc == 0)), weights)
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], p: IntArray) -> IntArray:
+    """``buildBrokenLinearFunction``: the first point whose utilization is ≥ p decides; before the first
+    point its score, past the last the last score, between two the line, truncated as Go divides."""
+    out = np.full(p.shape, shape[-1][1], np.int64)
+    for i in reversed(range(len(shape))):  # the smallest matching i is applied last
+        u, s = shape[i]
+        if i == 0:
+            value: IntArray | int = s
+        else:
+            u0, s0 = shape[i - 1]
+            value = s0 + go_div_all((s - s0) * (p - u0), u - u0)
+        out = np.where(p <= u, value, out)
+    return out
+
+
+def go_round(x: F64) -> F64:
+    """Go's ``math.Round``: half away from zero, exactly (``x - trunc(x)`` is exact in float64)."""
+    t = np.trunc(x)
+    return t + np.copysign((np.abs(x - t) >= 0.5).astype(np.float64), x)
+
+
+def go_int64_all(x: F64) -> IntArray:
+    """``int64(x)`` on amd64 element-wise: truncation; NaN and out-of-range values give MinInt64."""
+    ok = np.isfinite(x) & (x >= -(2.0**63)) & (x < 2.0**63)
+    out = np.full(x.shape, np.iinfo(np.int64).min, np.int64)
+    out[ok] = np.trunc(x[ok]).astype(np.int64)
+    return out
+
+
+def requested_to_capacity_ratio(
+    alloc: IntArray, req: IntArray, weights: IntArray, shape: Sequence[tuple[int, int]]
+) -> IntArray:
+    fits = (req <= alloc) & (alloc != 0)
+    free = (alloc - req) * MAX_UTILIZATION
+    free *= fits
+    p = np.where(fits, MAX_UTILIZATION - go_div_all(free, alloc | (alloc == 0)), MAX_UTILIZATION)
+    scores = broken_linear(shape, p)
+    counted = scores > 0
+    total = (weights[:, None] * (scores * counted)).sum(axis=0)
+    weight_sum = (weights[:, None] * counted).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = go_round(total.astype(np.float64) / weight_sum.astype(np.float64))
+    return np.where(weight_sum == 0, 0, go_int64_all(np.where(weight_sum == 0, 0.0, mean)))
+
+
+def fractions(alloc: IntArray, req: IntArray) -> F64:
+    """``fractionOfCapacity``: req / alloc in float64, 1 where alloc is 0."""
+    zero = alloc == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = req.astype(np.float64) / alloc.astype(np.float64)
+    return np.where(zero, 1.0, f)
+
+
+def balanced_allocation(alloc: IntArray, req: IntArray) -> IntArray:
+    """Rows 0 and 1 are cpu and memory."""
+    f = fractions(alloc, req)
+    cpu, memory = f[0], f[1]
+    score = go_int64_all((1 - np.abs(cpu - memory)) * float(MAX_NODE_SCORE))
+    return np.where((cpu >= 1) | (memory >= 1), 0, score)
+
+
+def evaluate(strategy: Strategy, alloc: IntArray, req: IntArray) -> IntArray:
+    """The rule of ``strategy`` over columns of (resources, rows) matrices."""
+    weights = np.array([w for _, w in strategy.resources], np.int64)
+    if strategy.type == LEAST_ALLOCATED:
+        return least_allocated(alloc, req, weights)
+    if strategy.type == MOST_ALLOCATED:
+        return most_allocated(alloc, req, weights)
+    if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+        return requested_to_capacity_ratio(alloc, req, weights, strategy.shape)
+    if strategy.type == BALANCED:
+        return balanced_allocation(alloc, req)
+    raise ValueError(f"unknown scoring strategy {strategy.type!r}")
+
+
+class AllocationScores:
+    """Scores of every row per (strategy, pod inputs), a snapshot view: kept and patched on the rows
+    the snapshot re-copies."""
+
+    reads_pods = True  # the rows' requested and non-zero sums
+
+    def __init__(self) -> None:
+        self.results = RowResults(0)
+
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self.results = RowResults(snapshot.n)
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        self.results.changed(rows)
+
+    def scores(self, strategy: Strategy, snapshot: Snapshot, pod: tuple[int, ...]) -> IntArray:
+        """Every row's score (kept: callers must not modify it)."""
+
+        def rule(rows: IntArray | None) -> IntArray:
+            alloc, req = node_columns(strategy, snapshot, pod, rows)
+            return evaluate(strategy, alloc, req)
+
+        return self.results.get((strategy, pod), rule)
+
+
+VIEW_KEY: Final = ("noderesources", "allocation-scores")
+
+
+def score_all(strategy: Strategy, state: CycleState, pod: Pod, snapshot: Snapshot, key: str) -> IntArray:
+    """Every row's score under ``strategy``; the pod's inputs are kept in ``state`` under ``key``."""
+    inputs: Any = state.get(key)
+    if not isinstance(inputs, tuple):
+        inputs = pod_inputs(strategy, pod)
+        state.write(key, inputs)
+    return snapshot.view(VIEW_KEY, AllocationScores).scores(strategy, snapshot, inputs)
