@@ -281,11 +281,16 @@ class SchedulingQueue:
     def add_unschedulable(self, info: QueuedPodInfo, rejected_by: set[str]) -> None:
         """A popped pod failed. Parked with its rejecting plugins, unless a move request happened
         since it was popped, it was meaningfully updated meanwhile or nothing rejected it (an error):
-        then backoffQ. Ignored when the pod was deleted meanwhile or is already queued again."""
+        then backoffQ. Ignored when the pod was deleted meanwhile or is already queued again. Either
+        way the attempt is over, as with `done`: the pod is no longer in flight, so a pod that failed
+        and is then deleted or bound leaves no record behind."""
         key = info.key
         now = self._clock()
         with self._cond:
+            if self._in_flight.get(key) is info:
+                del self._in_flight[key]
             if key in self._deleted_in_flight:
+                self._deleted_in_flight.discard(key)
                 return
             if key in self._active or key in self._backoff or key in self._unschedulable:
                 return
