@@ -2,7 +2,9 @@
 unavailable API server cannot break the caller. An event identical to one recorded within the
 aggregation window (same object, type, reason and message; 10 minutes by default, measured from its
 last occurrence) is not created again: the existing Event's ``count`` and ``lastTimestamp`` are
-patched instead, as client-go's event correlator does.
+patched instead, as client-go's event correlator does. Events are remembered for aggregation only
+while they can still be aggregated (the window) and at most ``max_cache`` of them, so events about
+objects that come and go (pods) leave nothing behind once their window has passed.
 
 Imports: the kubernetes client and the standard library only.
 """
@@ -90,6 +92,7 @@ class EventRecorder:
                 message,
             )
             with self._lock:  # one at a time, so identical concurrent events are counted, not doubled
+                self._prune_locked()
                 seen = self._seen.get(key)
                 if seen is not None and self._clock() - seen.last_seen < self.window and self._bump(seen):
                     self._seen.move_to_end(key)
@@ -97,21 +100,36 @@ class EventRecorder:
                 self._seen.pop(key, None)
                 name = self._create(ref, namespace, type, reason, message)
                 self._seen[key] = _Seen(name, namespace, 1, self._clock())
-                while len(self._seen) > self._max_cache:
-                    self._seen.popitem(last=False)
+                self._prune_locked()
         except Exception as e:
             log.warning(
                 "event %s %s about %s not recorded: %s",
                 *(type, reason, _describe_obj(obj), _describe(e)),
             )
 
+    def _prune_locked(self) -> None:
+        """Forget what can no longer be aggregated: entries past the window (the map is ordered by last
+        occurrence, oldest first), then the oldest beyond ``max_cache``. Events about objects that come
+        and go (pods) would otherwise stay here until ``max_cache`` others pushed them out."""
+        seen, cutoff = self._seen, self._clock() - self.window
+        while seen and next(iter(seen.values())).last_seen <= cutoff:
+            seen.popitem(last=False)
+        while len(seen) > self._max_cache:
+            seen.popitem(last=False)
+
+    def __len__(self) -> int:
+        """Events remembered for aggregation."""
+        with self._lock:
+            return len(self._seen)
+
     def _bump(self, seen: _Seen) -> bool:
         """Count one more occurrence on the existing Event; False if it is gone (create anew)."""
         body = {"count": seen.count + 1, "lastTimestamp": _time()}
         try:
-            self._core.patch_namespaced_event(
+            resp = self._core.patch_namespaced_event(
                 seen.name, seen.namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
             )
+            _release(resp)
         except ApiException as e:
             if e.status == 404:
                 return False
@@ -145,6 +163,17 @@ class EventRecorder:
         )
         created: dict[str, Any] = json.loads(resp.data)
         return str(created["metadata"]["name"])
+
+
+def _release(resp: Any) -> None:
+    """Read a raw response to its end and give its connection back to the pool (unread, the connection
+    is dropped with the response, and the next request opens a new one)."""
+    read = getattr(resp, "read", None)
+    if callable(read):
+        read()
+    release = getattr(resp, "release_conn", None)
+    if callable(release):
+        release()
 
 
 def _reference(obj: Mapping[str, Any]) -> dict[str, Any]:
