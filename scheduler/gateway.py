@@ -98,6 +98,10 @@ def _assigned(pod: Pod) -> bool:
     return bool((pod.get("spec") or {}).get("nodeName"))
 
 
+def _uid(pod: Pod) -> object:
+    return (pod.get("metadata") or {}).get("uid")
+
+
 class EventRouter:
     """Informer handlers: keeps the scheduler's queue, cache and plugins in step with the cluster."""
 
@@ -141,13 +145,18 @@ class EventRouter:
             self.s.queue.delete(old)
 
     def pod_delete(self, pod: Pod) -> None:
-        if _assigned(pod):
+        # A pod the scheduler assumed may be gone before the informer saw it bound (a relist finds it
+        # deleted, last known pending): it is let go like a bound one, or the cache would hold it until
+        # its assumption expired and the plugins' per-pod state (Reserve's) for good.
+        cached = None if _assigned(pod) else self.s.cache.get_pod(pod)
+        assumed = cached is not None and _uid(cached) == _uid(pod)
+        if _assigned(pod) or assumed:
             with self.s.lock:
                 self.s.cache.remove_pod(pod)
                 for p in self._pod_hooks:
                     p.on_pod_delete(pod)
             self.s.on_event(ClusterEvent("Pod", "Delete"))
-        else:
+        if not _assigned(pod):
             self.s.queue.delete(pod)
 
     # --- nodes ------------------------------------------------------------------------------------------
