@@ -1,0 +1,180 @@
+"""PodTopologySpread's PreFilter and Filter (docs/rules/scheduler-spread.md#podtopologyspread-filter),
+as kube-scheduler v1.20.2, vectorised over the snapshot's rows.
+
+PreFilter takes the pod's DoNotSchedule constraints (or the default ones of that action when the pod
+has none) and counts, per topology domain (key, value), the matching pods on the eligible nodes: those
+that pass the pod's nodeSelector and required node affinity and carry every constraint's key.
+Constraints sharing a key share its domains' counts, as kube's map keyed by (key, value) does. The
+minimum per key is over the domains that exist (int32 max when none does). As in v1.20.2, a domain's
+count then takes the matching pods of every node in it, eligible or not, and a node without the key
+counts in the domain of the value "" when that domain exists.
+
+Filter, constraints in order, the first failing one deciding: a node without the key is
+UNSCHEDULABLE_AND_UNRESOLVABLE ``node(s) didn't match pod topology spread constraints (missing
+required label)``; ``count(domain) + self-match - min(key) > maxSkew`` is UNSCHEDULABLE ``node(s)
+didn't match pod topology spread constraints``. A domain no eligible node has counts 0.
+Imports: numpy, apis.kubeobjects, scheduler.framework, scheduler.plugins (nodeaffinity,
+podtopologyspread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.kubeobjects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import BoolArray, FilterResult
+from scheduler.framework.listers import ClusterObjects, labels_of, matches, namespace_of
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Status
+from scheduler.plugins.nodeaffinity import LabelColumn, NodeAffinity
+from scheduler.plugins.podtopologyspread.constraints import (
+    DO_NOT_SCHEDULE,
+    INT32_MAX,
+    Constraint,
+    ConstraintError,
+    DefaultConstraint,
+    Selector,
+    default_constraints,
+    of_action,
+    pod_constraints,
+)
+from scheduler.plugins.podtopologyspread.podindex import pod_index
+
+NAME: Final = "PodTopologySpread"
+ERR_REASON_CONSTRAINTS_NOT_MATCH: Final = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_NODE_LABEL_NOT_MATCH: Final = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+
+I64 = npt.NDArray[np.int64]
+_AFFINITY: Final = NodeAffinity()
+
+
+def label_column(snapshot: Snapshot, key: str) -> LabelColumn:
+    """Label `key`'s value codes over the rows (a snapshot view)."""
+    return snapshot.view((NAME, "label", key), lambda: LabelColumn(key))
+
+
+def constraints_for(
+    pod: Pod, action: str, defaults: Sequence[DefaultConstraint], objects: ClusterObjects | None
+) -> tuple[Constraint, ...]:
+    """The pod's constraints of `action`, or (the pod having none) the defaults'. Raises
+    ConstraintError for a selector kube refuses."""
+    raw = pod_constraints(pod)
+    if raw:
+        return of_action(raw, action)
+    return default_constraints(pod, defaults, objects, action)
+
+
+def eligible_rows(state: CycleState, pod: Pod, snapshot: Snapshot, keys: Sequence[str]) -> BoolArray:
+    """Rows that pass the pod's nodeSelector and required node affinity and carry every key."""
+    ok = _AFFINITY.filter_all(state, pod, snapshot).passed.copy()
+    for key in dict.fromkeys(keys):
+        ok &= label_column(snapshot, key).codes >= 0
+    return ok
+
+
+def counts(snapshot: Snapshot, pod: Pod, selector: Selector) -> I64:
+    """Matching pods of the pod's namespace per row."""
+    return pod_index(snapshot).counts(namespace_of(pod), selector)
+
+
+def domain_counts(
+    snapshot: Snapshot, pod: Pod, constraints: Sequence[Constraint], key: str, rows: BoolArray | None
+) -> I64:
+    """Per value code of `key` (plus a last slot, which code -1 reaches): the pods the constraints on
+    `key` match on `rows`, summed. With `rows` None, every row counts and a row without the key
+    counts as the value "" (Go's map lookup), as v1.20.2's PreFilter does."""
+    column = label_column(snapshot, key)
+    size = len(column.values) + 1
+    if rows is None:
+        empty = column.index.get("", size - 1)
+        codes = np.where(column.codes < 0, empty, column.codes)
+    else:
+        codes = column.codes[rows]
+    total = np.zeros(size, np.int64)
+    for c in constraints:
+        if c.topology_key == key:
+            weights = counts(snapshot, pod, c.selector)
+            if rows is not None:
+                weights = weights[rows]
+            total += np.rint(np.bincount(codes, weights=weights, minlength=size)).astype(np.int64)
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class FilterState:
+    """PreFilter's result: per constraint, whether the pod matches its selector; per key, the
+    domains' counts and whether each domain exists (by value code), and the minimum count."""
+
+    constraints: tuple[Constraint, ...]
+    self_match: tuple[int, ...] = ()
+    pair_counts: dict[str, I64] | None = None
+    exists: dict[str, BoolArray] | None = None
+    min_match: dict[str, int] | None = None
+
+
+_EMPTY: Final = FilterState(())
+
+
+def pre_filter_state(
+    state: CycleState,
+    pod: Pod,
+    snapshot: Snapshot,
+    defaults: Sequence[DefaultConstraint],
+    objects: ClusterObjects | None,
+) -> FilterState:
+    """Raises ConstraintError (as kube's PreFilter fails)."""
+    constraints = constraints_for(pod, DO_NOT_SCHEDULE, defaults, objects)
+    if not constraints:
+        return _EMPTY
+    keys = [c.topology_key for c in constraints]
+    eligible = eligible_rows(state, pod, snapshot, keys)
+    labels = labels_of(pod)
+    self_match = tuple(int(c.selector is not None and matches(c.selector, labels)) for c in constraints)
+    pair_counts, exists, min_match = {}, {}, {}
+    for key in dict.fromkeys(keys):
+        column = label_column(snapshot, key)
+        size = len(column.values) + 1
+        present = np.bincount(column.codes[eligible], minlength=size) > 0
+        total = domain_counts(snapshot, pod, constraints, key, None)
+        pair_counts[key], exists[key] = total, present
+        min_match[key] = int(total[present].min()) if present.any() else INT32_MAX
+    return FilterState(constraints, self_match, pair_counts, exists, min_match)
+
+
+def filter_rows(state: FilterState, snapshot: Snapshot) -> FilterResult:
+    """Filter over every row; statuses: 0 skew violated, 1 missing label."""
+    n = snapshot.n
+    if not state.constraints:
+        return FilterResult.all_pass(n)
+    assert state.pair_counts is not None and state.exists is not None and state.min_match is not None
+    which = np.full(n, -1, np.int32)
+    for c, me in zip(state.constraints, state.self_match, strict=True):
+        codes = label_column(snapshot, c.topology_key).codes
+        missing = codes < 0
+        found = state.pair_counts[c.topology_key][codes]
+        found = np.where(state.exists[c.topology_key][codes], found, 0)
+        failed = found + (me - state.min_match[c.topology_key]) > c.max_skew
+        open_ = which < 0
+        which[open_ & missing] = 1
+        which[open_ & ~missing & failed] = 0
+    if not np.any(which >= 0):
+        return FilterResult.all_pass(n)
+    return FilterResult(
+        which,
+        (
+            Status.unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=NAME),
+            Status.unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH, plugin=NAME),
+        ),
+    )
+
+
+def pre_filter_error(e: ConstraintError, own: bool) -> Status:
+    what = "obtaining pod's hard" if own else "setting default hard"
+    return Status.error(f"{what} topology spread constraints: {e}", plugin=NAME)

@@ -1,0 +1,199 @@
+"""Per-row counts of the pods a selector matches, and per-row codes of a node-derived string, kept by
+the snapshot (docs/rules/scheduler-spread.md#counting-pods).
+
+``PodIndex`` (a snapshot view that reads pods) indexes every non-terminating pod of every row by
+namespace and by (namespace, label key[, value]); it follows the rows the snapshot re-copies, so a
+cycle never scans every pod. ``counts(namespace, selector)`` is, for each row, the number of pods of
+that namespace, not being deleted (no ``deletionTimestamp``), whose labels the selector matches — what
+kube-scheduler's ``countPodsMatchSelector``/``countMatchingPods`` compute node by node. The first call
+for a selector walks the pods of its narrowest posting list; later calls patch only the rows changed
+since (``RowResults``).
+
+``CodeColumn`` keeps ``fn(Node)`` as small integer codes per row (-1 for "": no value).
+Imports: numpy, apis (jsonfields, kubeobjects, labelselector), scheduler.framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from apis.jsonfields import as_mapping
+from apis.kubeobjects import Node
+from apis.labelselector import OP_EXISTS, OP_IN
+from scheduler.framework.listers import Requirements, labels_of, matches, namespace_of
+from scheduler.framework.rowresults import RowResults
+from scheduler.framework.snapshot import PodInfo, Snapshot
+
+I64 = npt.NDArray[np.int64]
+VIEW_KEY: Final = ("Spread", "pods")
+
+
+def is_terminating(pod: Mapping[str, Any]) -> bool:
+    return as_mapping(pod.get("metadata")).get("deletionTimestamp") is not None
+
+
+class PodIndex:
+    """See the module docstring. Slots are reused; ``slot_row[s]`` is -1 for a free slot."""
+
+    reads_pods = True
+
+    def __init__(self) -> None:
+        self._reset(0)
+
+    def _reset(self, n: int) -> None:
+        self.n = n
+        self.slot_row: I64 = np.zeros(0, np.int64)
+        self.slot_ns: list[str] = []
+        self.slot_labels: list[dict[str, str]] = []
+        self.free: list[int] = []
+        self.rows: list[dict[str, tuple[int, object]]] = []  # row → pod key → (slot, pod object)
+        self.by_ns: dict[str, set[int]] = {}
+        self.by_key: dict[tuple[str, str], set[int]] = {}
+        self.by_label: dict[tuple[str, str, str], set[int]] = {}
+        self.results = RowResults(n)
+
+    # --- RowView ----------------------------------------------------------------------------------
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self._reset(snapshot.n)
+        self.rows = [{} for _ in range(snapshot.n)]
+        for i, info in enumerate(snapshot.infos):
+            for key, pi in info.pods.items():
+                self._add(i, key, pi)
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        for i in rows:
+            pods, kept = snapshot.infos[i].pods, self.rows[i]
+            for key in [
+                k for k, (_, obj) in kept.items() if (pi := pods.get(k)) is None or pi.pod is not obj
+            ]:
+                self._remove(i, key)
+            for key, pi in pods.items():
+                if key not in kept:
+                    self._add(i, key, pi)
+        self.results.changed(rows)
+
+    def _add(self, row: int, key: str, info: PodInfo) -> None:
+        pod = info.pod
+        if is_terminating(pod):
+            self.rows[row][key] = (-1, pod)  # followed, never counted
+            return
+        ns, labels = namespace_of(pod), labels_of(pod)
+        if self.free:
+            s = self.free.pop()
+            self.slot_ns[s], self.slot_labels[s] = ns, labels
+        else:
+            s = len(self.slot_ns)
+            self.slot_ns.append(ns)
+            self.slot_labels.append(labels)
+            if s >= len(self.slot_row):
+                grown = np.full(max(64, 2 * len(self.slot_row)), -1, np.int64)
+                grown[: len(self.slot_row)] = self.slot_row
+                self.slot_row = grown
+        self.slot_row[s] = row
+        self.rows[row][key] = (s, pod)
+        self.by_ns.setdefault(ns, set()).add(s)
+        for k, v in labels.items():
+            self.by_key.setdefault((ns, k), set()).add(s)
+            self.by_label.setdefault((ns, k, v), set()).add(s)
+
+    def _remove(self, row: int, key: str) -> None:
+        s, _ = self.rows[row].pop(key)
+        if s < 0:
+            return
+        ns, labels = self.slot_ns[s], self.slot_labels[s]
+        _discard(self.by_ns, ns, s)
+        for k, v in labels.items():
+            _discard(self.by_key, (ns, k), s)
+            _discard(self.by_label, (ns, k, v), s)
+        self.slot_row[s] = -1
+        self.slot_labels[s] = {}
+        self.free.append(s)
+
+    # --- counting ---------------------------------------------------------------------------------
+    def _candidates(self, ns: str, selector: Requirements) -> set[int]:
+        """A superset of the matching slots: the smallest posting list a positive requirement gives."""
+        best: set[int] | None = None
+        for r in selector:
+            if r.operator == OP_IN:
+                if len(r.values) == 1:
+                    found = self.by_label.get((ns, r.key, r.values[0]), set())
+                else:
+                    found = set().union(*(self.by_label.get((ns, r.key, v), set()) for v in r.values))
+            elif r.operator == OP_EXISTS:
+                found = self.by_key.get((ns, r.key), set())
+            else:
+                continue
+            if best is None or len(found) < len(best):
+                best = found
+            if not best:
+                break
+        return self.by_ns.get(ns, set()) if best is None else best
+
+    def counts(self, ns: str, selector: Requirements | None) -> I64:
+        """Matching pods per row (kept: callers must not modify it)."""
+        if selector is None:  # an unset selector matches nothing
+            return np.zeros(self.n, np.int64)
+
+        def rule(rows: npt.NDArray[np.intp] | None) -> I64:
+            if rows is None:
+                labels = self.slot_labels
+                hits = [s for s in self._candidates(ns, selector) if matches(selector, labels[s])]
+                return np.bincount(self.slot_row[hits], minlength=self.n).astype(np.int64)
+            out = np.zeros(len(rows), np.int64)
+            for j, i in enumerate(rows.tolist()):
+                out[j] = sum(
+                    1
+                    for s, _ in self.rows[i].values()
+                    if s >= 0 and self.slot_ns[s] == ns and matches(selector, self.slot_labels[s])
+                )
+            return out
+
+        return self.results.get((ns, selector), rule)
+
+
+def _discard(index: dict[Any, set[int]], key: Any, s: int) -> None:
+    found = index.get(key)
+    if found is not None:
+        found.discard(s)
+        if not found:
+            del index[key]
+
+
+def pod_index(snapshot: Snapshot) -> PodIndex:
+    return snapshot.view(VIEW_KEY, PodIndex)
+
+
+class CodeColumn:
+    """``fn(Node)`` over all rows as codes into ``values`` (-1: the empty string, no value)."""
+
+    reads_pods = False
+
+    def __init__(self, fn: Callable[[Node], str]) -> None:
+        self.fn = fn
+        self.codes: npt.NDArray[np.int32] = np.zeros(0, np.int32)
+        self.values: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def _code(self, node: Node) -> int:
+        value = self.fn(node)
+        if not value:
+            return -1
+        c = self.index.get(value)
+        if c is None:
+            c = self.index[value] = len(self.values)
+            self.values.append(value)
+        return c
+
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self.values, self.index = [], {}
+        self.codes = np.fromiter((self._code(info.node) for info in snapshot.infos), np.int32, snapshot.n)
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        for i in rows:
+            self.codes[i] = self._code(snapshot.infos[i].node)
+        if len(self.values) > 2 * snapshot.n + 64:
+            self.rebuild(snapshot)

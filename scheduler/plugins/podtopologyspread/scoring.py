@@ -1,0 +1,136 @@
+"""PodTopologySpread's PreScore, Score and NormalizeScore
+(docs/rules/scheduler-spread.md#podtopologyspread-score), as kube-scheduler v1.20.2, over the
+feasible rows at once.
+
+PreScore takes the pod's ScheduleAnyway constraints (or the default ones). Feasible nodes missing a
+constraint's key are ignored (raw score 0, final score 0). Each constraint gets the weight
+``log(size + 2)`` (Go's ``math.Log``): size is the number of feasible non-ignored nodes for
+``kubernetes.io/hostname``, else the number of distinct values the key takes on them (0 for a later
+constraint on a key already seen, as kube counts a domain once). A node's raw score is, constraints in
+order, ``Σ float64(count)·weight + float64(maxSkew-1)`` truncated to int64, where count is the node's
+own matching pods for the hostname key and otherwise its domain's, counted on every node that passes
+the pod's node selector/affinity and carries all the keys.
+
+NormalizeScore: with ``min``/``max`` over the non-ignored raw scores (max starting at 0), a node scores
+``100·(max + min - s) / max`` (int64 division), 100 for every node when max is 0, 0 when ignored.
+Imports: numpy, apis.kubeobjects, scheduler.framework, scheduler.plugins.podtopologyspread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from apis.kubeobjects import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import BoolArray, IntArray
+from scheduler.framework.listers import ClusterObjects
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import MAX_NODE_SCORE, Status
+from scheduler.plugins.podtopologyspread.constraints import (
+    LABEL_HOSTNAME,
+    SCHEDULE_ANYWAY,
+    Constraint,
+    ConstraintError,
+    DefaultConstraint,
+    go_log,
+)
+from scheduler.plugins.podtopologyspread.filtering import (
+    NAME,
+    constraints_for,
+    counts,
+    domain_counts,
+    eligible_rows,
+    label_column,
+)
+
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreState:
+    """PreScore's result over `feasible` (in its order): the raw scores and the ignored rows."""
+
+    feasible: IntArray
+    raw: IntArray
+    ignored: BoolArray
+
+
+def pre_score_state(
+    state: CycleState,
+    pod: Pod,
+    snapshot: Snapshot,
+    feasible: IntArray,
+    defaults: Sequence[DefaultConstraint],
+    objects: ClusterObjects | None,
+) -> ScoreState:
+    """Raises ConstraintError (as kube's PreScore fails)."""
+    constraints = constraints_for(pod, SCHEDULE_ANYWAY, defaults, objects)
+    f = len(feasible)
+    if not constraints:
+        return ScoreState(feasible, np.zeros(f, np.int64), np.zeros(f, np.bool_))
+    keys = [c.topology_key for c in constraints]
+    has_all = np.ones(f, np.bool_)
+    for key in dict.fromkeys(keys):
+        has_all &= label_column(snapshot, key).codes[feasible] >= 0
+    scored = feasible[has_all]
+    eligible = eligible_rows(state, pod, snapshot, keys)
+    score = np.zeros(len(scored), np.float64)
+    seen: set[str] = set()
+    domains: dict[str, IntArray] = {}
+    for c in constraints:
+        cnt, size = _counts_and_size(snapshot, pod, constraints, c, scored, eligible, seen, domains)
+        term = cnt.astype(np.float64) * go_log(float(size + 2))
+        term += float(c.max_skew - 1)
+        score += term
+    raw = np.zeros(f, np.int64)
+    raw[has_all] = score.astype(np.int64)  # Go's int64(float64): truncation (scores are ≥ 0)
+    return ScoreState(feasible, raw, ~has_all)
+
+
+def _counts_and_size(
+    snapshot: Snapshot,
+    pod: Pod,
+    constraints: Sequence[Constraint],
+    c: Constraint,
+    scored: IntArray,
+    eligible: BoolArray,
+    seen: set[str],
+    domains: dict[str, IntArray],
+) -> tuple[IntArray, int]:
+    """Constraint c's count for each scored row and its topology size."""
+    key = c.topology_key
+    if key == LABEL_HOSTNAME:
+        return counts(snapshot, pod, c.selector)[scored], len(scored)
+    codes = label_column(snapshot, key).codes[scored]
+    size = 0
+    if key not in seen:
+        seen.add(key)
+        size = len(np.unique(codes))
+    total = domains.get(key)
+    if total is None:
+        total = domains[key] = domain_counts(snapshot, pod, constraints, key, eligible)
+    return total[codes], size
+
+
+def normalize(state: ScoreState, scores: IntArray) -> None:
+    """NormalizeScore in place over the feasible rows' scores."""
+    ignored = state.ignored
+    if len(ignored) != len(scores):
+        raise ValueError(f"{NAME}: {len(scores)} scores for {len(ignored)} rows scored in PreScore")
+    valid = scores[~ignored]
+    lo = int(valid.min()) if len(valid) else 2**63 - 1
+    hi = max(int(valid.max()), 0) if len(valid) else 0
+    if hi == 0:
+        scores[:] = MAX_NODE_SCORE
+    else:
+        scores[:] = MAX_NODE_SCORE * (hi + lo - scores) // hi  # all terms ≥ 0: floor is truncation
+    scores[ignored] = 0
+
+
+def pre_score_error(e: ConstraintError, own: bool) -> Status:
+    what = "obtaining pod's soft" if own else "setting default soft"
+    return Status.error(f"calculating preScoreState: {what} topology spread constraints: {e}", plugin=NAME)
