@@ -1,7 +1,7 @@
 """Shared fixtures: one real local control plane (etcd + kube-apiserver) per test session, started
 only when a test asks for it, with the koord CRDs and base objects installed; a fresh namespace per
-test for isolation; a ``stop`` event set when a test ends, for the threads it starts; and, for every
-test, a check that it leaves no thread or child process behind.
+test for isolation; koord's own client of it (``rest``); a ``stop`` event set when a test ends, for
+the threads it starts; and, for every test, a check that it leaves no thread or child process behind.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from koord.localcluster.bootstrap import bootstrap
 from koord.localcluster.controlplane import ControlPlane
+from kube.rest import KubeRest
 
 LEAK_GRACE_S = 10.0  # a stopped grpc.aio server's poller thread took over 2 s to end on a loaded CI machine
 """How long a test's threads and child processes get, after the test, to finish stopping."""
@@ -149,6 +150,16 @@ def kube(control_plane: ControlPlane) -> Iterator[Any]:
         yield api
     finally:
         api.close()
+
+
+@pytest.fixture()
+def rest(control_plane: ControlPlane) -> Iterator[KubeRest]:
+    """koord's own API client (kube.rest) for the session's control plane, closed after the test."""
+    r = KubeRest.from_kubeconfig(str(control_plane.kubeconfig_path))
+    try:
+        yield r
+    finally:
+        r.close()
 
 
 @pytest.fixture()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,20 +19,10 @@ from agent.gateway import KubeGateway
 from agent.podmeta import pod_meta
 from agent.resourceexecutor.actions import Evict
 from agent.system.podcgroup import CgroupDriver
-from koord.localcluster.controlplane import ControlPlane
 from kube.rest import KubeRest
 from tests.integration.podhelpers import wait_for
 
 NODE = "evict-node"
-
-
-@pytest.fixture()
-def rest(control_plane: ControlPlane) -> Iterator[KubeRest]:
-    r = KubeRest.from_kubeconfig(str(control_plane.kubeconfig_path))
-    try:
-        yield r
-    finally:
-        r.close()
 
 
 def _bound_pod(core: Any, ns: str, name: str, labels: dict[str, str]) -> dict[str, Any]:

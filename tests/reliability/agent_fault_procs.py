@@ -13,16 +13,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from koord.localcluster.controlplane import free_ports, http_ok
 from koord.localcluster.emulated import EmulatedHost
 from koord.localcluster.procs import stop_process
 from manager.metrichub.store import HubStore
 from proto.koord.v1 import metrichub_pb2 as pb
+from tests.helpers.polling import wait_for as wait_for  # the koordlet fault tests import it from here
 
 # The child asks for SIGTERM when its parent dies (PR_SET_PDEATHSIG) itself, first thing: no preexec_fn, so
 # the child is spawned with vfork and no fork handler runs — a plain fork of a process that used gRPC (the
@@ -105,19 +105,6 @@ def koordlet(
         *extra,
     ]  # fmt: skip
     return Daemon(f"koordlet-{node}", argv, state / "koordlet.log", port)
-
-
-def wait_for(cond: Callable[[], Any], timeout: float, interval: float = 0.1, what: str = "") -> Any:
-    """Poll ``cond`` until it returns something truthy, which is returned; fail naming ``what`` after
-    ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = cond()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or cond}")
-        time.sleep(interval)
 
 
 def reports(store: HubStore, node: str) -> list[pb.NodeMetricItem]:

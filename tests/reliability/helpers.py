@@ -10,10 +10,10 @@ import signal
 import socket
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 from koord.localcluster.controlplane import ControlPlane
+from tests.helpers.polling import wait_for as wait_for  # the fault tests import it from here
 
 
 class FreezableControlPlane:
@@ -42,18 +42,6 @@ class FreezableControlPlane:
             yield self.freeze()
         finally:
             self.resume()
-
-
-def wait_for(cond: Callable[[], Any], timeout: float, interval: float = 0.1, what: str = "") -> Any:
-    """Poll ``cond`` until truthy; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = cond()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or cond}")
-        time.sleep(interval)
 
 
 def http_get(port: int, path: str, timeout: float = 3.0) -> tuple[int, str]:

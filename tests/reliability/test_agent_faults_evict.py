@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -37,7 +36,6 @@ from agent.system.podcgroup import CgroupDriver
 from apis.kubeobjects import Pod
 from apis.nodeslo import NodeSLOSpec
 from apis.nodeslo_defaults import merge_node_slo_spec
-from koord.localcluster.controlplane import ControlPlane
 from kube.rest import KubeRest
 from tests.reliability.agent_fault_helpers import START, FixedMetrics, node
 from tests.unit.agent.qosmanager.fakeclock import FakeClock
@@ -71,15 +69,6 @@ class FailingEvictions:
 
     def clear(self) -> None:
         self.pool.clear()
-
-
-@pytest.fixture()
-def rest(control_plane: ControlPlane) -> Iterator[KubeRest]:
-    r = KubeRest.from_kubeconfig(str(control_plane.kubeconfig_path))
-    try:
-        yield r
-    finally:
-        r.close()
 
 
 class EvictLoop:

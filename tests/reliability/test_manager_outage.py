@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from apis.constants import NODE_SLO_PLURAL, SLO_GROUP, SLO_VERSION
 from koord.localcluster.controlplane import free_ports
+from tests.helpers.processes import stop_daemon
 from tests.reliability.helpers import FreezableControlPlane, accepts, http_get, wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -113,13 +113,7 @@ def test_the_manager_survives_an_api_outage_and_leads_again(
         raise AssertionError(f"{e}\nkoord-manager log:\n{log_tail()}") from None
     finally:
         own_control_plane.resume()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_daemon(proc, 40)
         for node in nodes:
             with contextlib.suppress(ApiException):
                 custom.delete_cluster_custom_object(SLO_GROUP, SLO_VERSION, NODE_SLO_PLURAL, node)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
 from koord.localcluster.controlplane import free_ports
+from tests.helpers.processes import stop_daemon
 from tests.reliability.helpers import FreezableControlPlane, http_get, wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -114,13 +114,7 @@ def test_the_standalone_scheduler_survives_an_api_outage_and_schedules_again(
         raise AssertionError(f"{e}\nkoord-scheduler log:\n{log_tail()}") from None
     finally:
         own_control_plane.resume()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_daemon(proc, 40)
         for name in ("before", "after"):
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_pod(name, ns, grace_period_seconds=0)

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from kube.leaderelection import LeaderElector
+from tests.helpers.threads import stop_and_join
 from tests.integration.kube.helpers import wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -48,19 +49,14 @@ class Candidate:
         self.stopped += 1
 
     def halt(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        assert not self.thread.is_alive()
+        assert stop_and_join([self]) == []
 
 
 @pytest.fixture()
 def candidates(kube: Any, namespace: str) -> Iterator[list[Candidate]]:
     made: list[Candidate] = []
     yield made
-    for c in made:
-        c.stop.set()
-    for c in made:
-        c.thread.join(5)
+    stop_and_join(made)
 
 
 def _pair(kube: Any, namespace: str, made: list[Candidate], **kwargs: Any) -> tuple[Candidate, Candidate]:

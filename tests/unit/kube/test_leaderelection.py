@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kube.leaderelection import LeaderElector
 from tests.helpers import polling
+from tests.helpers.threads import stop_and_join
 
 LEASE, RENEW, RETRY = 2.0, 1.4, 0.2  # margin 0.3 s
 SLACK = 0.25  # thread scheduling on a busy machine
@@ -111,9 +112,7 @@ def candidates() -> Any:
     yield made
     for c in made:
         c.api.cut.clear()
-        c.stop.set()
-    for c in made:
-        c.thread.join(5)
+    stop_and_join(made)
 
 
 def test_a_cut_off_leader_stops_leading_by_its_own_clock_before_a_standby_takes_over(
