@@ -77,9 +77,10 @@ def pod_images(pod: Pod) -> tuple[str, ...]:
 def calculate_priority(sums: IntArray, containers: int) -> IntArray:
     """``calculatePriority``: the clamped sum scaled to 0..100 in int64."""
     max_threshold = MAX_CONTAINER_THRESHOLD * containers
-    clamped = np.where(
-        sums < MIN_THRESHOLD, MIN_THRESHOLD, np.where(sums > max_threshold, max_threshold, sums)
-    )
+    if max_threshold >= MIN_THRESHOLD:
+        clamped = np.clip(sums, MIN_THRESHOLD, max_threshold)
+    else:  # no containers: every sum (0) is below the minimum
+        clamped = np.full(sums.shape, MIN_THRESHOLD, np.int64)
     return go_div_all(MAX_NODE_SCORE * (clamped - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
 
 

@@ -26,6 +26,7 @@ noderesources_args).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Sequence
 from typing import Any, Final
 
@@ -85,10 +86,23 @@ def pod_inputs(strategy: Strategy, pod: Pod, requests: dict[str, int] | None = N
     return tuple(out)
 
 
+_NONZERO_ROWS: Final[dict[tuple[str, ...], list[int]]] = {
+    ("cpu", "memory"): [0, 1],
+    ("memory", "cpu"): [1, 0],
+}  # snapshot.nonzero's rows
+
+
 def node_columns(
     strategy: Strategy, snapshot: Snapshot, pod: Sequence[int], rows: IntArray | None
 ) -> tuple[IntArray, IntArray]:
     """Allocatable and requested (node's plus pod's) per scored resource: ``(resources, rows)``."""
+    order = _NONZERO_ROWS.get(tuple(name for name, _ in strategy.resources))
+    if order is not None:  # the usual cpu and memory (always columns): two gathers, no loop
+        cols = [snapshot.col["cpu" if k == 0 else "memory"] for k in order]
+        pod_column = np.array(pod, np.int64).reshape(-1, 1)
+        if rows is None:
+            return snapshot.allocatable[cols], snapshot.nonzero[order] + pod_column
+        return snapshot.allocatable[:, rows][cols], snapshot.nonzero[:, rows][order] + pod_column
     n = snapshot.n if rows is None else len(rows)
     alloc = np.zeros((len(strategy.resources), n), np.int64)
     req = np.zeros((len(strategy.resources), n), np.int64)
@@ -113,6 +127,14 @@ def node_columns(
 def _weighted_mean(scores: IntArray, weights: IntArray) -> IntArray:
     """``Σ score × weight / Σ weight`` over axis 0 in int64 (weights are validated positive)."""
     return go_div_all(weights @ scores, int(weights.sum()))
+
+
+@functools.lru_cache(maxsize=64)
+def _weights(strategy: Strategy) -> IntArray:
+    """The strategy's weights as a read-only array (strategies are few and hashable)."""
+    w = np.array([w for _, w in strategy.resources], np.int64)
+    w.setflags(write=False)
+    return w
 
 
 def least_allocated(alloc: IntArray, req: IntArray, weights: IntArray) -> IntArray:
@@ -152,9 +174,11 @@ def go_round(x: F64) -> F64:
 
 def go_int64_all(x: F64) -> IntArray:
     """``int64(x)`` on amd64 element-wise: truncation; NaN and out-of-range values give MinInt64."""
-    ok = np.isfinite(x) & (x >= -(2.0**63)) & (x < 2.0**63)
+    ok = np.abs(x) < 2.0**63  # NaN compares false; -2^63 itself converts to MinInt64 either way
+    if ok.all():  # the usual case: one conversion (astype truncates toward zero)
+        return x.astype(np.int64)
     out = np.full(x.shape, np.iinfo(np.int64).min, np.int64)
-    out[ok] = np.trunc(x[ok]).astype(np.int64)
+    out[ok] = x[ok].astype(np.int64)
     return out
 
 
@@ -167,19 +191,16 @@ def requested_to_capacity_ratio(
     p = np.where(fits, MAX_UTILIZATION - go_div_all(free, alloc | (alloc == 0)), MAX_UTILIZATION)
     scores = broken_linear(shape, p)
     counted = scores > 0
-    total = (weights[:, None] * (scores * counted)).sum(axis=0)
-    weight_sum = (weights[:, None] * counted).sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = go_round(total.astype(np.float64) / weight_sum.astype(np.float64))
-    return np.where(weight_sum == 0, 0, go_int64_all(np.where(weight_sum == 0, 0.0, mean)))
+    total = weights @ (scores * counted)
+    weight_sum = weights @ counted
+    some = weight_sum != 0
+    quotient = np.divide(total.astype(np.float64), weight_sum, out=np.zeros(len(total)), where=some)
+    return go_int64_all(go_round(quotient))  # 0 where no weight is left
 
 
 def fractions(alloc: IntArray, req: IntArray) -> F64:
     """``fractionOfCapacity``: req / alloc in float64, 1 where alloc is 0."""
-    zero = alloc == 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f = req.astype(np.float64) / alloc.astype(np.float64)
-    return np.where(zero, 1.0, f)
+    return np.divide(req.astype(np.float64), alloc, out=np.ones(alloc.shape), where=alloc != 0)
 
 
 def balanced_allocation(alloc: IntArray, req: IntArray) -> IntArray:
@@ -192,7 +213,7 @@ def balanced_allocation(alloc: IntArray, req: IntArray) -> IntArray:
 
 def evaluate(strategy: Strategy, alloc: IntArray, req: IntArray) -> IntArray:
     """The rule of ``strategy`` over columns of (resources, rows) matrices."""
-    weights = np.array([w for _, w in strategy.resources], np.int64)
+    weights = _weights(strategy)
     if strategy.type == LEAST_ALLOCATED:
         return least_allocated(alloc, req, weights)
     if strategy.type == MOST_ALLOCATED:

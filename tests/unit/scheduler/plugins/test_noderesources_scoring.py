@@ -477,3 +477,35 @@ def test_plugins_equal_oracles(
         check_scores(plugin, pod, snap, sorted(data.draw(st.sets(st.integers(0, len(nodes) - 1)))))
     add_nodes(snap, [make_node("m", allocatable={"cpu": "2", GPU: "3"})], 8)
     check_scores(plugin, pod, snap)
+
+
+def test_go_int64_all_is_amd64s_conversion() -> None:
+    from scheduler.plugins.noderesources_scoring import go_int64_all
+
+    x = np.array([1.9, -1.9, 2.0**63, -(2.0**63), np.nan, np.inf, -np.inf, 2.0**62])
+    assert go_int64_all(x).tolist() == [1, -1, -(2**63), -(2**63), -(2**63), -(2**63), -(2**63), 2**62]
+    assert go_int64_all(np.array([99.9, 0.0])).tolist() == [99, 0]
+
+
+HUGE = ["0", "1", "-3", "100", f"{2**61}m", str(2**62), str(2**63 - 1), str(-(2**62))]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    plugins(),
+    st.lists(st.dictionaries(st.sampled_from(["cpu", "memory", GPU]), st.sampled_from(HUGE)), max_size=4),
+    st.lists(
+        st.fixed_dictionaries({"cpu": st.sampled_from(HUGE), "memory": st.sampled_from(HUGE)}), max_size=4
+    ),
+    st.fixed_dictionaries(
+        {"cpu": st.sampled_from(HUGE), "memory": st.sampled_from(HUGE), GPU: st.sampled_from(HUGE)}
+    ),
+)
+def test_huge_and_negative_values_match_oracles(
+    plugin: Any, allocs: list[dict[str, str]], existing: list[dict[str, str]], request: dict[str, str]
+) -> None:
+    # one existing single-container pod per node keeps every sum an int64, as the snapshot requires;
+    # differences, products and float conversions overflow as Go's do
+    nodes = [make_node(f"n{i}", allocatable=a) for i, a in enumerate(allocs)]
+    pods = [make_pod(f"e{i}", node=f"n{i}", requests=[r]) for i, r in enumerate(existing[: len(nodes)])]
+    check_scores(plugin, make_pod(requests=[request]), Snapshot.build(nodes, pods))
