@@ -75,14 +75,28 @@ class UsedPorts:
 
     reads_pods = True
 
+    MEMO_LIMIT = 1 << 17
+
     def __init__(self) -> None:
         self.rows: list[frozenset[HostPort]] = []
         self.by_port: dict[tuple[str, int], dict[int, set[str]]] = {}
+        # pod key → (the pod object read, its ports): a row re-read after one bind parses one pod
+        self._memo: dict[str, tuple[Any, list[HostPort]]] = {}
+
+    def _pod_ports(self, key: str, pod: Any) -> list[HostPort]:
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        if len(self._memo) >= self.MEMO_LIMIT:  # pods long gone piled up
+            self._memo.clear()
+        ports = container_ports(pod)
+        self._memo[key] = (pod, ports)
+        return ports
 
     def _row_ports(self, snapshot: Snapshot, i: int) -> frozenset[HostPort]:
         found: set[HostPort] = set()
         for info in snapshot.infos[i].pods.values():
-            found.update(container_ports(info.pod))
+            found.update(self._pod_ports(info.key, info.pod))
         return frozenset(found)
 
     def _index(self, i: int, ports: Iterable[HostPort], add: bool) -> None:
@@ -100,7 +114,7 @@ class UsedPorts:
                 del self.by_port[(proto, port)]
 
     def rebuild(self, snapshot: Snapshot) -> None:
-        self.by_port = {}
+        self.by_port, self._memo = {}, {}
         self.rows = [self._row_ports(snapshot, i) for i in range(snapshot.n)]
         for i, ports in enumerate(self.rows):
             self._index(i, ports, True)

@@ -141,3 +141,11 @@ def test_plugin_equals_oracle(
             info.remove_pod(key, 6)
         snap.refresh([info])
         check_filter(NodePorts(), pod, snap)
+
+
+def test_a_pod_updated_in_place_of_its_old_object_is_read_again() -> None:
+    snap = Snapshot.build([make_node("a")], [pod_with(port(80), name="x", node="a")])
+    assert check_filter(NodePorts(), pod_with(port(80)), snap) == [REJECT]
+    add_pods(snap, [pod_with(port(81), name="x", node="a")], 2)  # same key, a new object
+    assert check_filter(NodePorts(), pod_with(port(80)), snap) == [OK]
+    assert check_filter(NodePorts(), pod_with(port(81)), snap) == [REJECT]
