@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the real local cluster needs and is not on PyPI: etcd (Debian's etcd-server), openssl,
 # kube-apiserver v1.20.2 built once from Debian's source package (koord/localcluster/build-kube.sh),
+# kube-scheduler from the same tree (the differential tests' oracle),
 # and, for the real local node (as root), Debian's containerd, runc, busybox-static and
 # containernetworking-plugins (and prometheus, for the dashboard query test) plus kubelet and
 # kube-controller-manager built from the same tree.
@@ -53,6 +54,8 @@ fi
 
 components=()
 [ "$assets" = yes ] || components+=(kube-apiserver)
+# The differential tests compare koord-scheduler with the real kube-scheduler (tests/differential).
+[ -n "${KUBEBUILDER_ASSETS:-}" ] && [ -x "$KUBEBUILDER_ASSETS/kube-scheduler" ] || components+=(kube-scheduler)
 if [ "$root" = yes ]; then
   for c in kubelet kube-controller-manager; do
     [ "$assets" = yes ] && [ -x "$KUBEBUILDER_ASSETS/$c" ] || components+=("$c")

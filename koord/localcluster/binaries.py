@@ -1,4 +1,5 @@
-"""Locates (and on request builds) the etcd and kube-apiserver binaries of the local control plane.
+"""Locates (and on request builds) the etcd and kube-apiserver binaries of the local control plane,
+and kube-scheduler, the differential tests' oracle (docs/testing.md#the-kube-scheduler-oracle).
 
 Order: `KUBEBUILDER_ASSETS` (envtest convention: a folder holding `kube-apiserver` and `etcd`), then
 the build cache of `build-kube.sh` (`$KOORD_CACHE/k8s/bin`, default `~/.cache/koord/k8s/bin`) for
@@ -73,6 +74,22 @@ def find_binaries() -> Binaries:
             "or set KUBEBUILDER_ASSETS"
         )
     return Binaries(etcd=Path(etcd_path), kube_apiserver=apiserver)
+
+
+def find_kube_scheduler() -> Path:
+    """The real kube-scheduler v1.20.2: `KUBEBUILDER_ASSETS` when it holds one, else build-kube.sh's
+    cache; raises MissingBinaryError naming the command that builds it."""
+    assets = _assets_dir()
+    candidates = ([assets / "kube-scheduler"] if assets is not None else []) + [
+        kube_bin_dir() / "kube-scheduler"
+    ]
+    for path in candidates:
+        if _executable(path):
+            return path
+    raise MissingBinaryError(
+        f"kube-scheduler not found at {' or '.join(map(str, candidates))}: run `make deps` (builds it "
+        f"once from Debian's kubernetes source package with `bash {BUILD_SCRIPT} kube-scheduler`)"
+    )
 
 
 def build_components(*components: str) -> None:

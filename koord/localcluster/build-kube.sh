@@ -4,7 +4,8 @@
 # ~/.cache/koord/k8s/bin). Idempotent: a binary already built is reused; a flock serialises
 # concurrent callers (pytest-xdist, `koord up` and a test run at once).
 #
-# Usage: koord/localcluster/build-kube.sh [kube-apiserver] [kubelet] [kube-controller-manager] [kubectl]
+# Usage: koord/localcluster/build-kube.sh [kube-apiserver] [kubelet] [kube-controller-manager] [kube-scheduler] [kubectl]
+# kube-scheduler is the differential tests' oracle (tests/differential, docs/testing.md#the-kube-scheduler-oracle).
 # Needs root for apt-get (as on CI and the developers' machines).
 set -euo pipefail
 
@@ -24,7 +25,7 @@ components=("$@")
 missing=()
 for c in "${components[@]}"; do
   case "$c" in
-    kube-apiserver|kubelet|kube-controller-manager|kubectl) ;;
+    kube-apiserver|kubelet|kube-controller-manager|kube-scheduler|kubectl) ;;
     *) echo "build-kube: unknown component '$c'" >&2; exit 2 ;;
   esac
   built "$c" || missing+=("$c")
