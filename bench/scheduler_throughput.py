@@ -30,10 +30,9 @@ if str(REPO) not in sys.path:  # the oracles live under tests/
 
 from apis.nodemetric import NodeMetric  # noqa: E402
 from scheduler.cache import SchedulerCache  # noqa: E402
-from scheduler.config import Profile  # noqa: E402
 from scheduler.framework.status import Status  # noqa: E402
 from scheduler.queue import SchedulingQueue  # noqa: E402
-from scheduler.registry import Handle, build_framework  # noqa: E402
+from scheduler.registry import Handle, build_framework, default_profile  # noqa: E402
 from scheduler.scheduler import Decision, Scheduler, freeze_heap  # noqa: E402
 from tests.oracles.framework import oracle_framework  # noqa: E402
 
@@ -140,7 +139,7 @@ def run(
     """Schedules every pod; returns (pod name, node) in the order the queue released them."""
     clock = NOW.timestamp
     # Seeded: ties are drawn at random as in production, and both runs draw the same nodes.
-    fw = build_framework(Profile(), Handle(clock=clock), rng=random.Random(seed))
+    fw = build_framework(default_profile(), Handle(clock=clock), rng=random.Random(seed))
     if reference:
         fw = oracle_framework(fw)
     la = next(p for p in fw.plugins if p.name == "LoadAwareScheduling")

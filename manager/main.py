@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-scheduler", action=argparse.BooleanOptionalAction, default=True,
                    help="run the load-aware scheduler embedded (default on)")  # fmt: skip
     p.add_argument("--scheduler-config", help="KubeSchedulerConfiguration file for the embedded scheduler")
+    p.add_argument(
+        "--scheduler-ignore-unknown-plugins",
+        action="store_true",
+        help="the embedded scheduler skips (with a warning) configured plugins it does not have",
+    )
     p.add_argument("--enable-leader-election", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--leader-election-namespace", default=DEFAULT_CONFIG_NAMESPACE)
     p.add_argument("--metrics-addr", default=":8080", help="/metrics (and /healthz, /readyz) address (:8080)")
@@ -198,11 +203,11 @@ def _start_scheduler(
     over loopback, with TLS (trusting ``hub_ca``) when the hub serves TLS; it schedules, binds and
     writes only while ``leading()`` holds."""
     from kube.client import api_client, guard_writes
-    from scheduler.config import load_profile
-    from scheduler.main import SchedulerService
+    from scheduler.config import load_config
+    from scheduler.main import SchedulerService, single_profile
     from scheduler.registry import KNOWN
 
-    profile = load_profile(args.scheduler_config, KNOWN)
+    profile = single_profile(load_config(args.scheduler_config, KNOWN, args.scheduler_ignore_unknown_plugins))
     api = api_client(args.kubeconfig, qps=500, burst=1000, connections=48)
     guard_writes(api, leading)
     service = SchedulerService(

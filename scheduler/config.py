@@ -1,29 +1,27 @@
-"""koord-scheduler configuration: the subset of `KubeSchedulerConfiguration`
-(`kubescheduler.config.k8s.io/v1`) that koord-scheduler honours, read from YAML or JSON.
+"""koord-scheduler configuration: `KubeSchedulerConfiguration` of `kubescheduler.config.k8s.io` `v1beta1`
+(kube-scheduler 1.20's format) through `v1`, from YAML or JSON (docs/configuration.md#scheduler-profiles).
 
     apiVersion: kubescheduler.config.k8s.io/v1
     kind: KubeSchedulerConfiguration
+    podInitialBackoffSeconds: 1
     profiles:
     - schedulerName: koord-scheduler
       plugins:
-        multiPoint:                    # or filter/score: same meaning here
+        multiPoint:                   # v1beta3/v1; per point: queueSort, preFilter, filter, ..., bind
           enabled: [{name: LoadAwareScheduling, weight: 2}]
-          disabled: [{name: NodeResourcesFit}]   # "*" disables every default plugin
+          disabled: [{name: NodeResourcesBalancedAllocation}]
       pluginConfig:
       - name: LoadAwareScheduling
         args: {usageThresholds: {cpu: 65, memory: 95}}
+    - schedulerName: koord-scheduler-packed    # several profiles: one per schedulerName, one queue
 
-One profile. Defaults: the plugins of DEFAULT_PLUGINS in that order, each score weight 1.
-Errors name the field and value.
-
-Upstream Koordinator's chart configuration (deploy/manager/scheduler-config.yaml ships it) loads too:
-what koord-scheduler does not implement — plugins it does not have (Coscheduling, Reservation, ...) and
-their pluginConfig, the extension points it does not configure (queueSort, permit, bind, ...),
-NodeResourcesFit scoring resources beyond cpu and memory, leaderElection tuning — is accepted and listed
-in ``Profile.ignored`` (``load_profile`` logs it in one line); a name neither koord nor upstream knows, and
-a bad value of anything koord uses, is still an error. ``leaderElection`` (leaderElect, resourceName,
-resourceNamespace) is honoured by the standalone scheduler where its flags leave it open.
-Imports: standard library, PyYAML.
+Each profile starts from its version's default plugins (scheduler.profiledefaults) and merges its
+`enabled`/`disabled` lists into them point by point, as kube-scheduler does. A plugin koord-scheduler does
+not have is an error that names every such plugin at once; with `ignore_unknown` (the daemons'
+`--ignore-unknown-plugins`) they are skipped instead and listed in `SchedulerConfig.skipped` (logged as a
+warning). Default plugins koord does not have yet are left out and listed in `ignored`, as are the root
+fields koord accepts without using. Every other bad value is an error naming the field and the value.
+Imports: standard library, PyYAML, apis.constants, scheduler.profiledefaults.
 """
 
 from __future__ import annotations
@@ -37,46 +35,37 @@ from typing import Any
 import yaml
 
 from apis.constants import SCHEDULER_NAME
+from scheduler.profiledefaults import (
+    DEFAULT_VERSION,
+    GROUP,
+    MULTI_POINT,
+    VERSIONS,
+    Entry,
+    defaults,
+    merge,
+    points_of,
+)
 
-API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
-DEFAULT_PLUGINS: tuple[str, ...] = (
-    "NodeUnschedulable",
-    "NodeAffinity",
-    "TaintToleration",
-    "NodeResourcesFit",
-    "LoadAwareScheduling",
-)
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Points whose enabled/disabled lists choose koord's plugins (a plugin joins every point it implements).
-_EXTENSION_POINTS = ("multiPoint", "preFilter", "filter", "preScore", "score", "reserve")
-# Points koord-scheduler has no configurable plugins at (it sorts by priority and binds through the API
-# itself): accepted, their plugins listed as ignored.
-_OTHER_POINTS = ("preEnqueue", "queueSort", "postFilter", "permit", "preBind", "bind", "postBind")
-# Plugins of upstream kube-scheduler and Koordinator koord-scheduler does not have (yet).
-UPSTREAM_PLUGINS = _words(
-    "PrioritySort DefaultBinder DefaultPreemption NodeName NodePorts NodeResourcesBalancedAllocation "
-    "ImageLocality InterPodAffinity PodTopologySpread VolumeBinding VolumeRestrictions VolumeZone "
-    "NodeVolumeLimits EBSLimits GCEPDLimits AzureDiskLimits CinderLimits SchedulingGates DynamicResources "
-    "SelectorSpread Coscheduling ElasticQuota Reservation NodeNUMAResource DeviceShare SchedulingHint "
-    "DefaultPreBind NodeResourcesFitPlus ScarceResourceAvoidance"
-)
-# KubeSchedulerConfiguration (v1) fields koord-scheduler does not use: accepted, listed as ignored.
-_UNUSED_ROOT = _words(
-    "parallelism clientConnection healthzBindAddress metricsBindAddress enableProfiling "
-    "enableContentionProfiling percentageOfNodesToScore podInitialBackoffSeconds podMaxBackoffSeconds "
-    "extenders delayCacheUntilActive"
-)
-_ROOT = frozenset({"apiVersion", "kind", "profiles", "leaderElection"}) | _UNUSED_ROOT
+API_VERSION = f"{GROUP}/v1"
+# Part of the queue and the binder rather than plugins of the framework: always there.
+BUILTIN = frozenset({"PrioritySort", "DefaultBinder"})
+# Root fields koord-scheduler accepts without using (listed in `ignored` when given).
+_UNUSED_ROOT = frozenset({
+    "clientConnection", "healthzBindAddress", "metricsBindAddress", "enableProfiling",
+    "enableContentionProfiling", "extenders", "delayCacheUntilActive", "algorithmSource",
+})  # fmt: skip
+_ROOT = _UNUSED_ROOT | {
+    "apiVersion", "kind", "profiles", "leaderElection", "parallelism", "percentageOfNodesToScore",
+    "podInitialBackoffSeconds", "podMaxBackoffSeconds",
+}  # fmt: skip
+# Root fields parsed and validated, not acted on yet: what koord does instead.
+_NOT_YET = {
+    "parallelism": "parallelism (binds run on --bind-workers threads)",
+    "percentageOfNodesToScore": "percentageOfNodesToScore (koord-scheduler scores every feasible node)",
+}
 _PROFILE = frozenset({"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"})
 _LEADER_UNUSED = frozenset({"leaseDuration", "renewDeadline", "retryPeriod"})
-# NodeResourcesFit scores LeastAllocated over these resources with these weights (its module docstring).
-_FIT_SCORING = {"cpu": 1, "memory": 1}
 log = logging.getLogger("koord-scheduler.config")
 
 
@@ -95,13 +84,45 @@ class LeaderElection:
 
 @dataclass(frozen=True)
 class Profile:
+    """One profile, its plugin lists merged with the defaults: `points` for the regular extension points,
+    `multi_point` (v1beta3/v1) for plugins that join every point they implement, except where `disabled`
+    at that point. `args` are the plugins' pluginConfig (apiVersion/kind dropped)."""
+
     scheduler_name: str = SCHEDULER_NAME
-    plugins: tuple[str, ...] = DEFAULT_PLUGINS
-    weights: Mapping[str, int] = field(default_factory=dict)
+    points: Mapping[str, tuple[Entry, ...]] = field(default_factory=dict)
+    multi_point: tuple[Entry, ...] = ()
+    disabled: Mapping[str, frozenset[str]] = field(default_factory=dict)
     args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
+    explicit: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The plugins the document itself enables, per point (the rest come from the defaults)."""
+
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        """Every framework plugin the profile names, each once, in the order first named."""
+        seen: dict[str, None] = {}
+        for e in (*self.multi_point, *(e for entries in self.points.values() for e in entries)):
+            if e.name not in BUILTIN:
+                seen[e.name] = None
+        return tuple(seen)
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    profiles: tuple[Profile, ...]
     leader_election: LeaderElection = field(default_factory=LeaderElection)
+    version: str = DEFAULT_VERSION
+    parallelism: int = 16
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff_seconds: int = 1
+    pod_max_backoff_seconds: int = 10
     ignored: tuple[str, ...] = ()
-    """What the configuration asks for that koord-scheduler accepts without implementing."""
+    """What the configuration asks for, or the defaults name, that koord-scheduler does not do."""
+    skipped: tuple[str, ...] = ()
+    """Plugins koord-scheduler does not have, skipped under `ignore_unknown`."""
+
+    def profile(self, scheduler_name: str) -> Profile | None:
+        return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
 
 
 def _obj(v: object, path: str) -> Mapping[str, Any]:
@@ -118,45 +139,35 @@ def _list(v: object, path: str) -> list[Any]:
     return v
 
 
-def _name(v: object, path: str) -> str:
-    entry = _obj(v, path)
-    name = entry.get("name")
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"{path}.name={name!r}: expected a plugin name")
-    return name
-
-
-class _Ignored:
-    """What koord accepts without implementing, grouped: ``plugins: A, B``, ``leaderElection.retryPeriod``."""
-
-    def __init__(self) -> None:
-        self._groups: dict[str, dict[str, None]] = {}
-
-    def add(self, group: str, item: str = "") -> None:
-        items = self._groups.setdefault(group, {})
-        if item:
-            items[item] = None
-
-    def lines(self) -> tuple[str, ...]:
-        return tuple(f"{g}: {', '.join(items)}" if items else g for g, items in self._groups.items())
-
-
 def _str(v: object, path: str) -> str:
     if not isinstance(v, str) or not v:
         raise ConfigError(f"{path}={v!r}: expected a non-empty string")
     return v
 
 
-def _weight(entry: Mapping[str, Any], path: str) -> int | None:
-    if "weight" not in entry:
-        return None
-    w = entry["weight"]
-    if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 100:
-        raise ConfigError(f"{path}.weight={w!r}: must be an integer in 1..100")
-    return w
+def _int(root: Mapping[str, Any], key: str, default: int, lo: int, hi: int | None = None) -> int:
+    v = root.get(key, default)
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
+        bound = f"in {lo}..{hi}" if hi is not None else f">= {lo}"
+        raise ConfigError(f"{key}={v!r}: must be an integer {bound}")
+    return v
 
 
-def _leader_election(v: object, ignored: _Ignored) -> LeaderElection:
+def _entry(v: object, path: str, weighted: bool) -> Entry:
+    spec = _obj(v, path)
+    name = _str(spec.get("name"), f"{path}.name")
+    for key in spec:
+        if key not in ("name", "weight"):
+            raise ConfigError(f"{path}.{key}: unknown field (name and weight are)")
+    w = spec.get("weight", 0)
+    if not isinstance(w, int) or isinstance(w, bool) or w < 0:
+        raise ConfigError(f"{path}.weight={w!r}: must be a non-negative integer")
+    if w and not weighted:
+        raise ConfigError(f"{path}.weight={w!r}: only score and multiPoint plugins have a weight")
+    return Entry(name, w)
+
+
+def _leader_election(v: object, ignored: dict[str, None]) -> LeaderElection:
     if v is None:
         return LeaderElection()
     spec = _obj(v, "leaderElection")
@@ -169,7 +180,7 @@ def _leader_election(v: object, ignored: _Ignored) -> LeaderElection:
     name, namespace = spec.get("resourceName"), spec.get("resourceNamespace")
     for key in spec:
         if key in _LEADER_UNUSED:
-            ignored.add(f"leaderElection.{key}")
+            ignored[f"leaderElection.{key}"] = None
         elif key not in ("leaderElect", "resourceLock", "resourceName", "resourceNamespace"):
             raise ConfigError(f"leaderElection.{key}: unknown field")
     return LeaderElection(
@@ -179,140 +190,168 @@ def _leader_election(v: object, ignored: _Ignored) -> LeaderElection:
     )
 
 
-def _fit_args(args: dict[str, Any], path: str, ignored: _Ignored) -> None:
-    """NodeResourcesFit's ``scoringStrategy``: LeastAllocated only; resources beyond koord's cpu and
-    memory at weight 1 are listed as ignored. Removed from ``args`` (the plugin takes none)."""
-    if "scoringStrategy" not in args:
-        return
-    base = f"{path}.scoringStrategy"
-    strategy = _obj(args.pop("scoringStrategy"), base)
-    kind = strategy.get("type", "LeastAllocated")
-    if kind != "LeastAllocated":
-        raise ConfigError(f"{base}.type={kind!r}: koord-scheduler scores LeastAllocated only")
-    for key in strategy:
-        if key not in ("type", "resources"):
-            raise ConfigError(f"{base}.{key}: not supported (type and resources are)")
-    for k, entry in enumerate(_list(strategy.get("resources"), f"{base}.resources")):
-        name = _name(entry, f"{base}.resources[{k}]")
-        weight = _weight(entry, f"{base}.resources[{k}]") or 1
-        if _FIT_SCORING.get(name) != weight:
-            ignored.add("NodeResourcesFit scoringStrategy.resources", f"{name}={weight}")
+class _ProfileParser:
+    """One profile of a document: its plugin lists merged with the version's defaults."""
+
+    def __init__(self, version: str, known: frozenset[str] | None, ignore_unknown: bool) -> None:
+        self.version = version
+        self.known = None if known is None else known | BUILTIN
+        self.ignore_unknown = ignore_unknown
+        self.missing: dict[str, dict[str, None]] = {}  # plugin koord lacks → where the profile names it
+        self.ignored: dict[str, None] = {}
+
+    def _have(self, name: str) -> bool:
+        return self.known is None or name in self.known
+
+    def parse(self, v: object, path: str) -> Profile:
+        spec = _obj(v, path)
+        for key in spec:
+            if key not in _PROFILE:
+                raise ConfigError(f"{path}.{key}: unknown field")
+        name = _str(spec.get("schedulerName", SCHEDULER_NAME), f"{path}.schedulerName")
+        pct = spec.get("percentageOfNodesToScore")
+        if pct is not None and (not isinstance(pct, int) or isinstance(pct, bool) or not 0 <= pct <= 100):
+            raise ConfigError(f"{path}.percentageOfNodesToScore={pct!r}: must be an integer in 0..100")
+        if pct is not None:
+            self.ignored[f"{path}.{_NOT_YET['percentageOfNodesToScore']}"] = None
+        allowed = points_of(self.version)
+        given = _obj(spec.get("plugins") or {}, f"{path}.plugins")
+        for point in given:
+            if point not in allowed:
+                raise ConfigError(
+                    f"{path}.plugins.{point}: not an extension point of {GROUP}/{self.version} "
+                    f"(known: {', '.join(allowed)})"
+                )
+        base = defaults(self.version)
+        merged: dict[str, tuple[Entry, ...]] = {}
+        disabled: dict[str, frozenset[str]] = {}
+        explicit: dict[str, frozenset[str]] = {}
+        for point in allowed:
+            at = f"{path}.plugins.{point}"
+            lists = _obj(given.get(point) or {}, at)
+            for key in lists:
+                if key not in ("enabled", "disabled"):
+                    raise ConfigError(f"{at}.{key}: unknown field (enabled and disabled are)")
+            weighted = point in ("score", MULTI_POINT)
+            on_list = _list(lists.get("enabled"), f"{at}.enabled")
+            off_list = _list(lists.get("disabled"), f"{at}.disabled")
+            enabled = [_entry(e, f"{at}.enabled[{k}]", weighted) for k, e in enumerate(on_list)]
+            off = [_entry(e, f"{at}.disabled[{k}]", True).name for k, e in enumerate(off_list)]
+            names = [e.name for e in enabled]
+            dup = next((n for n in names if names.count(n) > 1), None)
+            if dup is not None:
+                raise ConfigError(f"{at}.enabled: plugin {dup!r} named twice")
+            for e in enabled:
+                if not self._have(e.name):
+                    self.missing.setdefault(e.name, {})[point] = None
+            kept = tuple(e for e in merge(base.get(point, ()), enabled, off) if self._wanted(e, names))
+            if kept:
+                merged[point] = kept
+            if off:
+                disabled[point] = frozenset(off)
+            if names:
+                explicit[point] = frozenset(names)
+        multi = merged.pop(MULTI_POINT, ())
+        args = self._plugin_args(spec.get("pluginConfig"), path)
+        return Profile(name, merged, multi, disabled, args, pct, explicit)
+
+    def _wanted(self, e: Entry, enabled_here: list[str]) -> bool:
+        """Whether a merged entry stays: a default koord lacks is left out (noted); one the profile
+        enables is kept only to be reported (the whole configuration then fails) or skipped."""
+        if self._have(e.name):
+            return True
+        if e.name not in enabled_here:
+            self.ignored.setdefault(f"default plugins koord-scheduler does not have yet: {e.name}", None)
+        return False
+
+    def _plugin_args(self, v: object, path: str) -> dict[str, Mapping[str, Any]]:
+        out: dict[str, Mapping[str, Any]] = {}
+        for k, raw in enumerate(_list(v, f"{path}.pluginConfig")):
+            at = f"{path}.pluginConfig[{k}]"
+            entry = _obj(raw, at)
+            name = _str(entry.get("name"), f"{at}.name")
+            if name in out:
+                raise ConfigError(f"{at}.name={name!r}: configured twice")
+            args = dict(_obj(entry.get("args") or {}, f"{at}.args"))
+            api, kind = args.pop("apiVersion", None), args.pop("kind", f"{name}Args")
+            if api is not None and api != f"{GROUP}/{self.version}":
+                raise ConfigError(f"{at}.args.apiVersion={api!r}: expected {GROUP}/{self.version}")
+            if kind != f"{name}Args":
+                raise ConfigError(f"{at}.args.kind={kind!r}: expected {name}Args")
+            if not self._have(name):
+                self.missing.setdefault(name, {})["pluginConfig"] = None
+                continue
+            out[name] = args
+        return out
 
 
-def _plugin_args(
-    entry: object, path: str, known: frozenset[str] | None, ignored: _Ignored
-) -> tuple[str, dict[str, Any] | None]:
-    """A pluginConfig entry's name and args (``apiVersion``/``kind`` checked and dropped); None for a
-    plugin koord does not have but upstream does."""
-    name = _name(entry, path)
-    args = dict(_obj(_obj(entry, path).get("args") or {}, f"{path}.args"))
-    api, kind = args.pop("apiVersion", API_VERSION), args.pop("kind", f"{name}Args")
-    if api != API_VERSION:
-        raise ConfigError(f"{path}.args.apiVersion={api!r}: expected {API_VERSION}")
-    if kind != f"{name}Args":
-        raise ConfigError(f"{path}.args.kind={kind!r}: expected {name}Args")
-    if _upstream_only(name, known):
-        ignored.add("pluginConfig", name)
-        return name, None
-    if name == "NodeResourcesFit":
-        _fit_args(args, f"{path}.args", ignored)
-    return name, args
-
-
-def _upstream_only(name: str, known: frozenset[str] | None) -> bool:
-    return name in UPSTREAM_PLUGINS and (known is None or name not in known)
-
-
-def parse_profile(doc: object, known: frozenset[str] | None = None) -> Profile:
-    """A Profile from a parsed configuration document (None → defaults). `known` are registered
-    plugin names; a name neither registered nor upstream's is an error."""
+def parse_config(
+    doc: object, known: frozenset[str] | None = None, ignore_unknown: bool = False
+) -> SchedulerConfig:
+    """A SchedulerConfig from a parsed document (None → the defaults). `known` are the registered
+    plugins (None: every name is taken as known)."""
     if doc is None:
-        return Profile()
+        parser = _ProfileParser(DEFAULT_VERSION, known, ignore_unknown)
+        return SchedulerConfig((parser.parse({}, "profiles[0]"),), ignored=tuple(parser.ignored))
     root = _obj(doc, "config")
-    if root.get("apiVersion", API_VERSION) != API_VERSION:
-        raise ConfigError(f"apiVersion={root.get('apiVersion')!r}: expected {API_VERSION}")
+    api = root.get("apiVersion", API_VERSION)
+    version = api.removeprefix(f"{GROUP}/") if isinstance(api, str) else ""
+    if version not in VERSIONS or api == version:
+        raise ConfigError(f"apiVersion={api!r}: expected {GROUP}/ one of {', '.join(VERSIONS)}")
     if root.get("kind", KIND) != KIND:
         raise ConfigError(f"kind={root.get('kind')!r}: expected {KIND}")
-    ignored = _Ignored()
+    ignored: dict[str, None] = {}
     for key in root:
         if key not in _ROOT:
             raise ConfigError(f"{key}: unknown field of {KIND}")
-        if key in _UNUSED_ROOT:
-            ignored.add(key)
+        if key in _UNUSED_ROOT or key in _NOT_YET:
+            ignored[_NOT_YET.get(key, key)] = None
     leader = _leader_election(root.get("leaderElection"), ignored)
-    profiles = _list(root.get("profiles"), "profiles")
-    if not profiles:
-        return Profile(leader_election=leader, ignored=ignored.lines())
-    if len(profiles) > 1:
-        raise ConfigError(f"profiles: {len(profiles)} given; koord-scheduler runs exactly one profile")
-    prof = _obj(profiles[0], "profiles[0]")
-    for key in prof:
-        if key not in _PROFILE:
-            raise ConfigError(f"profiles[0].{key}: unknown field")
-    if "percentageOfNodesToScore" in prof:
-        ignored.add("profiles[0].percentageOfNodesToScore")
-    sched_name = prof.get("schedulerName", SCHEDULER_NAME)
-    if not isinstance(sched_name, str) or not sched_name:
-        raise ConfigError(f"profiles[0].schedulerName={sched_name!r}: expected a non-empty string")
-
-    plugins = list(DEFAULT_PLUGINS)
-    weights: dict[str, int] = {}
-    names: list[str] = []  # every plugin name the document gives, checked against `known` at the end
-    points = _obj(prof.get("plugins") or {}, "profiles[0].plugins")
-    for point, spec in points.items():
-        base = f"profiles[0].plugins.{point}"
-        if point not in _EXTENSION_POINTS and point not in _OTHER_POINTS:
-            known_points = ", ".join((*_EXTENSION_POINTS, *_OTHER_POINTS))
-            raise ConfigError(f"{base}: unknown extension point (known: {known_points})")
-        modelled = point in _EXTENSION_POINTS
-        spec = _obj(spec, base)
-        for k, entry in enumerate(_list(spec.get("disabled"), f"{base}.disabled")):
-            name = _name(entry, f"{base}.disabled[{k}]")
-            if not modelled or _upstream_only(name, known):
-                continue  # nothing of koord's to disable there
-            plugins = [] if name == "*" else [p for p in plugins if p != name]
-        for k, entry in enumerate(_list(spec.get("enabled"), f"{base}.enabled")):
-            path = f"{base}.enabled[{k}]"
-            name = _name(entry, path)
-            if _upstream_only(name, known) or not modelled:
-                w = entry.get("weight", 1)
-                if not isinstance(w, int) or isinstance(w, bool) or w < 1:
-                    raise ConfigError(f"{path}.weight={w!r}: must be a positive integer")
-                names.append(name)
-                ignored.add("plugins", name if _upstream_only(name, known) else f"{name} at {point}")
-                continue
-            w = _weight(entry, path)
-            if name not in plugins:
-                plugins.append(name)
-            if w is not None:
-                weights[name] = w
-
-    args: dict[str, Mapping[str, Any]] = {}
-    for k, entry in enumerate(_list(prof.get("pluginConfig"), "profiles[0].pluginConfig")):
-        name, plugin_args = _plugin_args(entry, f"profiles[0].pluginConfig[{k}]", known, ignored)
-        if plugin_args is not None:
-            args[name] = plugin_args
-
-    if known is not None:
-        for name in [*plugins, *weights, *args, *names]:
-            if name not in known and name not in UPSTREAM_PLUGINS:
-                raise ConfigError(f"plugin {name!r}: not registered (known: {', '.join(sorted(known))})")
-    return Profile(sched_name, tuple(plugins), weights, args, leader, ignored.lines())
+    initial = _int(root, "podInitialBackoffSeconds", 1, 1)
+    maximum = _int(root, "podMaxBackoffSeconds", 10, 1)
+    if maximum < initial:
+        raise ConfigError(f"podMaxBackoffSeconds={maximum}: must be >= podInitialBackoffSeconds ({initial})")
+    parser = _ProfileParser(version, known, ignore_unknown)
+    raw = _list(root.get("profiles"), "profiles") or [{}]
+    profiles = tuple(parser.parse(p, f"profiles[{i}]") for i, p in enumerate(raw))
+    names = [p.scheduler_name for p in profiles]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise ConfigError(f"profiles: schedulerName {dup!r} used by more than one profile")
+    skipped = tuple(f"{n} ({', '.join(where)})" for n, where in parser.missing.items())
+    if skipped and not ignore_unknown:
+        raise ConfigError(
+            f"plugins koord-scheduler does not have: {'; '.join(skipped)}. Remove them from the "
+            "configuration, or start with --ignore-unknown-plugins to skip them"
+        )
+    return SchedulerConfig(
+        profiles,
+        leader,
+        version,
+        _int(root, "parallelism", 16, 1),
+        _int(root, "percentageOfNodesToScore", 0, 0, 100),
+        initial,
+        maximum,
+        tuple({**ignored, **parser.ignored}),
+        skipped,
+    )
 
 
-def load_profile(path: str | Path | None, known: frozenset[str] | None = None) -> Profile:
-    """Reads a YAML/JSON configuration file (None → defaults)."""
+def load_config(
+    path: str | Path | None, known: frozenset[str] | None = None, ignore_unknown: bool = False
+) -> SchedulerConfig:
+    """Reads a YAML/JSON configuration file (None → defaults) and logs what it skips and ignores."""
     if path is None:
-        return parse_profile(None, known)
+        return parse_config(None, known, ignore_unknown)
     try:
         doc = yaml.safe_load(Path(path).read_text())
     except OSError as e:
         raise ConfigError(f"--config={path}: {e.strerror or e}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"--config={path}: invalid YAML: {e}") from None
-    profile = parse_profile(doc, known)
-    if profile.ignored:
-        log.warning(
-            "%s: accepted, not implemented by koord-scheduler (ignored): %s", path, "; ".join(profile.ignored)
-        )
-    return profile
+    config = parse_config(doc, known, ignore_unknown)
+    if config.skipped:
+        log.warning("%s: skipped (--ignore-unknown-plugins): %s", path, "; ".join(config.skipped))
+    if config.ignored:
+        log.info("%s: accepted, not used by koord-scheduler: %s", path, "; ".join(config.ignored))
+    return config

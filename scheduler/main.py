@@ -37,10 +37,16 @@ from kube.httpserver import ProbeServer
 from kube.leaderelection import LeaderElector
 from kube.supervise import SupervisedThread, supervise
 from scheduler.cache import SchedulerCache
-from scheduler.config import ConfigError, Profile, load_profile
+from scheduler.config import ConfigError, Profile, SchedulerConfig, load_config
 from scheduler.framework.interfaces import Pod
 from scheduler.framework.status import Status
-from scheduler.gateway import APIBinder, EventRouter, UnschedulableReporter, start_informers
+from scheduler.gateway import (
+    APIBinder,
+    EventRouter,
+    ScheduledReporter,
+    UnschedulableReporter,
+    start_informers,
+)
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
 from scheduler.queue import SchedulingQueue
@@ -87,11 +93,13 @@ class SchedulerService:
         # (docs/architecture.md#ties-between-nodes); the generator is seeded from the OS.
         framework = build_framework(profile, observer=self.metrics.observe_plugin, rng=random.Random())
         self.reporter = UnschedulableReporter(api, profile.scheduler_name)
+        self.scheduled = ScheduledReporter(api, profile.scheduler_name)
+        binder = APIBinder(api, on_bound=self.scheduled)
         self.scheduler = Scheduler(
             framework,
             SchedulerCache(),
             SchedulingQueue(),
-            APIBinder(api) if leading is None else LeaderGatedBinder(APIBinder(api), leading),
+            binder if leading is None else LeaderGatedBinder(binder, leading),
             bind_workers=bind_workers,
             on_unschedulable=self.reporter,
             on_decision=self.metrics.on_decision,
@@ -136,6 +144,7 @@ class SchedulerService:
         self.scheduler.queue.close()
         self.scheduler.wait_for_binds()
         self.reporter.close()
+        self.scheduled.close()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,6 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"koord-scheduler {koord_version()}")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
     p.add_argument("--config", help="KubeSchedulerConfiguration file (YAML or JSON)")
+    p.add_argument(
+        "--ignore-unknown-plugins",
+        action="store_true",
+        help="skip (with a warning) the plugins the configuration names that koord-scheduler does not have",
+    )
     p.add_argument(
         "--hub-addr", help="MetricHub gRPC address (host:port); NodeMetric CRs are always watched too"
     )
@@ -188,10 +202,20 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     )
 
 
-def leader_election(args: argparse.Namespace, profile: Profile) -> tuple[bool, str, str]:
+def single_profile(config: SchedulerConfig) -> Profile:
+    """The one profile the scheduling loop runs."""
+    if len(config.profiles) > 1:
+        names = ", ".join(p.scheduler_name for p in config.profiles)
+        raise ConfigError(
+            f"profiles: {len(config.profiles)} given ({names}); koord-scheduler runs one profile"
+        )
+    return config.profiles[0]
+
+
+def leader_election(args: argparse.Namespace, config: SchedulerConfig) -> tuple[bool, str, str]:
     """(elect, namespace, name): each flag given wins, then the configuration's leaderElection, then
     the defaults (on, koordinator-system, koord-scheduler)."""
-    cfg = profile.leader_election
+    cfg = config.leader_election
 
     def pick(flag: Any, configured: Any, default: Any) -> Any:
         return flag if flag is not None else configured if configured is not None else default
@@ -210,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     for warning in warnings:
         log.warning("%s", warning)
     try:
-        profile = load_profile(args.config, KNOWN)
+        config = load_config(args.config, KNOWN, args.ignore_unknown_plugins)
+        profile = single_profile(config)
         # One pooled connection per bind worker, plus informers, reporters and events.
         api = api_client(
             args.kubeconfig,
@@ -242,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     token = Path(args.hub_token_file) if args.hub_token_file else None
     if token is None and SERVICE_ACCOUNT_TOKEN.exists():
         token = SERVICE_ACCOUNT_TOKEN
-    elect, lease_namespace, lease_name = leader_election(args, profile)
+    elect, lease_namespace, lease_name = leader_election(args, config)
     leading = threading.Event()
     elector: LeaderElector | None = None
     if elect:

@@ -1,5 +1,6 @@
-"""The plugin registry: plugin name → factory(args, handle), and building a profile's Framework.
-Imports: scheduler.framework, scheduler.config, scheduler.plugins.
+"""The plugin registry: plugin name → factory(args, handle), and building a profile's Framework (its
+plugins per extension point and score weights, expanded as kube-scheduler does).
+Imports: scheduler.framework, scheduler.config, scheduler.profiledefaults, scheduler.plugins.
 """
 
 from __future__ import annotations
@@ -10,8 +11,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.config import ConfigError, Profile
-from scheduler.framework.interfaces import Plugin
+from scheduler.config import BUILTIN, ConfigError, Profile, parse_config
+from scheduler.framework.interfaces import (
+    BindPlugin,
+    FilterAllPlugin,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ReservePlugin,
+    ScoreAllPlugin,
+    ScorePlugin,
+)
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.loadaware.args import ArgsError
 from scheduler.plugins.loadaware.plugin import LoadAwareScheduling
@@ -19,6 +34,7 @@ from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.noderesources import NodeResourcesFit
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.profiledefaults import POINTS
 
 
 @dataclass(frozen=True)
@@ -47,14 +63,91 @@ def _load_aware(args: Mapping[str, Any], handle: Handle) -> Plugin:
         raise ConfigError(f"pluginConfig LoadAwareScheduling.args: {e}") from None
 
 
+def _with_args(cls: Any, name: str) -> Factory:
+    """A plugin built by `cls.from_args(args)`, whose ValueError names the field and value."""
+
+    def make(args: Mapping[str, Any], handle: Handle) -> Plugin:
+        try:
+            plugin: Plugin = cls.from_args(args)
+        except ValueError as e:
+            raise ConfigError(f"pluginConfig {name}.args: {e}") from None
+        return plugin
+
+    return make
+
+
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable, "NodeUnschedulable"),
     "NodeAffinity": _no_args(NodeAffinity, "NodeAffinity"),
     "TaintToleration": _no_args(TaintToleration, "TaintToleration"),
-    "NodeResourcesFit": _no_args(NodeResourcesFit, "NodeResourcesFit"),
+    "NodeResourcesFit": _with_args(NodeResourcesFit, "NodeResourcesFit"),
     "LoadAwareScheduling": _load_aware,
 }
 KNOWN = frozenset(REGISTRY)
+
+# What each extension point needs a plugin to implement (queueSort and bind: BUILTIN's only).
+_POINT_KIND: dict[str, Any] = {
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin | FilterAllPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin | ScoreAllPlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+
+def default_profile() -> Profile:
+    """The profile koord-scheduler runs without a configuration file."""
+    return parse_config(None, KNOWN).profiles[0]
+
+
+def _implements(plugin: Plugin, point: str) -> bool:
+    kind = _POINT_KIND.get(point)
+    return kind is not None and isinstance(plugin, kind)
+
+
+def profile_points(
+    profile: Profile, plugins: Mapping[str, Plugin]
+) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Each extension point's plugins in order, and the score weights, as kube-scheduler expands a
+    profile (docs/configuration.md#scheduler-profiles): a multiPoint plugin joins every point it
+    implements unless disabled there; a plugin also named at the point keeps that point's order and
+    comes first, then the multiPoint-only ones, then the point's other plugins. A plugin the document
+    enables at a point it does not implement is an error; a default one is left out there. A plugin at
+    filter (score) also runs its preFilter (preScore): that is where it prepares what its filter reads."""
+    where = f"profile {profile.scheduler_name!r}"
+    multi = {e.name: e for e in profile.multi_point if e.name not in BUILTIN}
+    points: dict[str, list[str]] = {}
+    for point in POINTS:
+        regular = []
+        for e in profile.points.get(point, ()):
+            if e.name in BUILTIN:
+                continue
+            if _implements(plugins[e.name], point):
+                regular.append(e)
+            elif e.name in profile.explicit.get(point, ()):
+                raise ConfigError(
+                    f"{where}: plugins.{point}: plugin {e.name!r} does not extend the {point} extension point"
+                )
+        off = profile.disabled.get(point, frozenset())
+        here = [] if "*" in off else [n for n in multi if n not in off and _implements(plugins[n], point)]
+        named = {e.name for e in regular}
+        points[point] = [
+            *(e.name for e in regular if e.name in here),
+            *(n for n in here if n not in named),
+            *(e.name for e in regular if e.name not in here),
+        ]
+    for setup, main in (("preFilter", "filter"), ("preScore", "score")):
+        points[setup] += [
+            n for n in points[main] if n not in points[setup] and _implements(plugins[n], setup)
+        ]
+    given = {e.name: e.weight for e in profile.points.get("score", ()) if e.weight}
+    weights = {n: given.get(n) or (multi[n].weight if n in multi else 0) or 1 for n in points["score"]}
+    return points, weights
 
 
 def build_framework(
@@ -65,5 +158,11 @@ def build_framework(
 ) -> Framework:
     """The profile's Framework; `rng` draws among equal top scores (None: first in name order)."""
     h = handle or Handle()
-    plugins = [REGISTRY[name](profile.args.get(name, {}), h) for name in profile.plugins]
-    return Framework(plugins, profile.weights, observer, rng)
+    plugins: dict[str, Plugin] = {}
+    for name in profile.plugins:
+        factory = REGISTRY.get(name)
+        if factory is None:
+            raise ConfigError(f"profile {profile.scheduler_name!r}: plugin {name!r} is not registered")
+        plugins[name] = factory(profile.args.get(name, {}), h)
+    points, weights = profile_points(profile, plugins)
+    return Framework(list(plugins.values()), weights, observer, rng, points)

@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -113,9 +113,12 @@ class Framework:
         score_weights: Mapping[str, int] | None = None,
         observer: Callable[[str, str, float], None] | None = None,
         rng: random.Random | None = None,
+        points: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """`observer(plugin, extension_point, seconds)` receives every Filter and Score call's duration;
-        `rng` draws among equal top scores (None: the first in name order)."""
+        `rng` draws among equal top scores (None: the first in name order). `points` names the plugins
+        of each extension point in order (a profile's lists); without it, or for a point it does not
+        list, every plugin implementing the point runs there, in `plugins` order."""
         self.plugins = list(plugins)
         self.observer = observer
         self.rng = rng
@@ -128,23 +131,21 @@ class Framework:
                 raise ValueError(f"plugin {p.name}: implements both filter and filter_all (one form only)")
             if isinstance(p, ScorePlugin) and isinstance(p, ScoreAllPlugin):
                 raise ValueError(f"plugin {p.name}: implements both score and score_all (one form only)")
-        self.pre_filters = [p for p in self.plugins if isinstance(p, PreFilterPlugin)]
-        self.filters: list[FilterPlugin | FilterAllPlugin] = [
-            p for p in self.plugins if isinstance(p, FilterPlugin | FilterAllPlugin)
-        ]
-        self.pre_scores = [p for p in self.plugins if isinstance(p, PreScorePlugin)]
-        self.scores: list[ScorePlugin | ScoreAllPlugin] = [
-            p for p in self.plugins if isinstance(p, ScorePlugin | ScoreAllPlugin)
-        ]
-        self.reserves = [p for p in self.plugins if isinstance(p, ReservePlugin)]
-        self.post_filters = [p for p in self.plugins if isinstance(p, PostFilterPlugin)]
-        self.permits = [p for p in self.plugins if isinstance(p, PermitPlugin)]
-        self.pre_binds = [p for p in self.plugins if isinstance(p, PreBindPlugin)]
-        self.binds = [p for p in self.plugins if isinstance(p, BindPlugin)]
-        self.post_binds = [p for p in self.plugins if isinstance(p, PostBindPlugin)]
+        at = _Points(self.plugins, points)
+        self.pre_filters: list[PreFilterPlugin] = at.get("preFilter", PreFilterPlugin)
+        self.filters: list[FilterPlugin | FilterAllPlugin] = at.get("filter", FilterPlugin | FilterAllPlugin)
+        self.pre_scores: list[PreScorePlugin] = at.get("preScore", PreScorePlugin)
+        self.scores: list[ScorePlugin | ScoreAllPlugin] = at.get("score", ScorePlugin | ScoreAllPlugin)
+        self.reserves: list[ReservePlugin] = at.get("reserve", ReservePlugin)
+        self.post_filters: list[PostFilterPlugin] = at.get("postFilter", PostFilterPlugin)
+        self.permits: list[PermitPlugin] = at.get("permit", PermitPlugin)
+        self.pre_binds: list[PreBindPlugin] = at.get("preBind", PreBindPlugin)
+        self.binds: list[BindPlugin] = at.get("bind", BindPlugin)
+        self.post_binds: list[PostBindPlugin] = at.get("postBind", PostBindPlugin)
+        names = [p.name for p in self.scores]
         for name, w in weights.items():
             if name not in names:
-                raise ValueError(f"scoreWeights.{name}: no such plugin in the profile")
+                raise ValueError(f"scoreWeights.{name}: no such score plugin in the profile")
             if not isinstance(w, int) or isinstance(w, bool) or w < 1:
                 raise ValueError(f"scoreWeights.{name}={w!r}: must be a positive integer")
         self.weights = [weights.get(p.name, 1) for p in self.scores]
@@ -320,6 +321,31 @@ class Framework:
     def post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
         for p in self.post_binds:
             p.post_bind(state, pod, node)
+
+
+class _Points:
+    """The plugins of each extension point: those `points` names there, in its order, each checked to
+    implement the point; by default every plugin that implements it."""
+
+    def __init__(self, plugins: Sequence[Plugin], points: Mapping[str, Sequence[str]] | None) -> None:
+        self.plugins = plugins
+        self.by_name = {p.name: p for p in plugins}
+        self.points = points
+
+    def get(self, point: str, kind: Any) -> list[Any]:
+        if self.points is None or point not in self.points:
+            return [p for p in self.plugins if isinstance(p, kind)]
+        out = []
+        for name in self.points[point]:
+            p = self.by_name.get(name)
+            if p is None:
+                raise ValueError(f"plugins.{point}: {name!r} is not a plugin of the profile")
+            if not isinstance(p, kind):
+                raise ValueError(
+                    f"plugins.{point}: plugin {name!r} does not extend the {point} extension point"
+                )
+            out.append(p)
+        return out
 
 
 def select_best(scores: IntArray, rng: random.Random | None) -> int:

@@ -28,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from koord.kustomize import build
 from koord.localcluster.bootstrap import wait_crds_established
 from koord.localcluster.controlplane import ControlPlane
-from scheduler.config import load_profile
+from scheduler.config import load_config
 from scheduler.registry import KNOWN, build_framework
 
 pytestmark = pytest.mark.apiserver
@@ -282,7 +282,8 @@ def test_scheduler_config_map_on_the_server_is_the_one_the_scheduler_loads(
     stored = client.CoreV1Api(installer.api).read_namespaced_config_map("koord-scheduler-config", NS)
     mounted = tmp_path / "koord-scheduler.config"
     mounted.write_text(stored.data["koord-scheduler-config"])
-    profile = load_profile(mounted, KNOWN)
+    config = load_config(mounted, KNOWN)
+    [profile] = config.profiles
     chart = yaml.safe_load(
         yaml.safe_load(CHART_SCHEDULER_CONFIG.read_text())["data"]["koord-scheduler-config"]
     )
@@ -291,7 +292,7 @@ def test_scheduler_config_map_on_the_server_is_the_one_the_scheduler_loads(
     ]
     want = {k: v for k, v in chart_args.items() if k not in ("apiVersion", "kind")}
     assert profile.args["LoadAwareScheduling"] == want
-    assert profile.ignored == ()
+    assert config.skipped == ()  # every plugin it names, koord has
     assert build_framework(profile) is not None
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
-from scheduler.config import Profile
 from scheduler.main import SchedulerService
+from scheduler.registry import default_profile
 from tests.integration.podhelpers import make_pod, node_of, wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.apiserver
 class Running:
     def __init__(self, kube: Any) -> None:
         self.stop = threading.Event()
-        self.service = SchedulerService(kube, Profile(), bind_workers=4)
+        self.service = SchedulerService(kube, default_profile(), bind_workers=4)
         self.service.start(self.stop)
         self.thread = threading.Thread(target=self.service.run, args=(self.stop,), daemon=True)
         self.thread.start()
@@ -40,6 +40,13 @@ def test_binds_to_least_loaded_feasible_nodes(kube: Any, namespace: str, cluster
         make_pod(core, namespace, "first", selector={"koord-test": cluster["tag"]})
         assert wait_for(lambda: node_of(core, namespace, "first") is not None)
         assert node_of(core, namespace, "first") == names["cool"]
+        # As kube-scheduler: a Normal `Scheduled` Event names the pod and its node.
+        want = f"Successfully assigned {namespace}/first to {names['cool']}"
+        assert wait_for(lambda: any(
+            e.reason == "Scheduled" and e.type == "Normal" and e.message == want
+            and e.involved_object.name == "first" and e.source.component == "koord-scheduler"
+            for e in core.list_namespaced_event(namespace).items
+        ))  # fmt: skip
         for k in range(5):
             make_pod(core, namespace, f"p{k}", selector={"koord-test": cluster["tag"]})
         assert wait_for(lambda: all(node_of(core, namespace, f"p{k}") for k in range(5)))
@@ -111,7 +118,7 @@ def test_metrics_from_the_hub_steer_placement(kube: Any, namespace: str, cluster
         store.put(report)
     server, port = serve(store, "127.0.0.1:0")
     stop = threading.Event()
-    service = SchedulerService(kube, Profile(), hub_addr=f"127.0.0.1:{port}", bind_workers=2)
+    service = SchedulerService(kube, default_profile(), hub_addr=f"127.0.0.1:{port}", bind_workers=2)
     try:
         service.start(stop)
         assert service.hub is not None and service.hub.synced.wait(10)
@@ -139,7 +146,7 @@ def test_metrics_are_scraped_from_a_real_endpoint(kube: Any, namespace: str, clu
     [port] = free_ports(1)
     server, _ = start_http_server(port, addr="127.0.0.1", registry=registry)
     stop = threading.Event()
-    service = SchedulerService(kube, Profile(), registry=registry, bind_workers=2)
+    service = SchedulerService(kube, default_profile(), registry=registry, bind_workers=2)
     try:
         service.start(stop)
         t = threading.Thread(target=service.run, args=(stop,), daemon=True)

@@ -26,12 +26,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from scheduler.config import load_profile
 from scheduler.framework.interfaces import Pod
 from scheduler.framework.status import Code, Status
 from scheduler.gateway import APIBinder
 from scheduler.main import SchedulerService
-from scheduler.registry import KNOWN
+from scheduler.registry import default_profile
 from tests.reliability.controlplane_procs import (
     apiserver_binds,
     bare_node,
@@ -149,7 +148,7 @@ def _bind(core: Any, ns: str, name: str, node: str) -> None:
 
 @contextlib.contextmanager
 def _service(kube: Any) -> Iterator[tuple[SchedulerService, threading.Event]]:
-    service = SchedulerService(kube, load_profile(None, KNOWN), bind_workers=1)
+    service = SchedulerService(kube, default_profile(), bind_workers=1)
     stop = threading.Event()
     try:
         service.start(stop)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.config import LeaderElection, Profile
+from scheduler.config import LeaderElection, Profile, SchedulerConfig
 from scheduler.main import leader_election, parse_args
 
 CHART = Path(__file__).resolve().parents[2] / "data/upstream/chart-v1.8.0/scheduler-args.json"
@@ -58,4 +58,4 @@ def test_leader_election_flag_then_config_then_default(
     argv: list[str], config: LeaderElection, want: tuple[bool, str, str]
 ) -> None:
     args, _ = parse_args(argv)
-    assert leader_election(args, Profile(leader_election=config)) == want
+    assert leader_election(args, SchedulerConfig((Profile(),), leader_election=config)) == want

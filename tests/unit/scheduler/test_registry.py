@@ -1,38 +1,39 @@
-"""Building a profile's framework from the registry; plugin args errors name the field."""
+"""Building a profile's framework from the registry: the default profile's plugins per extension point,
+args reaching the plugin, and args errors naming the field."""
 
 from __future__ import annotations
 
 import pytest
 
-from scheduler.config import DEFAULT_PLUGINS, ConfigError, Profile, parse_profile
-from scheduler.registry import KNOWN, build_framework
+from scheduler.config import ConfigError, parse_config
+from scheduler.registry import KNOWN, build_framework, default_profile
 
 
-def test_default_profile_builds_every_default_plugin() -> None:
-    fw = build_framework(Profile())
-    assert [p.name for p in fw.plugins] == list(DEFAULT_PLUGINS)
-    assert [p.name for p in fw.scores] == ["NodeResourcesFit", "LoadAwareScheduling"]
-    assert {p.name for p in fw.filters} == set(DEFAULT_PLUGINS)
-    assert [p.name for p in fw.reserves] == ["LoadAwareScheduling"]
+def test_default_profile_builds_every_registered_default_plugin() -> None:
+    fw = build_framework(default_profile())
+    assert {p.name for p in fw.plugins} == set(default_profile().plugins)
+    assert [p.name for p in fw.filters][:4] == [
+        "NodeUnschedulable",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+    ]
+    assert {"NodeResourcesFit", "LoadAwareScheduling"} <= {p.name for p in fw.scores}
+    assert "LoadAwareScheduling" in [p.name for p in fw.reserves]
+
+
+def _args(name: str, args: object) -> dict[str, object]:
+    return {"profiles": [{"pluginConfig": [{"name": name, "args": args}]}]}
 
 
 def test_args_reach_the_plugin_and_bad_args_name_the_field() -> None:
-    doc = {
-        "profiles": [
-            {"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 70}}}]}
-        ]
-    }
-    fw = build_framework(parse_profile(doc, KNOWN))
+    [profile] = parse_config(_args("LoadAwareScheduling", {"usageThresholds": {"cpu": 70}}), KNOWN).profiles
+    fw = build_framework(profile)
     la = next(p for p in fw.plugins if p.name == "LoadAwareScheduling")
     assert la.args.usage_thresholds["cpu"] == 70  # type: ignore[attr-defined]
-    bad = {
-        "profiles": [
-            {"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 120}}}]}
-        ]
-    }
+    [bad] = parse_config(_args("LoadAwareScheduling", {"usageThresholds": {"cpu": 120}}), KNOWN).profiles
     with pytest.raises(ConfigError, match=r"LoadAwareScheduling\.args: .*usageThresholds.*120"):
-        build_framework(parse_profile(bad, KNOWN))
+        build_framework(bad)
+    [extra] = parse_config(_args("NodeAffinity", {"x": 1}), KNOWN).profiles
     with pytest.raises(ConfigError, match="NodeAffinity takes no arguments"):
-        build_framework(
-            parse_profile({"profiles": [{"pluginConfig": [{"name": "NodeAffinity", "args": {"x": 1}}]}]})
-        )
+        build_framework(extra)
