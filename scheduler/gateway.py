@@ -1,5 +1,6 @@
 """koord-scheduler's Kubernetes gateway, named like the agent's and the manager's: every API call of the
-scheduler but the leader-election Lease (kube.leaderelection). It binds through `pods/binding`, reports
+scheduler but the leader-election Lease (kube.leaderelection). It binds through `pods/binding` (a `Scheduled`
+Event per bound pod, off the bind threads), reports
 unschedulable pods (PodScheduled=False with the reasons, and a FailedScheduling Event), and routes
 informer events:
 pending pods of this scheduler to the queue; assigned pods, nodes and NodeMetrics to the cache and
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -37,10 +39,12 @@ AnyInformer = Informer[Node] | Informer[Pod] | Informer[CustomResource]
 
 
 class APIBinder:
-    """Binds with a `Binding` subresource create (the DefaultBinder)."""
+    """Binds with a `Binding` subresource create (the DefaultBinder); `on_bound(pod, node)` hears of
+    every pod bound."""
 
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: Any, on_bound: Callable[[Pod, str], None] | None = None) -> None:
         self.core = client.CoreV1Api(api)
+        self.on_bound = on_bound
 
     def bind(self, pod: Pod, node: str) -> Status:
         meta = pod["metadata"]
@@ -62,7 +66,39 @@ class APIBinder:
         except ApiException as e:
             where = f"{meta.get('namespace')}/{meta['name']} to {node}"
             return Status.error(f"binding {where}: {e.status} {e.reason}", plugin="DefaultBinder")
+        if self.on_bound is not None:
+            self.on_bound(pod, node)
         return Status.success()
+
+
+class ScheduledReporter:
+    """The `Scheduled` Event of every bound pod (`Successfully assigned <ns>/<name> to <node>`, as
+    kube-scheduler records), written off the bind threads. At most `backlog` wait: beyond that an Event
+    is dropped and counted (`dropped`), as kube's event broadcaster drops when its queue is full —
+    binding never waits for Events."""
+
+    def __init__(self, api: Any, component: str, backlog: int = 1000) -> None:
+        self.events = EventRecorder(api, component)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scheduled-events")
+        self._slots = threading.BoundedSemaphore(backlog)
+        self.dropped = 0
+
+    def __call__(self, pod: Pod, node: str) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.dropped += 1
+            return
+        meta = pod["metadata"]
+        message = f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {node}"
+        self._pool.submit(self._record, {"kind": "Pod", "apiVersion": "v1", **pod}, message)
+
+    def _record(self, ref: Mapping[str, Any], message: str) -> None:
+        try:
+            self.events.event(ref, "Normal", "Scheduled", message)
+        finally:
+            self._slots.release()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
 
 class UnschedulableReporter:
