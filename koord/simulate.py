@@ -19,6 +19,7 @@ from typing import Any
 # kind -> (module, function(scenario: dict) -> result dict)
 KINDS: dict[str, tuple[str, str]] = {
     "LoadAwareScheduling": ("scheduler.plugins.loadaware.simulate", "simulate"),
+    "Schedule": ("scheduler.simulate", "simulate"),
     "BatchResource": ("manager.noderesource.simulate", "simulate"),
     "CPUSuppress": ("agent.qosmanager.simulate", "simulate_cpu_suppress"),
     "CPUBurst": ("agent.qosmanager.simulate", "simulate_cpu_burst"),

@@ -1,0 +1,161 @@
+"""``koord simulate`` for kind ``Schedule`` (docs/simulate.md#schedule): the operator's what-if for a whole
+cluster. The scenario's nodes, bound pods and NodeMetrics are fed to the real scheduler — its cache, queue,
+profile and plugins, through the same event router the informers drive — and its pending pods are
+scheduled one after another in queue order (priority, then the order given) with an in-process binder.
+Out: each pending pod's node, or the message it would be reported unschedulable with. Ties between
+nodes are drawn from a generator seeded with the scenario's ``seed`` (default 0), so a run repeats.
+Bad input raises ``ValueError`` naming the field and its value (docs/simulate.md#input-errors).
+Imports: the standard library, apis (objectcheck, pod, rfc3339), scheduler.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any, Final
+
+from apis.kubeobjects import CustomResource, Pod
+from apis.objectcheck import as_node, as_pod, as_pods, check_object
+from apis.pod import pod_key
+from apis.rfc3339 import parse_rfc3339
+from scheduler.cache import SchedulerCache
+from scheduler.config import ConfigError, parse_config
+from scheduler.framework.status import Status
+from scheduler.gateway import EventRouter
+from scheduler.queue import SchedulingQueue
+from scheduler.registry import KNOWN, Handle, build_framework
+from scheduler.scheduler import Scheduler
+
+DEFAULT_NOW: Final = "2026-01-01T00:00:00Z"
+_FIELDS: Final = frozenset(
+    {
+        "kind",
+        "description",
+        "source",
+        "seed",
+        "now",
+        "config",
+        "nodes",
+        "pods",
+        "nodeMetrics",
+        "pending",
+        "expect",
+    }
+)
+
+
+class _Binder:
+    """Binds in the simulation: records the node."""
+
+    def __init__(self) -> None:
+        self.bound: dict[str, str] = {}
+
+    def bind(self, pod: Pod, node: str) -> Status:
+        self.bound[pod_key(pod)] = node
+        return Status.success()
+
+
+def _objects(scenario: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+    value = scenario.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
+        raise ValueError(f"{key}: expected a list of objects, got {value!r:.80}")
+    return value
+
+
+def _seed(scenario: Mapping[str, Any]) -> int:
+    seed = scenario.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"seed={seed!r}: expected an integer")
+    return seed
+
+
+def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
+    """``{"pods": {"<namespace>/<name>": {"node": …} | {"unschedulable": "<message>"}}}`` for every
+    pending pod, in the order given."""
+    unknown = sorted(set(scenario) - _FIELDS)
+    if unknown:
+        raise ValueError(
+            f"{unknown[0]}: unknown field of a Schedule scenario (known: {', '.join(sorted(_FIELDS))})"
+        )
+    try:
+        now = parse_rfc3339(scenario.get("now", DEFAULT_NOW)).timestamp()
+    except ValueError as e:
+        raise ValueError(f"now={scenario.get('now')!r}: {e}") from None
+    try:
+        config = parse_config(scenario.get("config"), KNOWN)
+        if len(config.profiles) > 1:
+            raise ConfigError(f"profiles: {len(config.profiles)} given; a Schedule scenario runs one profile")
+        [profile] = config.profiles
+        framework = build_framework(profile, Handle(clock=lambda: now), rng=random.Random(_seed(scenario)))
+    except ConfigError as e:
+        raise ValueError(f"config: {e}") from None
+    clock = lambda: now  # noqa: E731 - the scenario's one instant
+    binder = _Binder()
+    reasons: dict[str, str] = {}
+
+    def unschedulable(pod: Pod, status: Status) -> None:
+        reasons[pod_key(pod)] = status.message()
+
+    sched = Scheduler(
+        framework, SchedulerCache(clock=clock), SchedulingQueue(clock=clock), binder,
+        clock=clock, bind_workers=0, on_unschedulable=unschedulable,
+    )  # fmt: skip
+    router = EventRouter(sched, profile.scheduler_name)
+    try:
+        for i, raw in enumerate(_objects(scenario, "nodes")):
+            node = as_node(raw, f"nodes[{i}]")
+            if not isinstance(node.get("metadata", {}).get("name"), str):
+                raise ValueError(f"nodes[{i}].metadata.name: required")
+            router.node_add(node)
+        for i, pod in enumerate(as_pods(scenario.get("pods"), "pods")):
+            if not (pod.get("spec") or {}).get("nodeName"):
+                raise ValueError(f"pods[{i}].spec.nodeName: required (pods to schedule go in 'pending')")
+            router.pod_add(pod)
+        for i, raw in enumerate(_objects(scenario, "nodeMetrics")):
+            if not isinstance(raw.get("metadata", {}).get("name"), str):
+                raise ValueError(f"nodeMetrics[{i}].metadata.name: required")
+            router.nodemetric_upsert(check_object(raw, CustomResource, f"nodeMetrics[{i}]"))
+        order: list[str] = []
+        for i, raw in enumerate(_objects(scenario, "pending")):
+            pod = as_pod(_pending(raw, profile.scheduler_name), f"pending[{i}]")
+            if (pod.get("spec") or {}).get("nodeName"):
+                raise ValueError(f"pending[{i}].spec.nodeName: must be empty (bound pods go in 'pods')")
+            key = pod_key(pod)
+            if key in order:
+                raise ValueError(f"pending[{i}]: {key} given twice")
+            order.append(key)
+            wanted = pod.get("spec", {}).get("schedulerName")
+            if wanted != profile.scheduler_name:
+                ours = profile.scheduler_name
+                reasons[key] = f"not scheduled: schedulerName {wanted!r} is not the profile's ({ours!r})"
+                continue
+            router.pod_add(pod)
+        for _ in range(len(order)):  # every pending pod gets one attempt
+            if not sched.schedule_one(timeout=0):
+                break
+    finally:
+        sched.queue.close()
+        sched.wait_for_binds()
+    pods: dict[str, Any] = {}
+    for key in order:
+        chosen = binder.bound.get(key)
+        pods[key] = (
+            {"node": chosen} if chosen is not None else {"unschedulable": reasons.get(key, "not attempted")}
+        )
+    return {"pods": pods}
+
+
+def _pending(raw: dict[str, Any], scheduler_name: str) -> dict[str, Any]:
+    """A pending pod addressed to the profile unless it names a scheduler itself, in `default` unless it
+    names a namespace."""
+    meta = raw.get("metadata")
+    spec = raw.get("spec")
+    if not isinstance(meta, dict) or not isinstance(spec, dict):
+        return raw  # as_pod names what is wrong
+    return {
+        **raw,
+        "metadata": {"namespace": "default", **meta},
+        "spec": {"schedulerName": scheduler_name, **spec},
+    }
