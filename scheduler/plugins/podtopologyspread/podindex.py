@@ -23,13 +23,15 @@ import numpy.typing as npt
 
 from apis.jsonfields import as_mapping
 from apis.kubeobjects import Node
-from apis.labelselector import OP_EXISTS, OP_IN
+from apis.labelselector import OP_EXISTS, OP_IN, Requirement
 from scheduler.framework.listers import Requirements, labels_of, matches, namespace_of
 from scheduler.framework.rowresults import RowResults
 from scheduler.framework.snapshot import PodInfo, Snapshot
 
 I64 = npt.NDArray[np.int64]
 VIEW_KEY: Final = ("Spread", "pods")
+_NONE: Final[frozenset[int]] = frozenset()
+Slots = set[int] | frozenset[int]
 
 
 def is_terminating(pod: Mapping[str, Any]) -> bool:
@@ -58,11 +60,27 @@ class PodIndex:
 
     # --- RowView ----------------------------------------------------------------------------------
     def rebuild(self, snapshot: Snapshot) -> None:
-        self._reset(snapshot.n)
+        """New rows: pods already indexed keep their slot (only their row changes), so a node added
+        to the cluster does not re-index every pod's labels."""
+        old = {key: entry for row in self.rows for key, entry in row.items()}
+        self.n = snapshot.n
         self.rows = [{} for _ in range(snapshot.n)]
+        self.results = RowResults(snapshot.n)
         for i, info in enumerate(snapshot.infos):
+            row = self.rows[i]
             for key, pi in info.pods.items():
+                entry = old.pop(key, None)
+                if entry is not None and entry[1] is pi.pod:
+                    row[key] = entry
+                    if entry[0] >= 0:
+                        self.slot_row[entry[0]] = i
+                    continue
+                if entry is not None:
+                    old[key] = entry
                 self._add(i, key, pi)
+        for s, _ in old.values():  # pods gone (or replaced) since
+            if s >= 0:
+                self._release(s)
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         for i in rows:
@@ -102,8 +120,10 @@ class PodIndex:
 
     def _remove(self, row: int, key: str) -> None:
         s, _ = self.rows[row].pop(key)
-        if s < 0:
-            return
+        if s >= 0:
+            self._release(s)
+
+    def _release(self, s: int) -> None:
         ns, labels = self.slot_ns[s], self.slot_labels[s]
         _discard(self.by_ns, ns, s)
         for k, v in labels.items():
@@ -114,24 +134,36 @@ class PodIndex:
         self.free.append(s)
 
     # --- counting ---------------------------------------------------------------------------------
-    def _candidates(self, ns: str, selector: Requirements) -> set[int]:
-        """A superset of the matching slots: the smallest posting list a positive requirement gives."""
-        best: set[int] | None = None
+    def _matching(self, ns: str, selector: Requirements) -> list[int]:
+        """The slots the selector matches. Equalities (``In`` one value) intersect their posting
+        lists, exactly; other requirements are checked on the smallest candidate list."""
+        exact: list[Slots] = []
+        rest: list[Requirement] = []
+        best: Slots | None = None
         for r in selector:
+            if r.operator == OP_IN and len(r.values) == 1:
+                exact.append(self.by_label.get((ns, r.key, r.values[0])) or _NONE)
+                continue
+            rest.append(r)
             if r.operator == OP_IN:
-                if len(r.values) == 1:
-                    found = self.by_label.get((ns, r.key, r.values[0]), set())
-                else:
-                    found = set().union(*(self.by_label.get((ns, r.key, v), set()) for v in r.values))
+                found: Slots = set().union(*(self.by_label.get((ns, r.key, v)) or _NONE for v in r.values))
             elif r.operator == OP_EXISTS:
-                found = self.by_key.get((ns, r.key), set())
+                found = self.by_key.get((ns, r.key)) or _NONE
             else:
                 continue
             if best is None or len(found) < len(best):
                 best = found
-            if not best:
-                break
-        return self.by_ns.get(ns, set()) if best is None else best
+        if exact:
+            exact.sort(key=len)
+            slots = exact[0].intersection(*exact[1:]) if len(exact) > 1 else exact[0]
+            if best is not None and len(best) < len(slots):
+                slots = best.intersection(slots)
+        else:
+            slots = (self.by_ns.get(ns) or _NONE) if best is None else best
+        if not rest:
+            return list(slots)
+        labels = self.slot_labels
+        return [s for s in slots if all(r.matches(labels[s]) for r in rest)]
 
     def counts(self, ns: str, selector: Requirements | None) -> I64:
         """Matching pods per row (kept: callers must not modify it)."""
@@ -140,8 +172,7 @@ class PodIndex:
 
         def rule(rows: npt.NDArray[np.intp] | None) -> I64:
             if rows is None:
-                labels = self.slot_labels
-                hits = [s for s in self._candidates(ns, selector) if matches(selector, labels[s])]
+                hits = self._matching(ns, selector)
                 return np.bincount(self.slot_row[hits], minlength=self.n).astype(np.int64)
             out = np.zeros(len(rows), np.int64)
             for j, i in enumerate(rows.tolist()):

@@ -109,7 +109,7 @@ def _counts_and_size(
     size = 0
     if key not in seen:
         seen.add(key)
-        size = len(np.unique(codes))
+        size = int(np.count_nonzero(np.bincount(codes))) if len(codes) else 0
     total = domains.get(key)
     if total is None:
         total = domains[key] = domain_counts(snapshot, pod, constraints, key, eligible)

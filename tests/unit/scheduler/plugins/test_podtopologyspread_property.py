@@ -2,7 +2,7 @@
 over generated clusters — nodes with hostname/zone/region labels (some missing, some empty), pods in
 two namespaces (some terminating), Services/RCs/RSs/StatefulSets, pods with and without constraints
 and node affinity — on every row, for Filter, raw Score and NormalizeScore, also after pods are added
-and removed in place (the pod index follows the snapshot)."""
+and removed in place and after a node is added (the pod index follows the snapshot)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import ClusterObjects
-from scheduler.framework.snapshot import PodInfo, Snapshot
+from scheduler.framework.snapshot import NodeInfo, PodInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.podtopologyspread import PodTopologySpread, SpreadArgs
 from scheduler.plugins.podtopologyspread.constraints import DefaultConstraint
@@ -171,6 +171,15 @@ def test_spread_plugins_match_oracles(cluster: Any, p: Obj, a: SpreadArgs, data:
         changed.append(info)
     snap.refresh(changed)
     check(snap, p, plugin, selector, feasible)
+    # a node added: new rows, the pod index keeps its slots and moves them to their new rows
+    extra = {
+        "metadata": {"name": "m0", "labels": data.draw(node_labels)},
+        "status": {"allocatable": {"cpu": "4"}},
+    }
+    infos = [NodeInfo.of(extra, 2), *snap.infos]  # type: ignore[arg-type]
+    infos[0].add_pod(PodInfo.of(pod("m", "ns", data.draw(pod_labels), "m0")), 2)  # type: ignore[arg-type]
+    snap.rebuild(infos, snap.resources)
+    check(snap, p, plugin, selector, [snap.index[f"n{i}"] for i in feasible])
     check(
         Snapshot.build(nodes, [pi.pod for info in snap.infos for pi in info.pods.values()]),
         p,
