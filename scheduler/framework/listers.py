@@ -100,7 +100,7 @@ class ClusterObjects:
         self._lock = threading.RLock()
         self._objects: dict[str, dict[str, dict[str, _Entry]]] = {k: {} for k in KINDS}  # kind → ns → name
         self._selectors: dict[tuple[str, frozenset[tuple[str, str]]], Requirements] = {}
-        self.generation = 0  # grows on every change
+        self.generation = 0  # grows on every change of a selector
 
     # --- informer events --------------------------------------------------------------------------
     def _check(self, kind: str) -> dict[str, dict[str, _Entry]]:
@@ -113,8 +113,13 @@ class ClusterObjects:
         by_ns = self._check(kind)
         entry = _compile(kind, obj)
         with self._lock:
-            by_ns.setdefault(namespace_of(obj), {})[_name_of(obj)] = entry
-            self._changed()
+            names = by_ns.setdefault(namespace_of(obj), {})
+            before = names.get(_name_of(obj))
+            names[_name_of(obj)] = entry
+            # Status-only updates (a ReplicaSet's replica counts change with every pod) keep the
+            # selectors, so the kept default selectors stay valid.
+            if before is None or before.selector != entry.selector:
+                self._changed()
 
     def on_update(self, kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         if (namespace_of(old), _name_of(old)) != (namespace_of(new), _name_of(new)):

@@ -71,12 +71,18 @@ def constraints_for(
     return default_constraints(pod, defaults, objects, action)
 
 
-def eligible_rows(state: CycleState, pod: Pod, snapshot: Snapshot, keys: Sequence[str]) -> BoolArray:
-    """Rows that pass the pod's nodeSelector and required node affinity and carry every key."""
-    ok = _AFFINITY.filter_all(state, pod, snapshot).passed.copy()
+def has_keys(snapshot: Snapshot, keys: Sequence[str]) -> BoolArray:
+    """Rows that carry every key."""
+    ok = np.ones(snapshot.n, np.bool_)
     for key in dict.fromkeys(keys):
         ok &= label_column(snapshot, key).codes >= 0
     return ok
+
+
+def eligible_rows(state: CycleState, pod: Pod, snapshot: Snapshot, with_keys: BoolArray) -> BoolArray:
+    """Rows that pass the pod's nodeSelector and required node affinity, among `with_keys`."""
+    passed = _AFFINITY.filter_all(state, pod, snapshot)
+    return with_keys if not passed.statuses else with_keys & passed.passed
 
 
 def counts(snapshot: Snapshot, pod: Pod, selector: Selector) -> I64:
@@ -134,7 +140,7 @@ def pre_filter_state(
     if not constraints:
         return _EMPTY
     keys = [c.topology_key for c in constraints]
-    eligible = eligible_rows(state, pod, snapshot, keys)
+    eligible = eligible_rows(state, pod, snapshot, has_keys(snapshot, keys))
     labels = labels_of(pod)
     self_match = tuple(int(c.selector is not None and matches(c.selector, labels)) for c in constraints)
     pair_counts, exists, min_match = {}, {}, {}

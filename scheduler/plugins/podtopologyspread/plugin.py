@@ -102,7 +102,7 @@ class PodTopologySpread:
         return found
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        """The raw scores of the feasible rows (PreScore computed them)."""
+        """The raw scores of every row (PreScore computed them; the runtime reads the feasible ones)."""
         return self._score_state(state, pod, snapshot, feasible).raw
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:

@@ -44,6 +44,7 @@ from scheduler.plugins.podtopologyspread.filtering import (
     counts,
     domain_counts,
     eligible_rows,
+    has_keys,
     label_column,
 )
 
@@ -52,11 +53,12 @@ PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 
 @dataclass(frozen=True, slots=True)
 class ScoreState:
-    """PreScore's result over `feasible` (in its order): the raw scores and the ignored rows."""
+    """PreScore's result: the raw score of every row (0 where ignored or not feasible) and which of
+    the `feasible` rows are ignored (None: none is)."""
 
     feasible: IntArray
     raw: IntArray
-    ignored: BoolArray
+    ignored: BoolArray | None
 
 
 def pre_score_state(
@@ -67,18 +69,22 @@ def pre_score_state(
     defaults: Sequence[DefaultConstraint],
     objects: ClusterObjects | None,
 ) -> ScoreState:
-    """Raises ConstraintError (as kube's PreScore fails)."""
+    """Raises ConstraintError (as kube's PreScore fails). Computed over every row (no gathers of the
+    feasible ones, which cost more than the rows they skip); only the sizes read the feasible set."""
     constraints = constraints_for(pod, SCHEDULE_ANYWAY, defaults, objects)
-    f = len(feasible)
+    n = snapshot.n
     if not constraints:
-        return ScoreState(feasible, np.zeros(f, np.int64), np.zeros(f, np.bool_))
+        return ScoreState(feasible, np.zeros(n, np.int64), None)
     keys = [c.topology_key for c in constraints]
-    has_all = np.ones(f, np.bool_)
-    for key in dict.fromkeys(keys):
-        has_all &= label_column(snapshot, key).codes[feasible] >= 0
-    scored = feasible[has_all]
-    eligible = eligible_rows(state, pod, snapshot, keys)
-    score = np.zeros(len(scored), np.float64)
+    has_all = has_keys(snapshot, keys)
+    if len(feasible) == n:
+        scored = has_all  # the feasible rows that are not ignored
+    else:
+        scored = np.zeros(n, np.bool_)
+        scored[feasible] = True
+        scored &= has_all
+    eligible = eligible_rows(state, pod, snapshot, has_all)
+    score = np.zeros(n, np.float64)
     seen: set[str] = set()
     domains: dict[str, IntArray] = {}
     for c in constraints:
@@ -86,9 +92,10 @@ def pre_score_state(
         term = cnt.astype(np.float64) * go_log(float(size + 2))
         term += float(c.max_skew - 1)
         score += term
-    raw = np.zeros(f, np.int64)
-    raw[has_all] = score.astype(np.int64)  # Go's int64(float64): truncation (scores are ≥ 0)
-    return ScoreState(feasible, raw, ~has_all)
+    raw = score.astype(np.int64)  # Go's int64(float64): truncation (scores are ≥ 0)
+    raw[~scored] = 0
+    ignored = None if has_all.all() else ~has_all[feasible]
+    return ScoreState(feasible, raw, ignored)
 
 
 def _counts_and_size(
@@ -96,39 +103,42 @@ def _counts_and_size(
     pod: Pod,
     constraints: Sequence[Constraint],
     c: Constraint,
-    scored: IntArray,
+    scored: BoolArray,
     eligible: BoolArray,
     seen: set[str],
     domains: dict[str, IntArray],
 ) -> tuple[IntArray, int]:
-    """Constraint c's count for each scored row and its topology size."""
+    """Constraint c's count for every row (meaningful on the scored ones) and its topology size."""
     key = c.topology_key
     if key == LABEL_HOSTNAME:
-        return counts(snapshot, pod, c.selector)[scored], len(scored)
-    codes = label_column(snapshot, key).codes[scored]
+        return counts(snapshot, pod, c.selector), int(np.count_nonzero(scored))
+    column = label_column(snapshot, key)
     size = 0
     if key not in seen:
         seen.add(key)
-        size = int(np.count_nonzero(np.bincount(codes))) if len(codes) else 0
+        present = np.zeros(len(column.values) + 1, np.bool_)
+        present[column.codes[scored]] = True
+        size = int(np.count_nonzero(present))
     total = domains.get(key)
     if total is None:
         total = domains[key] = domain_counts(snapshot, pod, constraints, key, eligible)
-    return total[codes], size
+    return total[column.codes], size  # code -1 (no label: not scored) reads the last slot
 
 
 def normalize(state: ScoreState, scores: IntArray) -> None:
     """NormalizeScore in place over the feasible rows' scores."""
     ignored = state.ignored
-    if len(ignored) != len(scores):
+    if ignored is not None and len(ignored) != len(scores):
         raise ValueError(f"{NAME}: {len(scores)} scores for {len(ignored)} rows scored in PreScore")
-    valid = scores[~ignored]
+    valid = scores if ignored is None else scores[~ignored]
     lo = int(valid.min()) if len(valid) else 2**63 - 1
     hi = max(int(valid.max()), 0) if len(valid) else 0
     if hi == 0:
         scores[:] = MAX_NODE_SCORE
     else:
         scores[:] = MAX_NODE_SCORE * (hi + lo - scores) // hi  # all terms ≥ 0: floor is truncation
-    scores[ignored] = 0
+    if ignored is not None:
+        scores[ignored] = 0
 
 
 def pre_score_error(e: ConstraintError, own: bool) -> Status:

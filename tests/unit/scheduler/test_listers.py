@@ -123,3 +123,17 @@ def test_concurrent_events_and_lookups() -> None:
         t.join()
     assert not errors
     assert len(c.objects("Service", "ns")) == 300
+
+
+def test_a_status_only_update_keeps_the_kept_selectors() -> None:
+    c = ClusterObjects()
+    rs = obj("rs", {"matchLabels": {"app": "web"}})
+    c.on_add("ReplicaSet", rs)
+    g = c.generation
+    updated = {**rs, "status": {"replicas": 3}}
+    c.on_update("ReplicaSet", rs, updated)
+    assert c.generation == g
+    assert c.pod_replica_sets(pod({"app": "web"})) == [updated]
+    c.on_update("ReplicaSet", updated, obj("rs", {"matchLabels": {"app": "db"}}))
+    assert c.generation > g
+    assert c.default_selector(pod({"app": "web"})) == ()
