@@ -10,11 +10,12 @@ but its documented errors or breaks a round-trip property. The documented errors
   docs/rules/manager.md#the-node-reservation-annotation, docs/rules/scheduler.md#inputs-per-node);
 - NodeMetric objects: `NodeMetricError` (apis/nodemetric.py);
 - MetricHub reports: protobuf's `DecodeError` for the wire format and `NodeMetricError` for the check
-  (docs/rules/manager.md#metrichub-limits); what the hub accepts every consumer decodes alike;
+  (docs/rules/manager.md#metrichub-limits), the very refusal of its oracle (tests/oracles/reportcheck.py);
+  what the hub accepts every consumer decodes alike;
 - scenario files: `ValueError` (docs/simulate.md#input-errors).
 
 Imports: the standard library, google.protobuf, apis, agent, manager, scheduler, koord, proto.koord.v1
-and tests.reliability.fuzz (test code).
+and tests.reliability.fuzz, tests.oracles (test code).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from proto.koord.v1 import metrichub_pb2 as pb
 from scheduler.plugins.loadaware import profile
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.estimator import Estimator
+from tests.oracles.reportcheck import check_report as check_report_oracle
 from tests.reliability.fuzz import objects, strategies, wire
 
 
@@ -292,15 +294,21 @@ def check_report_bytes(raw: bytes) -> None:
     except DecodeError:
         return
     try:
-        hub = check_report(msg, wire.RECEIVED_NS, len(raw))
-    except NodeMetricError:
-        return
+        oracle = check_report_oracle(msg, wire.RECEIVED_NS, len(raw))  # the whole report decoded
+    except NodeMetricError as e:
+        try:
+            check_report(msg, wire.RECEIVED_NS, len(raw))
+        except NodeMetricError as refused:
+            assert (reason_of(refused), str(refused)) == (reason_of(e), str(e)), "not the oracle's refusal"
+            return
+        raise AssertionError(f"the hub accepts a report its oracle refuses: {e}") from None
+    check_report(msg, wire.RECEIVED_NS, len(raw))  # what the hub accepts
     received = Timestamp()
     received.FromNanoseconds(wire.RECEIVED_NS)
     stored = pb.RawNodeMetricItem(revision=1, report=raw, received_time=received).SerializeToString()
     item = pb.NodeMetricItem.FromString(stored)  # what a consumer reads back from the hub
     consumer = checked_item(item)
-    assert consumer == hub, "a consumer decodes an accepted report differently from the hub"
+    assert consumer == oracle, "a consumer decodes an accepted report differently from the hub"
     json.dumps(consumer.to_dict())  # the NodeResource controller reads the dict form
 
 

@@ -16,7 +16,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apis.quantity import Format, Quantity, QuantityError, format_resource_list, parse_resource_list
+from apis import quantity
+from apis.quantity import (
+    PLAIN_MAX_CHARS,
+    Format,
+    Quantity,
+    QuantityError,
+    all_plain,
+    format_resource_list,
+    parse_resource_list,
+)
+from tests.reliability.fuzz.strategies import quantity_texts
 
 MAX = 2**63 - 1
 DSI, BSI, DEX = Format.DECIMAL_SI, Format.BINARY_SI, Format.DECIMAL_EXPONENT
@@ -427,3 +437,60 @@ def test_round_trip_of_quantity_text(text: str) -> None:
         assert not any(c.isdigit() for c in text.split("e")[0].split("E")[0])  # only digit-less text fails
         return
     _check_round_trip(q)
+
+
+# --- all_plain: many texts checked at once -------------------------------------------------------------
+@given(
+    st.lists(
+        quantity_texts | st.from_regex(r"\A[+-]?[0-9]{0,30}(\.[0-9]{0,30})?[eEiKMGTPmnuk]{0,2}[0-9]{0,20}\Z")
+    )
+)
+def test_plain_texts_all_parse(texts: list[str]) -> None:
+    if all_plain(texts):
+        for text in texts:
+            assert len(text) <= PLAIN_MAX_CHARS
+            Quantity.parse(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0", "500m", "1.5Gi", ".5", "1.", "+1e3", "-2", "7E", "1Ei", "1e18", "1E-999999999999999999", "9" * 64],
+)
+def test_plain_texts(text: str) -> None:
+    Quantity.parse(text)
+    assert all_plain([text]) and all_plain(["1", text, "2"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        ".",
+        "+",
+        "Gi",
+        "1 ",
+        " 1",
+        "1\n2",
+        "1Gi\n",
+        "1e",
+        "1e1234567890123456789",
+        "1K",
+        "1ki",
+        "\u0661",
+        "1" * 65,
+    ],
+)
+def test_texts_that_are_not_plain(text: str) -> None:
+    """Not plain, whether or not they parse (the longest exponent and "1\n2" as two texts are not)."""
+    assert not all_plain([text]) and not all_plain(["1", text])
+    assert all_plain([]) and all_plain(["1"])
+
+
+def test_the_shapes_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(quantity, "_plain_shapes", set())
+    monkeypatch.setattr(quantity, "_PLAIN_SHAPES_MAX", 10)
+    for digits in range(1, 20):
+        for point in range(digits):
+            assert all_plain(["1" * point + "." + "2" * (digits - point)])
+    assert 0 < len(quantity._plain_shapes) <= 10
+    assert all_plain(["3.5", "1.5Gi"]) and not all_plain(["3.5", "1.5Gj"])

@@ -1,17 +1,21 @@
 """apis.reportcheck: the one check the MetricHub applies at ingest and every consumer applies when it
-decodes. Each semantically bad report of the fault probe (a quantity "abc", an update time far in the
-future, devices_json that is not JSON, JSON nested 3,000 deep) is refused with its reason and never
-raises anything but NodeMetricError (no RecursionError); every limit is tested at its edge."""
+decodes; a good report passes without being decoded. Each semantically bad report of the fault probe
+(a quantity "abc", an update time far in the future, devices_json that is not JSON, JSON nested 3,000
+deep) is refused with its reason and never raises anything but NodeMetricError (no RecursionError);
+every limit is tested at its edge. tests/unit/apis/test_reportcheck_oracle.py compares the check with
+its oracle over generated reports."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import NoReturn
 
 import pytest
 
-from apis import convert, reportlimits
+from apis import convert, quantity, reportcheck, reportlimits
 from apis.nodemetric import NodeMetricError
+from apis.qos import PriorityClass, QoSClass
 from apis.reportcheck import check_report, checked_item, reason_of
 from proto.koord.v1 import metrichub_pb2 as pb
 from tests.samples import full_nodemetric_dict
@@ -36,10 +40,76 @@ def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
-def test_a_good_report_decodes_as_the_converter_does() -> None:
+def test_a_good_report_passes_and_a_consumer_decodes_it_as_the_converter_does() -> None:
     msg = good()
-    assert check_report(msg, NOW) == convert.nodemetric_from_report(msg)
-    assert check_report(pb.NodeMetricReport(node_name="n"), NOW).name == "n"  # an empty status is fine
+    check_report(msg, NOW)
+    item = pb.NodeMetricItem(report=msg)
+    item.received_time.FromNanoseconds(NOW)
+    assert checked_item(item) == convert.nodemetric_from_report(msg)
+    check_report(pb.NodeMetricReport(node_name="n"), NOW)  # an empty status is fine
+
+
+def _koordlet_report(pods: int) -> pb.NodeMetricReport:
+    """A report shaped as a koordlet's (as bench/hub_ingest.py builds it)."""
+    msg = pb.NodeMetricReport(node_name="node-1")
+    msg.status.update_time.FromNanoseconds(NOW)
+    node = msg.status.node_metric
+    node.node_usage.resources.update({"cpu": "12345m", "memory": "40960Mi"})
+    node.system_usage.resources.update({"cpu": "512m", "memory": "2Gi"})
+    for aggs in (node.aggregated_node_usages, node.aggregated_system_usages):
+        agg = aggs.add()
+        agg.duration.FromSeconds(300)
+        for kind in ("avg", "p50", "p90", "p95", "p99"):
+            agg.usage[kind].resources.update({"cpu": "11500m", "memory": "39Gi"})
+    numa = node.numa_usages.add(numa_node_id=1)
+    numa.node_usage.resources["cpu"] = "3"
+    for i in range(pods):
+        pod = msg.status.pods_metric.add(name=f"app-{i}", namespace="team", priority="koord-prod", qos="LS")
+        pod.pod_usage.resources.update({"cpu": f"{100 + i * 7}m", "memory": f"{256 + i}Mi"})
+    msg.status.pods_metric.add(name="plain", namespace="team")  # no priority, no QoS: both valid
+    msg.status.host_application_metric.add(name="sshd", priority="koord-prod", qos="LS")
+    msg.status.prod_reclaimable_metric.resource.resources["cpu"] = "6"
+    msg.status.prod_peak_metric.resource.resources["memory"] = "30Gi"
+    msg.collect_policy.node_memory_collect_policy = "usageWithoutPageCache"
+    return msg
+
+
+def _with_json(msg: pb.NodeMetricReport) -> pb.NodeMetricReport:
+    msg.status.pods_metric[0].extensions_json = '{"a": [1]}'
+    msg.status.node_metric.node_usage.devices_json = '[{"minor": 0}]'
+    return msg
+
+
+GOOD: dict[str, Callable[[], pb.NodeMetricReport]] = {
+    "sample": good,
+    "koordlet": lambda: _koordlet_report(20),
+    "with JSON": lambda: _with_json(_koordlet_report(2)),
+    "empty": lambda: pb.NodeMetricReport(node_name="n"),
+}
+
+
+@pytest.mark.parametrize("make", GOOD.values(), ids=GOOD.keys())
+def test_a_good_report_passes_without_being_decoded(
+    make: Callable[[], pb.NodeMetricReport], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hub's work: the flat view proves a good report decodes, so apis.convert never runs."""
+    msg = make()
+
+    def decode(*_: object) -> NoReturn:
+        raise AssertionError("decoded")
+
+    monkeypatch.setattr(reportcheck, "nodemetric_from_report", decode)
+    check_report(msg, NOW)
+
+
+def test_every_map_entry_is_serialised_with_its_key_and_value() -> None:
+    """The flat view counts on it: an entry left off would hide an empty key or quantity."""
+    assert pb.ResourceMap(resources={"": ""}).SerializeToString() == b"\n\x04\n\x00\x12\x00"
+    usage = pb.AggregatedUsage()
+    usage.usage[""].SetInParent()
+    assert usage.SerializeToString() == b"\n\x04\n\x00\x12\x00"
+    assert "" in PriorityClass._value2member_map_ and "" in QoSClass._value2member_map_  # proto3 omits ""
+    assert quantity.PLAIN_MAX_CHARS <= reportlimits.MAX_QUANTITY_CHARS  # plain texts keep the limit
 
 
 def _devices(text: str) -> Callable[[pb.NodeMetricReport], None]:
