@@ -23,19 +23,26 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
-from apis.kubeobjects import CustomResource, Node
+from apis.kubeobjects import CustomResource, KubeObject, Node
 from apis.nodemetric import NodeMetric
 from apis.pod import is_terminated
 from kube.events import EventRecorder
 from kube.informer import Informer
 from scheduler.framework.interfaces import ClusterEvent, NodeMetricEventHandler, Pod, PodEventHandler
+from scheduler.framework.listers import (
+    REPLICA_SET,
+    REPLICATION_CONTROLLER,
+    SERVICE,
+    STATEFUL_SET,
+    ClusterObjects,
+)
 from scheduler.framework.status import Status
 from scheduler.metricsource import FreshestMerger
 from scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 CR_SOURCE = "cr"
-AnyInformer = Informer[Node] | Informer[Pod] | Informer[CustomResource]
+AnyInformer = Informer[Node] | Informer[Pod] | Informer[CustomResource] | Informer[KubeObject]
 
 
 class APIBinder:
@@ -141,9 +148,10 @@ def _uid(pod: Pod) -> object:
 class EventRouter:
     """Informer handlers: keeps the scheduler's queue, cache and plugins in step with the cluster."""
 
-    def __init__(self, sched: Scheduler, scheduler_name: str) -> None:
+    def __init__(self, sched: Scheduler, scheduler_name: str, objects: ClusterObjects | None = None) -> None:
         self.s = sched
         self.name = scheduler_name
+        self.objects = objects
         self._pod_hooks = [p for p in sched.framework.plugins if isinstance(p, PodEventHandler)]
         self._metric_hooks = [p for p in sched.framework.plugins if isinstance(p, NodeMetricEventHandler)]
         self.merger = FreshestMerger(self._node_metric)
@@ -226,11 +234,44 @@ class EventRouter:
                 p.on_node_metric(name, nm)
         self.s.on_event(ClusterEvent("NodeMetric", "Delete" if nm is None else "Update"))
 
+    # --- Services and workload controllers (the spreading plugins' default selectors) --------------------
+    def _object_handlers(self, kind: str) -> dict[str, Any]:
+        objects = self.objects
+        assert objects is not None
+
+        def add(obj: KubeObject) -> None:
+            objects.on_add(kind, obj)
+            self.s.on_event(ClusterEvent(kind, "Add"))
+
+        def update(old: KubeObject, new: KubeObject) -> None:
+            objects.on_update(kind, old, new)
+            self.s.on_event(ClusterEvent(kind, "Update"))
+
+        def delete(obj: KubeObject) -> None:
+            objects.on_delete(kind, obj)
+            self.s.on_event(ClusterEvent(kind, "Delete"))
+
+        return {"on_add": add, "on_update": update, "on_delete": delete}
+
     # --- wiring -----------------------------------------------------------------------------------------
     def informers(self, api: Any, resync_seconds: float = 300) -> list[AnyInformer]:
         core = client.CoreV1Api(api)
+        apps = client.AppsV1Api(api)
         custom = client.CustomObjectsApi(api)
+        watched: list[AnyInformer] = []
+        if self.objects is not None:
+            for kind, lister in (
+                (SERVICE, core.list_service_for_all_namespaces),
+                (REPLICATION_CONTROLLER, core.list_replication_controller_for_all_namespaces),
+                (REPLICA_SET, apps.list_replica_set_for_all_namespaces),
+                (STATEFUL_SET, apps.list_stateful_set_for_all_namespaces),
+            ):
+                handlers = self._object_handlers(kind)
+                watched.append(
+                    Informer(lister, resync_seconds=resync_seconds, name=kind.lower() + "s", **handlers)
+                )
         return [
+            *watched,
             Informer(core.list_node, resync_seconds=resync_seconds, on_add=self.node_add,
                      on_update=self.node_update, on_delete=self.node_delete, name="nodes"),
             Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds, on_add=self.pod_add,

@@ -39,6 +39,7 @@ from kube.supervise import SupervisedThread, supervise
 from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, Profile, SchedulerConfig, load_config
 from scheduler.framework.interfaces import Pod
+from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.status import Status
 from scheduler.gateway import (
     APIBinder,
@@ -50,7 +51,7 @@ from scheduler.gateway import (
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
 from scheduler.queue import SchedulingQueue
-from scheduler.registry import KNOWN, build_framework
+from scheduler.registry import KNOWN, Handle, build_framework
 from scheduler.scheduler import Binder, Scheduler, freeze_heap
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
@@ -89,9 +90,13 @@ class SchedulerService:
     ) -> None:
         self.api = api
         self.metrics = SchedulerMetrics(registry or CollectorRegistry(), profile.scheduler_name)
+        # Services and workload controllers, for the spreading plugins' default selectors.
+        self.objects = ClusterObjects()
         # Ties between equal top scores are drawn at random, as kube-scheduler does
         # (docs/architecture.md#ties-between-nodes); the generator is seeded from the OS.
-        framework = build_framework(profile, observer=self.metrics.observe_plugin, rng=random.Random())
+        framework = build_framework(
+            profile, Handle(objects=self.objects), observer=self.metrics.observe_plugin, rng=random.Random()
+        )
         self.reporter = UnschedulableReporter(api, profile.scheduler_name)
         self.scheduled = ScheduledReporter(api, profile.scheduler_name)
         binder = APIBinder(api, on_bound=self.scheduled)
@@ -104,7 +109,7 @@ class SchedulerService:
             on_unschedulable=self.reporter,
             on_decision=self.metrics.on_decision,
         )
-        self.router = EventRouter(self.scheduler, profile.scheduler_name)
+        self.router = EventRouter(self.scheduler, profile.scheduler_name, self.objects)
         self.hub: HubWatcher | None = None
         if hub_addr:
             self.hub = HubWatcher(

@@ -27,21 +27,36 @@ from scheduler.framework.interfaces import (
     ScoreAllPlugin,
     ScorePlugin,
 )
+from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.runtime import Framework
+from scheduler.plugins.balancedallocation import NodeResourcesBalancedAllocation
+from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.loadaware.args import ArgsError
 from scheduler.plugins.loadaware.plugin import LoadAwareScheduling
 from scheduler.plugins.nodeaffinity import NodeAffinity
+from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.nodeports import NodePorts
+from scheduler.plugins.nodepreferavoidpods import NodePreferAvoidPods
 from scheduler.plugins.noderesources import NodeResourcesFit
+from scheduler.plugins.noderesources_allocated import (
+    NodeResourcesLeastAllocated,
+    NodeResourcesMostAllocated,
+    RequestedToCapacityRatio,
+)
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.plugins.selectorspread import SelectorSpread
 from scheduler.plugins.tainttoleration import TaintToleration
 from scheduler.profiledefaults import POINTS
 
 
 @dataclass(frozen=True)
 class Handle:
-    """What a plugin may get from the scheduler at construction."""
+    """What a plugin may get from the scheduler at construction: the clock, and the cluster's Services
+    and workload controllers (kept by the scheduler's informers)."""
 
     clock: Callable[[], float] = field(default=time.time)
+    objects: ClusterObjects = field(default_factory=ClusterObjects)
 
 
 Factory = Callable[[Mapping[str, Any], Handle], Plugin]
@@ -76,11 +91,38 @@ def _with_args(cls: Any, name: str) -> Factory:
     return make
 
 
+def _spread(args: Mapping[str, Any], handle: Handle) -> Plugin:
+    try:
+        return PodTopologySpread.from_args(args, handle.objects)
+    except ValueError as e:
+        raise ConfigError(f"pluginConfig PodTopologySpread.args: {e}") from None
+
+
+def _selector_spread(args: Mapping[str, Any], handle: Handle) -> Plugin:
+    if args:
+        raise ConfigError(
+            f"pluginConfig SelectorSpread.args={dict(args)!r}: SelectorSpread takes no arguments"
+        )
+    return SelectorSpread(handle.objects)
+
+
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable, "NodeUnschedulable"),
+    "NodeName": _no_args(NodeName, "NodeName"),
+    "NodePorts": _no_args(NodePorts, "NodePorts"),
     "NodeAffinity": _no_args(NodeAffinity, "NodeAffinity"),
     "TaintToleration": _no_args(TaintToleration, "TaintToleration"),
     "NodeResourcesFit": _with_args(NodeResourcesFit, "NodeResourcesFit"),
+    "NodeResourcesBalancedAllocation": _no_args(
+        NodeResourcesBalancedAllocation, "NodeResourcesBalancedAllocation"
+    ),
+    "NodeResourcesLeastAllocated": _with_args(NodeResourcesLeastAllocated, "NodeResourcesLeastAllocated"),
+    "NodeResourcesMostAllocated": _with_args(NodeResourcesMostAllocated, "NodeResourcesMostAllocated"),
+    "RequestedToCapacityRatio": _with_args(RequestedToCapacityRatio, "RequestedToCapacityRatio"),
+    "ImageLocality": _no_args(ImageLocality, "ImageLocality"),
+    "NodePreferAvoidPods": _no_args(NodePreferAvoidPods, "NodePreferAvoidPods"),
+    "PodTopologySpread": _spread,
+    "SelectorSpread": _selector_spread,
     "LoadAwareScheduling": _load_aware,
 }
 KNOWN = frozenset(REGISTRY)

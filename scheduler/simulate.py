@@ -14,12 +14,13 @@ import random
 from collections.abc import Mapping
 from typing import Any, Final
 
-from apis.kubeobjects import CustomResource, Pod
+from apis.kubeobjects import CustomResource, KubeObject, Pod
 from apis.objectcheck import as_node, as_pod, as_pods, check_object
 from apis.pod import pod_key
 from apis.rfc3339 import parse_rfc3339
 from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, parse_config
+from scheduler.framework.listers import KINDS, ClusterObjects
 from scheduler.framework.status import Status
 from scheduler.gateway import EventRouter
 from scheduler.queue import SchedulingQueue
@@ -28,20 +29,9 @@ from scheduler.scheduler import Scheduler
 
 DEFAULT_NOW: Final = "2026-01-01T00:00:00Z"
 _FIELDS: Final = frozenset(
-    {
-        "kind",
-        "description",
-        "source",
-        "seed",
-        "now",
-        "config",
-        "nodes",
-        "pods",
-        "nodeMetrics",
-        "pending",
-        "expect",
-    }
-)
+    {"kind", "description", "source", "seed", "now", "config", "nodes", "pods", "nodeMetrics", "objects",
+     "pending", "expect"}
+)  # fmt: skip
 
 
 class _Binder:
@@ -88,7 +78,9 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         if len(config.profiles) > 1:
             raise ConfigError(f"profiles: {len(config.profiles)} given; a Schedule scenario runs one profile")
         [profile] = config.profiles
-        framework = build_framework(profile, Handle(clock=lambda: now), rng=random.Random(_seed(scenario)))
+        objects = ClusterObjects()
+        handle = Handle(clock=lambda: now, objects=objects)
+        framework = build_framework(profile, handle, rng=random.Random(_seed(scenario)))
     except ConfigError as e:
         raise ValueError(f"config: {e}") from None
     clock = lambda: now  # noqa: E731 - the scenario's one instant
@@ -102,7 +94,7 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         framework, SchedulerCache(clock=clock), SchedulingQueue(clock=clock), binder,
         clock=clock, bind_workers=0, on_unschedulable=unschedulable,
     )  # fmt: skip
-    router = EventRouter(sched, profile.scheduler_name)
+    router = EventRouter(sched, profile.scheduler_name, objects)
     try:
         for i, raw in enumerate(_objects(scenario, "nodes")):
             node = as_node(raw, f"nodes[{i}]")
@@ -117,6 +109,11 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(raw.get("metadata", {}).get("name"), str):
                 raise ValueError(f"nodeMetrics[{i}].metadata.name: required")
             router.nodemetric_upsert(check_object(raw, CustomResource, f"nodeMetrics[{i}]"))
+        for i, raw in enumerate(_objects(scenario, "objects")):
+            kind = raw.get("kind")
+            if kind not in KINDS:
+                raise ValueError(f"objects[{i}].kind={kind!r}: must be one of {', '.join(KINDS)}")
+            objects.on_add(str(kind), check_object(raw, KubeObject, f"objects[{i}]"))
         order: list[str] = []
         for i, raw in enumerate(_objects(scenario, "pending")):
             pod = as_pod(_pending(raw, profile.scheduler_name), f"pending[{i}]")

@@ -1,7 +1,8 @@
 """An oracle scheduler: the production profile with every plugin replaced by its per-node oracle
-(tests/oracles/plugins.py, tests/oracles/loadaware.py). The production Framework runs per-node plugins
-node by node, so this is the readable form of the whole profile; bench/scheduler_throughput.py and the
-scheduler tests compare its decisions with the production plugins'.
+(tests/oracles/: plugins, basic, noderesources_scores, topologyspread, loadaware). The production
+Framework runs per-node plugins node by node, so this is the readable form of the whole profile;
+bench/scheduler_throughput.py and the scheduler tests compare its decisions with the production
+plugins'.
 """
 
 from __future__ import annotations
@@ -11,16 +12,28 @@ import copy
 from scheduler.framework.interfaces import Plugin
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.loadaware import LoadAwareScheduling
+from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.plugins.selectorspread import SelectorSpread
+from tests.oracles import basic, noderesources_scores
 from tests.oracles.loadaware import LoadAwareOracle
 from tests.oracles.plugins import oracle_for
+from tests.oracles.topologyspread import PodTopologySpreadOracle, SelectorSpreadOracle
 
 
 def oracle_of(plugin: Plugin) -> Plugin:
     """The plugin's oracle; a plugin without one (no Filter/Score rule) is kept as it is."""
     if isinstance(plugin, LoadAwareScheduling):
         return LoadAwareOracle(plugin)
-    found = oracle_for(plugin)
-    return plugin if found is None else found
+    if isinstance(plugin, PodTopologySpread):
+        return PodTopologySpreadOracle(plugin)
+    if isinstance(plugin, SelectorSpread):
+        return SelectorSpreadOracle(plugin)
+    # noderesources_scores first: its NodeResourcesFit oracle follows the plugin's args.
+    for lookup in (noderesources_scores.oracle_for, basic.oracle_for, oracle_for):
+        found = lookup(plugin)
+        if found is not None:
+            return found
+    return plugin
 
 
 def oracle_framework(framework: Framework) -> Framework:

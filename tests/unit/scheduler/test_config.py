@@ -66,12 +66,16 @@ def test_no_file_runs_kube_120_defaults_with_what_koord_has() -> None:
 
 def test_default_framework_runs_each_plugin_where_it_implements_the_point() -> None:
     fw = build_framework(default_profile())
-    assert [p.name for p in fw.filters][:4] == [
+    # kube 1.20's filter order, over the plugins koord has
+    order = [
         "NodeUnschedulable",
+        "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
     ]
+    assert [p.name for p in fw.filters][:6] == order
     assert "LoadAwareScheduling" in [p.name for p in fw.scores]
     assert "NodeResourcesFit" in [p.name for p in fw.pre_filters]  # its filter reads what preFilter computed
     assert [p.name for p in fw.reserves] == ["LoadAwareScheduling"]

@@ -12,12 +12,15 @@ from scheduler.registry import KNOWN, build_framework, default_profile
 def test_default_profile_builds_every_registered_default_plugin() -> None:
     fw = build_framework(default_profile())
     assert {p.name for p in fw.plugins} == set(default_profile().plugins)
-    assert [p.name for p in fw.filters][:4] == [
+    order = [
         "NodeUnschedulable",
+        "NodeName",
         "TaintToleration",
         "NodeAffinity",
+        "NodePorts",
         "NodeResourcesFit",
     ]
+    assert [p.name for p in fw.filters][:6] == order  # kube 1.20's filter order
     assert {"NodeResourcesFit", "LoadAwareScheduling"} <= {p.name for p in fw.scores}
     assert "LoadAwareScheduling" in [p.name for p in fw.reserves]
 
