@@ -425,3 +425,14 @@ def test_framework_places_pods_next_to_their_group() -> None:
         "0/4 nodes are available: 4 node(s) didn't match pod affinity rules, "
         "4 node(s) didn't match pod affinity/anti-affinity."
     )
+
+
+def test_existing_pod_with_an_unparsable_category_keeps_the_others() -> None:
+    """As v1.20.2's NewPodInfo: the failing category has no terms, the others still count."""
+    bad_anti = required(term(sel_in("app", "{{.bad-value.}}")), anti=True)
+    likes = preferred((9, term(sel_in("app", "in"))))
+    existing = pod("e", node="n1", affinity=bad_anti | likes)
+    snap = Snapshot.build(ZONES, [existing])
+    incoming = pod(labels={"app": "in"})
+    assert check_filter(incoming, snap) == [OK] * 4
+    assert check_scores(incoming, snap) == ([9, 9, 0, 0], [100, 100, 0, 0])
