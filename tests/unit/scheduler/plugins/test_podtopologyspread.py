@@ -286,3 +286,61 @@ def test_go_log_is_bit_exact() -> None:
         assert go_log(float(x)) == want
         assert math.log(x) != want  # why go_log exists
     assert go_log(2.0) == math.log(2.0)
+
+
+# --- kube-scheduler v1.20.2's own Filter cases (filtering_test.go)
+S, U, UU = Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+def four_nodes(**drop: str) -> list[dict[str, object]]:
+    out = []
+    for name, zone in (("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"), ("node-y", "zone2")):
+        lbls = {"zone": zone, "node": name}
+        for k, n in drop.items():
+            if n == name:
+                del lbls[k]
+        out.append(node(name, lbls))
+    return out
+
+
+def kube_case(
+    nodes: list[dict[str, object]], where: list[str], constraints: list[dict[str, object]], **spec: object
+) -> dict[str, Code]:
+    snap = Snapshot.build(nodes, [pod(f"e{i}", n, labels={"foo": ""}) for i, n in enumerate(where)])
+    p = pod(labels={"foo": ""}, topologySpreadConstraints=constraints, **spec)
+    return {name: st.code for name, st in filter_statuses(PodTopologySpread(), p, snap).items()}
+
+
+def on(key: str) -> dict[str, object]:
+    return spread(1, key, "DoNotSchedule", exists("foo"))
+
+
+def test_kube_zone_absent_on_node_b() -> None:
+    nodes = four_nodes()
+    nodes[1]["metadata"]["labels"] = {"zon": "zone1", "node": "node-b"}  # type: ignore[index]
+    got = kube_case(nodes, ["node-a", "node-b", "node-x", "node-y"], [on("zone")])
+    assert got == {"node-a": S, "node-b": UU, "node-x": U, "node-y": U}
+
+
+def test_kube_all_nodes_lack_rack() -> None:
+    assert kube_case(four_nodes()[::2], [], [on("rack")]) == {"node-a": UU, "node-x": UU}
+
+
+def test_kube_node_affinity_restricts_the_minimum() -> None:
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "node", "operator": "In", "values": ["node-a", "node-y"]}]}
+                ]
+            }
+        }
+    }
+    where = ["node-a", "node-a", "node-b", "node-y", "node-y", "node-y"]
+    got = kube_case(four_nodes(), where, [on("node")], affinity=affinity)
+    assert got == {"node-a": S, "node-b": S, "node-x": S, "node-y": U}
+
+
+def test_kube_two_constraints_node_label_absent_on_node_x() -> None:
+    got = kube_case(four_nodes(node="node-x"), ["node-a", "node-y"], [on("zone"), on("node")])
+    assert got == {"node-a": U, "node-b": S, "node-x": UU, "node-y": U}
