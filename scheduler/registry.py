@@ -31,6 +31,7 @@ from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.imagelocality import ImageLocality
+from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.loadaware.args import ArgsError
 from scheduler.plugins.loadaware.plugin import LoadAwareScheduling
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -121,6 +122,7 @@ REGISTRY: dict[str, Factory] = {
     "RequestedToCapacityRatio": _with_args(RequestedToCapacityRatio, "RequestedToCapacityRatio"),
     "ImageLocality": _no_args(ImageLocality, "ImageLocality"),
     "NodePreferAvoidPods": _no_args(NodePreferAvoidPods, "NodePreferAvoidPods"),
+    "InterPodAffinity": _with_args(InterPodAffinity, "InterPodAffinity"),
     "PodTopologySpread": _spread,
     "SelectorSpread": _selector_spread,
     "LoadAwareScheduling": _load_aware,

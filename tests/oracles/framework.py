@@ -11,10 +11,12 @@ import copy
 
 from scheduler.framework.interfaces import Plugin
 from scheduler.framework.runtime import Framework
+from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.loadaware import LoadAwareScheduling
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.selectorspread import SelectorSpread
 from tests.oracles import basic, noderesources_scores
+from tests.oracles.interpodaffinity import InterPodAffinityOracle
 from tests.oracles.loadaware import LoadAwareOracle
 from tests.oracles.plugins import oracle_for
 from tests.oracles.topologyspread import PodTopologySpreadOracle, SelectorSpreadOracle
@@ -24,6 +26,8 @@ def oracle_of(plugin: Plugin) -> Plugin:
     """The plugin's oracle; a plugin without one (no Filter/Score rule) is kept as it is."""
     if isinstance(plugin, LoadAwareScheduling):
         return LoadAwareOracle(plugin)
+    if isinstance(plugin, InterPodAffinity):
+        return InterPodAffinityOracle(plugin.args.hard_pod_affinity_weight)
     if isinstance(plugin, PodTopologySpread):
         return PodTopologySpreadOracle(plugin)
     if isinstance(plugin, SelectorSpread):
