@@ -1,0 +1,51 @@
+"""koord-scheduler against the real kube-scheduler v1.20.2 on a small seed set
+(docs/testing.md#the-kube-scheduler-oracle; `bench/scheduler_differential.py --seeds N` runs a large one):
+for every pending pod of every seed, the same outcome and FitError message, placements that pass the
+independent checker, and koord's in-process feasible nodes and per-plugin scores equal to kube's logged ones.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.differential.harness import Differential, Report
+
+pytestmark = [pytest.mark.apiserver, pytest.mark.differential]
+
+SEEDS = (1, 2, 3, 4)
+
+
+@pytest.fixture(scope="module")
+def reports(differential: Differential) -> dict[int, Report]:
+    """Each seed's report, run once."""
+    return {}
+
+
+def report_of(differential: Differential, reports: dict[int, Report], seed: int) -> Report:
+    if seed not in reports:
+        reports[seed] = differential.run(seed)
+    return reports[seed]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_koord_decides_as_kube_scheduler(
+    differential: Differential, reports: dict[int, Report], seed: int
+) -> None:
+    report = report_of(differential, reports, seed)
+    assert report.pods == 12
+    details = json.dumps(report.as_dict()["mismatch_details"], indent=1, default=str)
+    assert not report.mismatches, f"seed {seed}: {len(report.mismatches)} mismatch(es):\n{details}"
+
+
+def test_the_seed_set_exercises_every_comparison(
+    differential: Differential, reports: dict[int, Report]
+) -> None:
+    """The small set is not vacuous: pods bind and fail, kube scores several nodes and those scores are
+    compared."""
+    total = Report()
+    for seed in SEEDS:
+        total.add(report_of(differential, reports, seed))
+    assert total.scheduled >= 10 and total.unschedulable >= 5
+    assert total.scored_pods >= 8 and total.score_comparisons >= 25
