@@ -204,14 +204,14 @@ def _start_scheduler(
     writes only while ``leading()`` holds."""
     from kube.client import api_client, guard_writes
     from scheduler.config import load_config
-    from scheduler.main import SchedulerService, single_profile
+    from scheduler.main import SchedulerService
     from scheduler.registry import KNOWN
 
-    profile = single_profile(load_config(args.scheduler_config, KNOWN, args.scheduler_ignore_unknown_plugins))
+    config = load_config(args.scheduler_config, KNOWN, args.scheduler_ignore_unknown_plugins)
     api = api_client(args.kubeconfig, qps=500, burst=1000, connections=48)
     guard_writes(api, leading)
     service = SchedulerService(
-        api, profile, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file, registry=registry,
+        api, config, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file, registry=registry,
         hub_ca=hub_ca, leading=leading,
     )  # fmt: skip
     service.start(stop)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -78,14 +78,26 @@ class APIBinder:
         return Status.success()
 
 
+class ProfileRecorders:
+    """One EventRecorder per profile: an Event about a pod names the profile that scheduled it
+    (`spec.schedulerName`) as its source, as kube-scheduler's profiles do."""
+
+    def __init__(self, api: Any, profiles: Collection[str]) -> None:
+        self._by_name = {name: EventRecorder(api, name) for name in profiles}
+        self._first = next(iter(self._by_name.values()))
+
+    def for_pod(self, pod: Pod) -> EventRecorder:
+        return self._by_name.get(str((pod.get("spec") or {}).get("schedulerName")), self._first)
+
+
 class ScheduledReporter:
     """The `Scheduled` Event of every bound pod (`Successfully assigned <ns>/<name> to <node>`, as
     kube-scheduler records), written off the bind threads. At most `backlog` wait: beyond that an Event
     is dropped and counted (`dropped`), as kube's event broadcaster drops when its queue is full —
     binding never waits for Events."""
 
-    def __init__(self, api: Any, component: str, backlog: int = 1000) -> None:
-        self.events = EventRecorder(api, component)
+    def __init__(self, api: Any, profiles: str | Collection[str], backlog: int = 1000) -> None:
+        self.events = ProfileRecorders(api, [profiles] if isinstance(profiles, str) else profiles)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scheduled-events")
         self._slots = threading.BoundedSemaphore(backlog)
         self.dropped = 0
@@ -96,11 +108,12 @@ class ScheduledReporter:
             return
         meta = pod["metadata"]
         message = f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {node}"
-        self._pool.submit(self._record, {"kind": "Pod", "apiVersion": "v1", **pod}, message)
+        self._pool.submit(self._record, pod, message)
 
-    def _record(self, ref: Mapping[str, Any], message: str) -> None:
+    def _record(self, pod: Pod, message: str) -> None:
         try:
-            self.events.event(ref, "Normal", "Scheduled", message)
+            ref = {"kind": "Pod", "apiVersion": "v1", **pod}
+            self.events.for_pod(pod).event(ref, "Normal", "Scheduled", message)
         finally:
             self._slots.release()
 
@@ -111,9 +124,9 @@ class ScheduledReporter:
 class UnschedulableReporter:
     """Writes PodScheduled=False and a FailedScheduling Event, off the scheduling thread."""
 
-    def __init__(self, api: Any, component: str, workers: int = 4) -> None:
+    def __init__(self, api: Any, profiles: str | Collection[str], workers: int = 4) -> None:
         self.core = client.CoreV1Api(api)
-        self.events = EventRecorder(api, component)
+        self.events = ProfileRecorders(api, [profiles] if isinstance(profiles, str) else profiles)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unschedulable")
 
     def __call__(self, pod: Pod, status: Status) -> None:
@@ -131,7 +144,8 @@ class UnschedulableReporter:
         except ApiException as e:
             if e.status != 404:
                 log.warning("PodScheduled condition of %s/%s: %s", meta["namespace"], meta["name"], e.reason)
-        self.events.event({"kind": "Pod", "apiVersion": "v1", **pod}, "Warning", "FailedScheduling", message)
+        ref = {"kind": "Pod", "apiVersion": "v1", **pod}
+        self.events.for_pod(pod).event(ref, "Warning", "FailedScheduling", message)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -148,19 +162,23 @@ def _uid(pod: Pod) -> object:
 class EventRouter:
     """Informer handlers: keeps the scheduler's queue, cache and plugins in step with the cluster."""
 
-    def __init__(self, sched: Scheduler, scheduler_name: str, objects: ClusterObjects | None = None) -> None:
+    def __init__(
+        self, sched: Scheduler, scheduler_name: str | Collection[str], objects: ClusterObjects | None = None
+    ) -> None:
+        """`scheduler_name`: the profiles' names; pending pods naming one of them are queued."""
         self.s = sched
-        self.name = scheduler_name
+        self.names = frozenset({scheduler_name} if isinstance(scheduler_name, str) else scheduler_name)
         self.objects = objects
-        self._pod_hooks = [p for p in sched.framework.plugins if isinstance(p, PodEventHandler)]
-        self._metric_hooks = [p for p in sched.framework.plugins if isinstance(p, NodeMetricEventHandler)]
+        plugins = [p for fw in sched.frameworks.values() for p in fw.plugins]
+        self._pod_hooks = [p for p in plugins if isinstance(p, PodEventHandler)]
+        self._metric_hooks = [p for p in plugins if isinstance(p, NodeMetricEventHandler)]
         self.merger = FreshestMerger(self._node_metric)
 
     def _ours(self, pod: Pod) -> bool:
         spec = pod.get("spec") or {}
         meta = pod.get("metadata") or {}
         return (
-            spec.get("schedulerName") == self.name
+            spec.get("schedulerName") in self.names
             and not meta.get("deletionTimestamp")
             and not is_terminated(pod)
         )

@@ -74,12 +74,13 @@ class LeaderGatedBinder:
 
 
 class SchedulerService:
-    """``leading`` (when given) gates every bind (``LeaderGatedBinder``)."""
+    """Every profile of the configuration (one queue, one cache, a framework per schedulerName), the
+    queue's backoff from it. ``leading`` (when given) gates every bind (``LeaderGatedBinder``)."""
 
     def __init__(
         self,
         api: Any,
-        profile: Profile,
+        config: SchedulerConfig | Profile,
         *,
         hub_addr: str | None = None,
         registry: CollectorRegistry | None = None,
@@ -89,27 +90,36 @@ class SchedulerService:
         leading: Callable[[], bool] | None = None,
     ) -> None:
         self.api = api
-        self.metrics = SchedulerMetrics(registry or CollectorRegistry(), profile.scheduler_name)
+        config = config if isinstance(config, SchedulerConfig) else SchedulerConfig((config,))
+        names = [p.scheduler_name for p in config.profiles]
+        self.metrics = SchedulerMetrics(registry or CollectorRegistry(), names[0])
         # Services and workload controllers, for the spreading plugins' default selectors.
         self.objects = ClusterObjects()
         # Ties between equal top scores are drawn at random, as kube-scheduler does
         # (docs/architecture.md#ties-between-nodes); the generator is seeded from the OS.
-        framework = build_framework(
-            profile, Handle(objects=self.objects), observer=self.metrics.observe_plugin, rng=random.Random()
-        )
-        self.reporter = UnschedulableReporter(api, profile.scheduler_name)
-        self.scheduled = ScheduledReporter(api, profile.scheduler_name)
+        handle = Handle(objects=self.objects)
+        frameworks = {
+            p.scheduler_name: build_framework(
+                p, handle, observer=self.metrics.observe_plugin, rng=random.Random()
+            )
+            for p in config.profiles
+        }
+        self.reporter = UnschedulableReporter(api, names)
+        self.scheduled = ScheduledReporter(api, names)
         binder = APIBinder(api, on_bound=self.scheduled)
+        queue = SchedulingQueue(
+            initial_backoff=config.pod_initial_backoff_seconds, max_backoff=config.pod_max_backoff_seconds
+        )
         self.scheduler = Scheduler(
-            framework,
+            frameworks,
             SchedulerCache(),
-            SchedulingQueue(),
+            queue,
             binder if leading is None else LeaderGatedBinder(binder, leading),
             bind_workers=bind_workers,
             on_unschedulable=self.reporter,
             on_decision=self.metrics.on_decision,
         )
-        self.router = EventRouter(self.scheduler, profile.scheduler_name, self.objects)
+        self.router = EventRouter(self.scheduler, names, self.objects)
         self.hub: HubWatcher | None = None
         if hub_addr:
             self.hub = HubWatcher(
@@ -207,16 +217,6 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     )
 
 
-def single_profile(config: SchedulerConfig) -> Profile:
-    """The one profile the scheduling loop runs."""
-    if len(config.profiles) > 1:
-        names = ", ".join(p.scheduler_name for p in config.profiles)
-        raise ConfigError(
-            f"profiles: {len(config.profiles)} given ({names}); koord-scheduler runs one profile"
-        )
-    return config.profiles[0]
-
-
 def leader_election(args: argparse.Namespace, config: SchedulerConfig) -> tuple[bool, str, str]:
     """(elect, namespace, name): each flag given wins, then the configuration's leaderElection, then
     the defaults (on, koordinator-system, koord-scheduler)."""
@@ -240,7 +240,6 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("%s", warning)
     try:
         config = load_config(args.config, KNOWN, args.ignore_unknown_plugins)
-        profile = single_profile(config)
         # One pooled connection per bind worker, plus informers, reporters and events.
         api = api_client(
             args.kubeconfig,
@@ -300,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     guard_writes(api, is_leading)
     service = SchedulerService(
         api,
-        profile,
+        config,
         hub_addr=args.hub_addr,
         registry=registry,
         bind_workers=args.bind_workers,
@@ -310,7 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     service.start(stop)
     synced.set()
-    log.info("koord-scheduler %s: informers synced; profile %s", koord_version(), profile.scheduler_name)
+    log.info(
+        "koord-scheduler %s: informers synced; profiles %s",
+        koord_version(), ", ".join(p.scheduler_name for p in config.profiles),
+    )  # fmt: skip
     if elector is None:
         service.run(stop)
     else:

@@ -17,7 +17,7 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
@@ -72,9 +72,13 @@ class Decision:
 
 
 class Scheduler:
+    """`framework` is one profile, or several by schedulerName (one queue, one cache): a pod runs the
+    profile its `spec.schedulerName` names, else the first. Each profile has a snapshot of its own, as
+    its plugins keep their own views of the rows."""
+
     def __init__(
         self,
-        framework: Framework,
+        framework: Framework | Mapping[str, Framework],
         cache: SchedulerCache,
         queue: SchedulingQueue,
         binder: Binder,
@@ -84,12 +88,18 @@ class Scheduler:
         on_unschedulable: Callable[[Pod, Status], None] | None = None,
         on_decision: Callable[[Decision], None] | None = None,
     ) -> None:
-        self.framework = framework
+        self.frameworks: dict[str, Framework] = (
+            {"": framework} if isinstance(framework, Framework) else dict(framework)
+        )
+        if not self.frameworks:
+            raise ValueError("Scheduler: no profile")
+        self.framework = next(iter(self.frameworks.values()))
+        self._snapshots = {name: Snapshot() for name in self.frameworks}
         self.cache = cache
         self.queue = queue
         self.binder = binder
         self.clock = clock
-        self.snapshot = Snapshot()
+        self.snapshot = next(iter(self._snapshots.values()))
         self.on_unschedulable = on_unschedulable
         self.on_decision = on_decision
         # Plugin state is touched by cycles (this thread), bind failures (bind threads) and informer
@@ -104,10 +114,18 @@ class Scheduler:
         self._futures_lock = threading.Lock()
         self.waiting: dict[str, WaitingPod] = {}  # pods held by Permit, by namespace/name
         self.interested: dict[str, set[ClusterEvent]] = {}
-        for p in framework.plugins:
-            events = getattr(p, "events_to_register", None)
-            if callable(events):
-                self.interested[p.name] = set(events())
+        for fw in self.frameworks.values():
+            for p in fw.plugins:
+                events = getattr(p, "events_to_register", None)
+                if callable(events):
+                    self.interested.setdefault(p.name, set()).update(events())
+
+    def profile_of(self, pod: Pod) -> tuple[Framework, Snapshot]:
+        """The profile a pod runs, and its snapshot."""
+        name = str((pod.get("spec") or {}).get("schedulerName") or "")
+        if name in self.frameworks:
+            return self.frameworks[name], self._snapshots[name]
+        return self.framework, self.snapshot
 
     # --- one cycle ------------------------------------------------------------------------------------
     def schedule_one(self, timeout: float | None = None) -> bool:
@@ -122,25 +140,26 @@ class Scheduler:
         start = time.perf_counter()
         pod = qpi.pod
         taken: Status | None = None
+        fw, snapshot = self.profile_of(pod)
         with self.lock:
-            self.cache.update_snapshot(self.snapshot)
+            self.cache.update_snapshot(snapshot)
             state = CycleState(self.clock())
-            result = self.framework.schedule(state, pod, self.snapshot)
+            result = fw.schedule(state, pod, snapshot)
             if result.node is not None:
                 node = result.node
                 assumed = _with_node(pod, node)
-                st = self.framework.reserve(state, assumed, node)
+                st = fw.reserve(state, assumed, node)
                 if st.is_success():
                     try:
                         self.cache.assume_pod(assumed, node)
                     except ValueError as e:  # bound by someone else since the pop: the cache has it
-                        self.framework.unreserve(state, assumed, node)
+                        fw.unreserve(state, assumed, node)
                         taken = Status.error(str(e))
                     else:
-                        st, permit_timeout = self.framework.permit(state, assumed, node)
+                        st, permit_timeout = fw.permit(state, assumed, node)
                         if st.is_rejected() or st.code == Code.ERROR:
                             self.cache.forget_pod(assumed)
-                            self.framework.unreserve(state, assumed, node)
+                            fw.unreserve(state, assumed, node)
         if taken is not None:
             # Not unschedulable (no condition, no Event on a bound pod), nothing to bind: an error, which
             # the queue ignores when the pod left it meanwhile (the informer saw it bound).
@@ -174,6 +193,7 @@ class Scheduler:
         self, qpi: QueuedPodInfo, state: CycleState, pod: Pod, node: str, start: float,
         waiting: WaitingPod | None = None,
     ) -> None:  # fmt: skip
+        fw = self.profile_of(pod)[0]
         try:
             st = Status.success()
             if waiting is not None:
@@ -182,12 +202,12 @@ class Scheduler:
                 if not st.is_success():
                     with self.lock:
                         self.cache.forget_pod(pod)
-                        self.framework.unreserve(state, pod, node)
+                        fw.unreserve(state, pod, node)
                     self._unschedulable(qpi, ScheduleResult(None, st))
                     self._decided(pod, None, st, start)
                     return
             try:
-                st = self.framework.pre_bind(state, pod, node)
+                st = fw.pre_bind(state, pod, node)
                 if st.is_success():
                     st = self.binder.bind(pod, node)
             except Exception as e:  # a connection error, say: the bind failed, the pod must not be lost
@@ -198,12 +218,12 @@ class Scheduler:
             if not st.is_success():
                 with self.lock:
                     self.cache.forget_pod(pod)
-                    self.framework.unreserve(state, pod, node)
+                    fw.unreserve(state, pod, node)
                 self.queue.add_unschedulable(qpi, set())  # an error, not unschedulability: backoff
                 self._decided(pod, None, st, start)
                 return
             self.cache.finish_binding(pod)
-            self.framework.post_bind(state, pod, node)
+            fw.post_bind(state, pod, node)
             self.queue.done(pod)
             self._decided(pod, node, st, start)
         finally:

@@ -75,12 +75,12 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"now={scenario.get('now')!r}: {e}") from None
     try:
         config = parse_config(scenario.get("config"), KNOWN)
-        if len(config.profiles) > 1:
-            raise ConfigError(f"profiles: {len(config.profiles)} given; a Schedule scenario runs one profile")
-        [profile] = config.profiles
         objects = ClusterObjects()
         handle = Handle(clock=lambda: now, objects=objects)
-        framework = build_framework(profile, handle, rng=random.Random(_seed(scenario)))
+        seed = _seed(scenario)
+        frameworks = {
+            p.scheduler_name: build_framework(p, handle, rng=random.Random(seed)) for p in config.profiles
+        }
     except ConfigError as e:
         raise ValueError(f"config: {e}") from None
     clock = lambda: now  # noqa: E731 - the scenario's one instant
@@ -91,10 +91,11 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         reasons[pod_key(pod)] = status.message()
 
     sched = Scheduler(
-        framework, SchedulerCache(clock=clock), SchedulingQueue(clock=clock), binder,
+        frameworks, SchedulerCache(clock=clock), SchedulingQueue(clock=clock), binder,
         clock=clock, bind_workers=0, on_unschedulable=unschedulable,
     )  # fmt: skip
-    router = EventRouter(sched, profile.scheduler_name, objects)
+    names = list(frameworks)
+    router = EventRouter(sched, names, objects)
     try:
         for i, raw in enumerate(_objects(scenario, "nodes")):
             node = as_node(raw, f"nodes[{i}]")
@@ -116,7 +117,7 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
             objects.on_add(str(kind), check_object(raw, KubeObject, f"objects[{i}]"))
         order: list[str] = []
         for i, raw in enumerate(_objects(scenario, "pending")):
-            pod = as_pod(_pending(raw, profile.scheduler_name), f"pending[{i}]")
+            pod = as_pod(_pending(raw, names[0]), f"pending[{i}]")
             if (pod.get("spec") or {}).get("nodeName"):
                 raise ValueError(f"pending[{i}].spec.nodeName: must be empty (bound pods go in 'pods')")
             key = pod_key(pod)
@@ -124,9 +125,9 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
                 raise ValueError(f"pending[{i}]: {key} given twice")
             order.append(key)
             wanted = pod.get("spec", {}).get("schedulerName")
-            if wanted != profile.scheduler_name:
-                ours = profile.scheduler_name
-                reasons[key] = f"not scheduled: schedulerName {wanted!r} is not the profile's ({ours!r})"
+            if wanted not in frameworks:
+                ours = ", ".join(repr(n) for n in names)
+                reasons[key] = f"not scheduled: schedulerName {wanted!r} is not a profile's ({ours})"
                 continue
             router.pod_add(pod)
         for _ in range(len(order)):  # every pending pod gets one attempt
@@ -145,7 +146,7 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pending(raw: dict[str, Any], scheduler_name: str) -> dict[str, Any]:
-    """A pending pod addressed to the profile unless it names a scheduler itself, in `default` unless it
+    """A pending pod addressed to the first profile unless it names a scheduler itself, in `default` unless it
     names a namespace."""
     meta = raw.get("metadata")
     spec = raw.get("spec")

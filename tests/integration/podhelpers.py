@@ -14,10 +14,15 @@ def wait_for(cond: Callable[[], object], timeout: float = 30.0) -> bool:
 
 
 def make_pod(
-    core: Any, ns: str, name: str, cpu: str = "500m", selector: dict[str, str] | None = None
+    core: Any,
+    ns: str,
+    name: str,
+    cpu: str = "500m",
+    selector: dict[str, str] | None = None,
+    scheduler_name: str = "koord-scheduler",
 ) -> None:
     spec: dict[str, Any] = {
-        "schedulerName": "koord-scheduler",
+        "schedulerName": scheduler_name,
         "containers": [
             {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}
         ],

@@ -12,17 +12,18 @@ from typing import Any
 import pytest
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
+from scheduler.config import SchedulerConfig, parse_config
 from scheduler.main import SchedulerService
-from scheduler.registry import default_profile
+from scheduler.registry import KNOWN, default_profile
 from tests.integration.podhelpers import make_pod, node_of, wait_for
 
 pytestmark = pytest.mark.apiserver
 
 
 class Running:
-    def __init__(self, kube: Any) -> None:
+    def __init__(self, kube: Any, config: SchedulerConfig | None = None) -> None:
         self.stop = threading.Event()
-        self.service = SchedulerService(kube, default_profile(), bind_workers=4)
+        self.service = SchedulerService(kube, config or default_profile(), bind_workers=4)
         self.service.start(self.stop)
         self.thread = threading.Thread(target=self.service.run, args=(self.stop,), daemon=True)
         self.thread.start()
@@ -52,6 +53,26 @@ def test_binds_to_least_loaded_feasible_nodes(kube: Any, namespace: str, cluster
         assert wait_for(lambda: all(node_of(core, namespace, f"p{k}") for k in range(5)))
         placed = {node_of(core, namespace, f"p{k}") for k in range(5)}
         assert names["hot"] not in placed  # 70 % > the 65 % cpu threshold
+    finally:
+        run.close()
+
+
+def test_two_profiles_share_one_queue_and_cache(kube: Any, namespace: str, cluster: dict[str, Any]) -> None:
+    """Pods of each profile are scheduled by it; a pod naming neither stays pending; Events name the
+    profile that scheduled the pod."""
+    core = cluster["core"]
+    doc = {"profiles": [{"schedulerName": "koord-scheduler"}, {"schedulerName": "koord-packed"}]}
+    run = Running(kube, parse_config(doc, KNOWN))
+    try:
+        make_pod(core, namespace, "a", selector={"koord-test": cluster["tag"]})
+        make_pod(core, namespace, "b", selector={"koord-test": cluster["tag"]}, scheduler_name="koord-packed")
+        make_pod(core, namespace, "c", selector={"koord-test": cluster["tag"]}, scheduler_name="nobody")
+        assert wait_for(lambda: node_of(core, namespace, "a") and node_of(core, namespace, "b"))
+        assert wait_for(lambda: any(
+            e.reason == "Scheduled" and e.involved_object.name == "b" and e.source.component == "koord-packed"
+            for e in core.list_namespaced_event(namespace).items
+        ))  # fmt: skip
+        assert node_of(core, namespace, "c") is None
     finally:
         run.close()
 
