@@ -1,0 +1,173 @@
+"""NodeVolumeLimits (CSI) filter as kube-scheduler v1.20.2 (docs/rules/scheduler-volumes.md#nodevolumelimits):
+the pod's PVC volumes resolve to CSI volumes (driver, handle): a bound claim through its PV's
+``spec.csi``, an unbound one (or one whose PV is missing) through its StorageClass' provisioner with a
+per-claim handle. Each driver's limit key ``attachable-volumes-csi-<driver>`` (hashed past 63
+characters) is limited by the node's allocatable of that key, overridden by the CSINode's
+``drivers[].allocatable.count``; the unique volumes of the node's pods plus the pod's new ones over a
+limit is UNSCHEDULABLE ``node(s) exceed max volume count``. In-tree volumes are not counted here: kube
+1.20.2 counts them as CSI only under CSI migration, whose per-plugin feature gates are off by default
+(docs/rules/scheduler-volumes.md#csi-migration).
+
+Vectorised: a pod without new CSI volumes passes every row at once; otherwise each limit key is one
+array over the rows, and only rows whose pods have volumes are resolved against the store.
+Imports: hashlib, numpy, scheduler.framework, scheduler.plugins.volume.common.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import FilterResult, Pod
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Status
+from scheduler.framework.volumes import VolumeObjects, pvc_class
+from scheduler.plugins.volume.common import as_list, claim_name, pod_namespace, pod_volumes, pod_volumes_view
+
+NAME: Final = "NodeVolumeLimits"
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: Final = "node(s) exceed max volume count"
+ERR_NO_CLAIM_NAME: Final = "PersistentVolumeClaim had no name"
+ATTACHABLE_PREFIX: Final = "attachable-volumes-"
+CSI_ATTACH_LIMIT_PREFIX: Final = "attachable-volumes-csi-"
+RESOURCE_NAME_LENGTH_LIMIT: Final = 63
+# csi-translation-lib's in-tree plugins: their provisioners count as CSI only under migration.
+MIGRATABLE_PROVISIONERS: Final = frozenset(
+    {
+        "kubernetes.io/gce-pd",
+        "kubernetes.io/aws-ebs",
+        "kubernetes.io/cinder",
+        "kubernetes.io/azure-disk",
+        "kubernetes.io/azure-file",
+        "kubernetes.io/vsphere-volume",
+    }
+)
+
+
+class NoClaimNameError(Exception):
+    """A PVC volume without a claim name: Filter's ERROR."""
+
+
+def csi_attach_limit_key(driver: str) -> str:
+    """volumeutil.GetCSIAttachLimitKey."""
+    if len(CSI_ATTACH_LIMIT_PREFIX) + len(driver) >= RESOURCE_NAME_LENGTH_LIMIT:
+        return CSI_ATTACH_LIMIT_PREFIX + driver[:23] + hashlib.sha1(driver.encode()).hexdigest()[:16]
+    return CSI_ATTACH_LIMIT_PREFIX + driver
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def csi_driver_info(volumes: VolumeObjects, pvc: Mapping[str, Any], ns: str, name: str) -> tuple[str, str]:
+    """(driver, volume handle) of a claim, ("", "") when it does not count."""
+    pv_name = str(_spec(pvc).get("volumeName") or "")
+    pv = volumes.pv(pv_name) if pv_name else None
+    if pv is not None:
+        csi = _spec(pv).get("csi")
+        if not isinstance(csi, Mapping):
+            return "", ""  # an in-tree PV: CSI migration off
+        return str(csi.get("driver") or ""), str(csi.get("volumeHandle") or "")
+    sc_name = pvc_class(pvc)
+    sc = volumes.storage_class(sc_name) if sc_name else None
+    if sc is None:
+        return "", ""
+    provisioner = str(sc.get("provisioner") or "")
+    if provisioner in MIGRATABLE_PROVISIONERS:
+        return "", ""
+    # kube prefixes a random string per plugin instance; any fixed prefix keeps claims distinct.
+    return provisioner, f"\x00claim-{ns}/{name}"
+
+
+def csi_volumes(
+    volumes: VolumeObjects, pairs: list[tuple[str, Mapping[str, Any]]], into: dict[str, str]
+) -> None:
+    """filterAttachableVolumes over (namespace, volume) pairs: unique name -> limit key."""
+    for ns, vol in pairs:
+        name = claim_name(vol)
+        if name is None:
+            continue
+        if not name:
+            raise NoClaimNameError
+        pvc = volumes.pvc(ns, name)
+        if pvc is None:
+            continue
+        driver, handle = csi_driver_info(volumes, pvc, ns, name)
+        if driver and handle:
+            into[f"{driver}/{handle}"] = csi_attach_limit_key(driver)
+
+
+def node_volume_limits(
+    node: Mapping[str, Any], allocatable: Mapping[str, int], csi_node: Mapping[str, Any] | None
+) -> dict[str, int]:
+    """getVolumeLimits: the node's attachable-volumes-* allocatable, then the CSINode's driver counts."""
+    limits = {k: v for k, v in allocatable.items() if k.startswith(ATTACHABLE_PREFIX)}
+    for d in as_list(_spec(csi_node).get("drivers")) if csi_node is not None else []:
+        if not isinstance(d, Mapping):
+            continue
+        count = d.get("allocatable", {}).get("count") if isinstance(d.get("allocatable"), Mapping) else None
+        if isinstance(count, int) and not isinstance(count, bool):
+            limits[csi_attach_limit_key(str(d.get("name") or ""))] = count
+    return limits
+
+
+class NodeVolumeLimits:
+    """Filter plugin; see the module docstring."""
+
+    def __init__(self, volumes: VolumeObjects) -> None:
+        self.volumes = volumes
+        self._exceeded = Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
+        self._no_name = Status.error(ERR_NO_CLAIM_NAME, plugin=NAME)
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
+        if not pod_volumes(pod):
+            return FilterResult.all_pass(snapshot.n)
+        new: dict[str, str] = {}
+        try:
+            csi_volumes(self.volumes, [(pod_namespace(pod), v) for v in pod_volumes(pod)], new)
+        except NoClaimNameError:
+            return FilterResult(np.zeros(snapshot.n, np.int32), (self._no_name,))
+        if not new:
+            return FilterResult.all_pass(snapshot.n)
+        keys = sorted(set(new.values()))
+        limits = np.full((len(keys), snapshot.n), -1, np.int64)  # -1: no limit for that key
+        has_limits = np.zeros(snapshot.n, np.bool_)
+        for i, info in enumerate(snapshot.infos):
+            node_limits = node_volume_limits(info.node, info.allocatable, self.volumes.csi_node(info.name))
+            has_limits[i] = bool(node_limits)
+            for j, k in enumerate(keys):
+                limits[j, i] = node_limits.get(k, -1)
+        new_count = np.array([sum(1 for v in new.values() if v == k) for k in keys], np.int64)
+        attached = np.zeros((len(keys), snapshot.n), np.int64)
+        extra = np.broadcast_to(new_count[:, None], attached.shape).copy()
+        which = np.full(snapshot.n, -1, np.int32)
+        view = pod_volumes_view(snapshot)
+        for i in view.with_volumes:
+            if not has_limits[i]:
+                continue
+            existing: dict[str, str] = {}
+            try:
+                csi_volumes(self.volumes, view.rows[i], existing)
+            except NoClaimNameError:
+                which[i] = 1
+                continue
+            for unique, key in existing.items():
+                if key in keys:
+                    attached[keys.index(key), i] += 1
+                if unique in new:  # already attached: not new on this node
+                    extra[keys.index(new[unique]), i] -= 1
+        over = (
+            has_limits & ((limits >= 0) & (extra > 0) & (attached + extra > limits)).any(axis=0) & (which < 0)
+        )
+        which[over] = 0
+        if not (which >= 0).any():
+            return FilterResult.all_pass(snapshot.n)
+        return FilterResult(which, (self._exceeded, self._no_name))
