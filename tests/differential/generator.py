@@ -23,6 +23,8 @@ Obj = dict[str, Any]
 FAMILIES: dict[str, str] = {
     "resources": "NodeResourcesFit filter (cpu, memory, an extended resource, pod count) and its "
     "LeastAllocated score; containers without requests, init containers",
+    "balanced-allocation": "NodeResourcesBalancedAllocation's score on the resources family's pods "
+    "(compares scores only; generates nothing of its own)",
     "overcommit": "NodeResourcesFit on nodes whose bound pods already request more than allocatable",
     "unschedulable": "NodeUnschedulable: spec.unschedulable nodes, pods tolerating them",
     "taints": "TaintToleration filter: NoSchedule/NoExecute taints and tolerations",
@@ -35,12 +37,12 @@ FAMILIES: dict[str, str] = {
     "inter-pod-affinity": "InterPodAffinity: required and preferred pod (anti-)affinity",
     "topology-spread": "PodTopologySpread: topologySpreadConstraints over zone and hostname",
     "priority-pdb": "DefaultPreemption: PriorityClasses, priorities and PodDisruptionBudgets",
-    "local-pv": "VolumeBinding: local PersistentVolumes with node affinity, WaitForFirstConsumer claims",
+    "local-pv": "VolumeBinding: local PersistentVolumes with node affinity and claims bound to them",
 }
 
 # The families whose plugins koord-scheduler has today. Disabled (koord lacks the plugin):
 # prefer-no-schedule and preferred-node-affinity (koord's TaintToleration and NodeAffinity do not
-# score), host-ports, inter-pod-affinity, topology-spread, priority-pdb, local-pv.
+# score), balanced-allocation, host-ports, inter-pod-affinity, topology-spread, priority-pdb, local-pv.
 # Disabled for a known mismatch: overcommit. kube 1.20's NodeResourcesFit checks cpu, memory and
 # ephemeral-storage on every node for a pod requesting anything, even a resource the pod requests none
 # of; koord (as kube >= 1.21) checks only what the pod requests. On a node whose bound pods request 3Gi
@@ -55,6 +57,7 @@ ENABLED: frozenset[str] = frozenset(
 # score is NodeResourcesFit's in koord's profile (as in kube from 1.22).
 SCORED: dict[str, dict[str, tuple[str, ...]]] = {
     "resources": {"NodeResourcesLeastAllocated": ("NodeResourcesLeastAllocated", "NodeResourcesFit")},
+    "balanced-allocation": {"NodeResourcesBalancedAllocation": ("NodeResourcesBalancedAllocation",)},
     "prefer-no-schedule": {"TaintToleration": ("TaintToleration",)},
     "preferred-node-affinity": {"NodeAffinity": ("NodeAffinity",)},
     "inter-pod-affinity": {"InterPodAffinity": ("InterPodAffinity",)},
@@ -307,21 +310,25 @@ def generate(
         case.extra.append({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                            "metadata": {"name": sc}, "provisioner": "kubernetes.io/no-provisioner",
                            "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
+        # Claims come bound to their volume (volumeName and the bind-completed annotation, as the PV
+        # controller leaves them): no kube-controller-manager runs here to bind a WaitForFirstConsumer
+        # claim after the scheduler picks a node, so VolumeBinding decides on the volumes' node affinity.
         for i, n in enumerate(names):
             if r.random() < 0.5:
                 continue
+            pv = f"{prefix}-pv{i}"
             case.extra.append({
-                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{prefix}-pv{i}"},
+                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
                 "spec": {"capacity": {"storage": r.choice(("1Gi", "5Gi"))}, "accessModes": ["ReadWriteOnce"],
                          "storageClassName": sc, "local": {"path": f"/mnt/disk{i}"},
                          "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                              {"key": "kubernetes.io/hostname", "operator": "In", "values": [n]}]}]}}},
             })  # fmt: skip
-        for i in range(max(1, pending // 3)):
             claims.append(f"{prefix}-pvc{i}")
             case.extra.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                               "metadata": {"name": claims[-1]},
-                               "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc,
+                               "metadata": {"name": claims[-1],
+                                            "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+                               "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc, "volumeName": pv,
                                         "resources": {"requests": {"storage": "1Gi"}}}})  # fmt: skip
     for i in range(bound):
         pod = g.pod(f"{prefix}-b{i}", r.choice(APPS))
@@ -348,7 +355,7 @@ def generate(
         if g.on("priority-pdb", 0.5):
             spec["priorityClassName"] = f"{prefix}-{r.choice(('low', 'high'))}"
         if claims and g.on("local-pv", 0.4):
-            spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claims.pop()}}]
+            spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": r.choice(claims)}}]
         case.pending.append(pod)
     return case
 
