@@ -328,7 +328,8 @@ def generate(
             case.extra.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                                "metadata": {"name": claims[-1],
                                             "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
-                               "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc, "volumeName": pv,
+                               "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc,
+                                        "volumeName": pv,
                                         "resources": {"requests": {"storage": "1Gi"}}}})  # fmt: skip
     for i in range(bound):
         pod = g.pod(f"{prefix}-b{i}", r.choice(APPS))
