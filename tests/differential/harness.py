@@ -63,7 +63,7 @@ SYNC_LABEL = "koord.sh/differential-sync"
 # an entry turns its check back on.
 KNOWN_REASONS: dict[str, str] = {
     # NodeAffinity: koord writes the reason of kube >= 1.21; 1.20.2's nodeaffinity.ErrReasonPod is
-    # "node(s) didn't match Pod's node affinity" (first seen with seed 1, pod d1-p1).
+    # "node(s) didn't match Pod's node affinity" (seed 1, pod d1-p2: 4 nodes fail NodeAffinity).
     "node(s) didn't match Pod's node affinity/selector": "node(s) didn't match Pod's node affinity",
 }
 
