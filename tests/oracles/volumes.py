@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from apis.labelselector import LabelSelectorError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Plugin, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
-from scheduler.framework.volumes import VolumeObjects
-from scheduler.plugins.volume import limits, limits_intree, restrictions, zone
+from scheduler.framework.volumes import VolumeObjects, pvc_class
+from scheduler.plugins.volume import limits, limits_intree, matching, restrictions, zone
 from scheduler.plugins.volume.limits import csi_attach_limit_key, csi_driver_info
 
 
@@ -206,3 +207,131 @@ def volume_oracle_for(plugin: Plugin) -> Any:
     if isinstance(plugin, limits_intree.InTreeVolumeLimits):
         return InTreeLimitsOracle(plugin.volumes, plugin.kind)
     raise TypeError(f"no volume oracle for {plugin.name}")
+
+
+class VolumeBindingOracle:
+    """VolumeBinding's PreFilter and Filter as kube's volume binder reads them: claims looked up on every
+    call, FindPodVolumes node by node with kube's order of checks and reasons."""
+
+    name = "VolumeBinding"
+
+    def __init__(self, volumes: VolumeObjects) -> None:
+        self.volumes = volumes
+
+    def _claims(self, pod: Pod) -> list[Mapping[str, Any]] | Status:
+        out = []
+        for v in _vols(pod):
+            src = v.get("persistentVolumeClaim")
+            if not isinstance(src, Mapping):
+                continue
+            name = str(src.get("claimName") or "")
+            c = self.volumes.pvc(_ns(pod), name)
+            if c is None:
+                return Status.unresolvable(f'persistentvolumeclaim "{name}" not found', plugin=self.name)
+            if _map(c.get("metadata")).get("deletionTimestamp") is not None:
+                return Status.unresolvable(
+                    f'persistentvolumeclaim "{name}" is being deleted', plugin=self.name
+                )
+            out.append(c)
+        return out
+
+    @staticmethod
+    def _bound(c: Mapping[str, Any]) -> bool:
+        ann = _map(_map(c.get("metadata")).get("annotations"))
+        return bool(_map(c.get("spec")).get("volumeName")) and "pv.kubernetes.io/bind-completed" in ann
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        claims = self._claims(pod)
+        if isinstance(claims, Status):
+            return claims
+        immediate = False
+        for c in claims:
+            if self._bound(c):
+                continue
+            cls = pvc_class(c)
+            sc = self.volumes.storage_class(cls) if cls else None
+            if sc is not None and not isinstance(sc.get("volumeBindingMode"), str):
+                return Status.error(f'VolumeBindingMode not set for StorageClass "{cls}"', plugin=self.name)
+            delay = sc is not None and sc.get("volumeBindingMode") == "WaitForFirstConsumer"
+            if not (delay and not _map(c.get("spec")).get("volumeName")):
+                immediate = True
+        if immediate:
+            return Status.unresolvable("pod has unbound immediate PersistentVolumeClaims", plugin=self.name)
+        return Status.success()
+
+    def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
+        claims = self._claims(pod)
+        assert not isinstance(claims, Status)
+        info = snapshot.infos[i]
+        labels = {str(k): str(v) for k, v in _map(_map(info.node.get("metadata")).get("labels")).items()}
+        bound_ok = unbound_ok = pv_ok = True
+        for c in (c for c in claims if self._bound(c)):
+            pv = self.volumes.pv(str(_map(c.get("spec")).get("volumeName")))
+            if pv is None:
+                pv_ok = False
+                break
+            if not matching.terms_match(matching.pv_node_affinity_terms(pv), labels):
+                bound_ok = False
+                break
+        to_bind = sorted(
+            (c for c in claims if not self._bound(c)),
+            key=lambda c: matching.storage_of(c, "requests").as_fraction(),
+        )
+        provision: list[Mapping[str, Any]] = []
+        find: list[Mapping[str, Any]] = []
+        for c in to_bind:
+            ann = _map(_map(c.get("metadata")).get("annotations"))
+            if "volume.kubernetes.io/selected-node" in ann:
+                if ann["volume.kubernetes.io/selected-node"] != info.name:
+                    unbound_ok = False
+                    break
+                provision.append(c)
+            else:
+                find.append(c)
+        else:
+            chosen: set[str] = set()
+            for c in find:
+                try:
+                    selector = matching.claim_selector(c)
+                except LabelSelectorError as e:
+                    meta = _map(c.get("metadata"))
+                    key = f"{meta.get('namespace')}/{meta.get('name')}"
+                    return Status.error(
+                        f"error creating internal label selector for claim: {key}: {e}", plugin=self.name
+                    )
+                pvs = [matching.CompiledPV(p) for p in self.volumes.pvs_of_class(pvc_class(c))]
+                found = matching.find_matching_volume(c, pvs, labels, chosen, selector)
+                if found is None:
+                    provision.append(c)
+                    unbound_ok = False
+                else:
+                    chosen.add(found.name)
+            if provision:
+                unbound_ok = True
+                for c in provision:
+                    cls = pvc_class(c)
+                    if not cls:
+                        meta = _map(c.get("metadata"))
+                        return Status.error(
+                            f'no class for claim "{meta.get("namespace")}/{meta.get("name")}"',
+                            plugin=self.name,
+                        )
+                    sc = self.volumes.storage_class(cls)
+                    if sc is None:
+                        return Status.error(f'failed to find storage class "{cls}"', plugin=self.name)
+                    prov = str(sc.get("provisioner") or "")
+                    if prov in ("", "kubernetes.io/no-provisioner") or not matching.topologies_match(
+                        matching.compile_topologies(sc), labels
+                    ):
+                        unbound_ok = False
+                        break
+        reasons = []
+        if not bound_ok:
+            reasons.append("node(s) had volume node affinity conflict")
+        if not unbound_ok:
+            reasons.append("node(s) didn't find available persistent volumes to bind")
+        if not pv_ok:
+            reasons.append("pvc(s) bound to non-existent pv(s)")
+        if reasons:
+            return Status.unresolvable(*reasons, plugin=self.name)
+        return Status.success()
