@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from apis.kubeobjects import Pod as Pod  # re-exported: the pod every extension point is given
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 
 BoolArray = npt.NDArray[np.bool_]
@@ -78,6 +78,19 @@ class Plugin(Protocol):
 @runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status: ...
+
+
+@runtime_checkable
+class PreFilterExtensions(Plugin, Protocol):
+    """kube's PreFilterExtensions: a PreFilter plugin whose cycle state depends on other pods adjusts
+    a cloned state when one pod is added to or removed from one node, so its Filter can then be run on
+    a single node evaluated apart from the snapshot (preemption's victims removed, nominated pods
+    added: scheduler.framework.nominated, docs/rules/scheduler-preemption.md#filters-on-one-node).
+    `info` is that node as it is after the change; a non-success status is an error."""
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo) -> Status: ...
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, info: NodeInfo) -> Status: ...
 
 
 @runtime_checkable
