@@ -12,8 +12,10 @@ callers. Field numbers live only in the .proto.
 Every revision is one change, so the history (a deque of (node, serialised event) pairs, the newest
 last) is addressed by revision arithmetic and keeps no revision of its own. Its pairs hold only a str
 and a bytes: CPython's garbage collector stops tracking such tuples at their first collection, so the
-65,536 changes of a full history cost no collector time. The history is bounded by its count and by
-its bytes (the oldest changes go first), and the latest entries by the number of nodes and their
+65,536 changes of a full history cost no collector time. The history is bounded by its count, by its
+bytes and by its age (the oldest changes go first; their times live in a parallel deque): bounded by
+age, its memory follows the rate of change and is flat after that window, instead of filling for hours
+towards the count and byte bounds on a small cluster. The latest entries by the number of nodes and their
 bytes, so no sender makes the hub grow without bound (docs/rules/manager.md#metrichub-limits).
 
 List pages: `list_encoded(limit=…)` returns at most `limit` items (and stops before LIST_PAGE_BYTES
@@ -44,6 +46,7 @@ from proto.koord.v1 import metrichub_pb2 as pb
 
 DEFAULT_HISTORY = 65536
 DEFAULT_HISTORY_BYTES = 128 << 20
+DEFAULT_HISTORY_SECONDS = 300.0  # a watcher further behind lists again, as it would after etcd compacts
 DEFAULT_MAX_NODES = 50_000
 DEFAULT_MAX_STORED_BYTES = 1 << 30
 # A WatchBatch message stays below this size unless a single event is larger (gRPC clients accept
@@ -115,12 +118,17 @@ class HubStore:
         history: int = DEFAULT_HISTORY,
         *,
         history_bytes: int = DEFAULT_HISTORY_BYTES,
+        history_seconds: float = DEFAULT_HISTORY_SECONDS,
         max_nodes: int = DEFAULT_MAX_NODES,
         max_stored_bytes: int = DEFAULT_MAX_STORED_BYTES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._latest: dict[str, _Latest] = {}
         self._history: deque[Change] = deque()
+        self._times: deque[float] = deque()  # when each change of the history happened
         self._max_history = (history, history_bytes)
+        self._max_age = history_seconds
+        self._clock = clock
         self._max_latest = (max_nodes, max_stored_bytes)
         self._revision = 0
         self._lock = threading.Lock()
@@ -202,13 +210,19 @@ class HubStore:
             raise StoreFullError(f"the hub's latest reports would exceed {max_bytes} bytes")
 
     def _append_locked(self, change: Change) -> None:
-        """Appends a change to the history, dropping the oldest beyond its count or bytes."""
-        history = self._history
+        """Appends a change to the history, dropping the oldest beyond its count, bytes or age."""
+        history, times = self._history, self._times
+        now = self._clock()
         history.append(change)
+        times.append(now)
         self.history_bytes += len(change[1])
         max_count, max_bytes = self._max_history
-        while len(history) > 1 and (len(history) > max_count or self.history_bytes > max_bytes):
+        oldest = now - self._max_age
+        while len(history) > 1 and (
+            len(history) > max_count or self.history_bytes > max_bytes or times[0] < oldest
+        ):
             self.history_bytes -= len(history.popleft()[1])
+            times.popleft()
 
     def delete(self, node_name: str) -> int | None:
         """Removes a node's entry; returns the new revision, or None when there was none."""

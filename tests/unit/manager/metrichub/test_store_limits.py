@@ -1,6 +1,6 @@
-"""HubStore bounds and pages: the history is bounded by bytes as well as by count (the oldest changes go
-first, a watcher behind them is told to relist), the latest entries by node count and bytes, and List
-pages cover every node exactly once in order, within the page size, with an opaque token."""
+"""HubStore bounds and pages: the history is bounded by bytes and age as well as by count (the oldest
+changes go first, a watcher behind them is told to relist), the latest entries by node count and bytes,
+and List pages cover every node exactly once in order, within the page size, with an opaque token."""
 
 from __future__ import annotations
 
@@ -26,6 +26,26 @@ def test_the_history_is_bounded_by_bytes() -> None:
         s.start(5)
     assert s.start(49)[1] == 49  # recent revisions still resume
     assert s.stored_bytes < 11_000  # one node: one entry, whatever it sent before
+
+
+def test_the_history_is_bounded_by_age() -> None:
+    """Changes older than the window are dropped as new ones come, so the history's size follows the rate
+    of change (flat once the window has passed); a watcher behind it lists again."""
+    now = [0.0]
+    s = HubStore(history_seconds=300, clock=lambda: now[0])
+    for t in range(0, 1200, 2):  # one change every 2 s for 20 minutes
+        now[0] = float(t)
+        s.put_raw("n", raw("n", 100))
+    assert len(s._history) == 151  # the changes of the last 300 s (inclusive)
+    assert len(s._times) == len(s._history)
+    size = s.history_bytes
+    for t in range(1200, 2400, 2):
+        now[0] = float(t)
+        s.put_raw("n", raw("n", 100))
+    assert s.history_bytes == size  # flat: as many changes leave as come
+    with pytest.raises(RevisionTooOldError):
+        s.start(s.revision - 200)
+    assert s.start(s.revision - 100)[1] == s.revision - 100  # within the window: resumes
 
 
 def test_a_single_change_larger_than_the_bound_is_kept() -> None:
