@@ -1,99 +1,70 @@
-"""NodeAffinity filter (NodeSelector included): a node passes when it carries every
+"""NodeAffinity (NodeSelector included), as kube-scheduler v1.20.2's plugin
+(docs/rules/scheduler-affinity-taint.md#nodeaffinity).
+
+Filter: a node passes when it matches the args' added required affinity (else
+UNSCHEDULABLE_AND_UNRESOLVABLE, ``node(s) didn't match scheduler-enforced node affinity``), carries every
 ``spec.nodeSelector`` label (key present, value equal) and, if the pod has
 ``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``, matches at least one of its
-``nodeSelectorTerms``. Otherwise: UNSCHEDULABLE_AND_UNRESOLVABLE,
-``node(s) didn't match Pod's node affinity/selector``. Preferred affinity (scoring) is not implemented.
+``nodeSelectorTerms`` (an invalid term matches nothing). Otherwise: UNSCHEDULABLE_AND_UNRESOLVABLE,
+``node(s) didn't match Pod's node affinity/selector``.
 
-Term semantics follow Kubernetes' ``component-helpers`` node selector: terms are ORed; inside a term
-``matchExpressions`` (labels) and ``matchFields`` are ANDed; a term with neither matches nothing, so
-does an empty term list. Label operators In, NotIn, Exists, DoesNotExist, Gt, Lt (``labels.Requirement``:
-NotIn and DoesNotExist hold on a node without the key; Gt/Lt need the label to parse as a base-10
-int64). A requirement that ``labels.NewRequirement`` rejects (unknown operator, key not a qualified name,
-a value not a label value, In/NotIn without values, Exists/DoesNotExist with values, Gt/Lt without
-exactly one integer) makes its whole term match nothing. ``matchFields`` support In/NotIn with exactly
-one value over the node's fields, which are only ``metadata.name`` (any other field reads as "").
+Score (docs/rules/scheduler-affinity-taint.md#nodeaffinity-score): the sum of the weights of the
+preferred terms (the args' added ones, then the pod's) the node matches, then
+``DefaultNormalizeScore(MaxNodeScore, false)``. A pod whose preferred terms do not parse fails the cycle
+with an error at PreScore (kube 1.20.2 fails its Score).
 
-Vectorised: per label key a snapshot view of value codes aligned to the rows (made on first use,
-kept up to date by the snapshot); each distinct requirement becomes a lookup table over the key's
-distinct values, gathered over all rows.
-Imports: numpy, apis (jsonfields, labelselector), scheduler.framework.
+Term parsing and matching, vectorised over the rows, are scheduler.plugins.nodeaffinity_terms'; the
+args and preferred terms scheduler.plugins.nodeaffinity_args'.
+Imports: numpy, apis.jsonfields, scheduler.framework, scheduler.plugins (nodeaffinity_terms,
+nodeaffinity_args, normalizescore).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
-import numpy.typing as npt
 
 from apis.jsonfields import as_mapping
-from apis.labelselector import is_label_value, is_qualified_name
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import BoolArray, FilterResult, Pod
-from scheduler.framework.snapshot import NodeInfo, Snapshot
+from scheduler.framework.interfaces import FilterResult, IntArray, Pod
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
+from scheduler.plugins.nodeaffinity_args import (
+    NodeAffinityArgs,
+    Preferred,
+    WeightedTerm,
+    pod_preferred,
+)
+from scheduler.plugins.nodeaffinity_terms import (
+    FIELD_NODE_NAME as FIELD_NODE_NAME,
+)
+from scheduler.plugins.nodeaffinity_terms import (
+    IN,
+    LabelColumn,
+    LabelReq,
+    Masks,
+    Term,
+    as_list,
+    parse_term,
+)
+from scheduler.plugins.nodeaffinity_terms import (
+    node_labels as node_labels,
+)
+from scheduler.plugins.nodeaffinity_terms import (
+    parse_int64 as parse_int64,
+)
+from scheduler.plugins.normalizescore import default_normalize_score
+
+__all__ = ["FIELD_NODE_NAME", "LabelColumn", "LabelReq", "NodeAffinity", "RequiredAffinity", "compile_pod"]
 
 NAME: Final = "NodeAffinity"
 ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
 STATE_KEY: Final = "PreFilter" + NAME
-FIELD_NODE_NAME: Final = "metadata.name"
-
-IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT = "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"
-
-_INT_RE: Final = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def parse_int64(s: str) -> int | None:
-    """Go ``strconv.ParseInt(s, 10, 64)``: optional sign, decimal digits, int64 range; else None."""
-    if not _INT_RE.fullmatch(s):
-        return None
-    v = int(s)
-    return v if _INT64_MIN <= v <= _INT64_MAX else None
-
-
-valid_label_key = is_qualified_name
-valid_label_value = is_label_value
-
-
-def node_labels(node: Mapping[str, Any]) -> dict[str, str]:
-    """``metadata.labels`` (a JSON null value reads as "", as Go decodes it)."""
-    raw = as_mapping(as_mapping(node.get("metadata")).get("labels"))
-    return {str(k): v if isinstance(v, str) else "" for k, v in raw.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class LabelReq:
-    """A valid label requirement; ``bound`` is the integer of Gt/Lt."""
-
-    key: str
-    op: str
-    values: frozenset[str] = frozenset()
-    bound: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class FieldReq:
-    """A valid field requirement: field ``key`` equal (In) or not equal (NotIn) to ``value``."""
-
-    key: str
-    equal: bool
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
-class Term:
-    """A term that can match: None means the part is absent (not checked)."""
-
-    labels: tuple[LabelReq, ...] | None
-    fields: tuple[FieldReq, ...] | None
+SCORE_STATE_KEY: Final = "PreScore" + NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,46 +77,6 @@ class RequiredAffinity:
 
     def is_empty(self) -> bool:
         return not self.selector and self.terms is None
-
-
-def _label_req(expr: Mapping[str, Any]) -> LabelReq | None:
-    key, op = expr.get("key"), expr.get("operator")
-    values = [v if v is not None else "" for v in _list(expr.get("values"))]
-    if not isinstance(key, str) or not valid_label_key(key) or not all(isinstance(v, str) for v in values):
-        return None
-    if not all(valid_label_value(v) for v in values):
-        return None
-    if op in (IN, NOT_IN):
-        return LabelReq(key, op, frozenset(values)) if values else None
-    if op in (EXISTS, DOES_NOT_EXIST):
-        return None if values else LabelReq(key, op)
-    if op in (GT, LT) and len(values) == 1:
-        bound = parse_int64(values[0])
-        return None if bound is None else LabelReq(key, op, bound=bound)
-    return None
-
-
-def _field_req(expr: Mapping[str, Any]) -> FieldReq | None:
-    key, op, values = expr.get("key"), expr.get("operator"), _list(expr.get("values"))
-    if op not in (IN, NOT_IN) or len(values) != 1 or not isinstance(values[0], str):
-        return None
-    return FieldReq(key if isinstance(key, str) else "", op == IN, values[0])
-
-
-def _term(raw: Mapping[str, Any]) -> Term | None:
-    """A compiled term, or None when it can match nothing (empty or invalid)."""
-    exprs = [as_mapping(e) for e in _list(raw.get("matchExpressions"))]
-    fields = [as_mapping(e) for e in _list(raw.get("matchFields"))]
-    if not exprs and not fields:
-        return None
-    labels = [_label_req(e) for e in exprs]
-    freqs = [_field_req(e) for e in fields]
-    if any(r is None for r in labels) or any(r is None for r in freqs):
-        return None
-    return Term(
-        tuple(r for r in labels if r is not None) if exprs else None,
-        tuple(r for r in freqs if r is not None) if fields else None,
-    )
 
 
 _NO_CONSTRAINTS: Final = RequiredAffinity((), None)
@@ -163,74 +94,38 @@ def compile_pod(pod: Pod) -> RequiredAffinity:
     required = as_mapping(required).get("requiredDuringSchedulingIgnoredDuringExecution")
     terms: tuple[Term, ...] | None = None
     if isinstance(required, Mapping):
-        compiled = (_term(as_mapping(t)) for t in _list(required.get("nodeSelectorTerms")))
-        terms = tuple(dict.fromkeys(t for t in compiled if t is not None))
+        compiled = (parse_term(as_mapping(t)) for t in as_list(required.get("nodeSelectorTerms")))
+        terms = tuple(dict.fromkeys(t for t in compiled if isinstance(t, Term)))
     return RequiredAffinity(selector, terms)
 
 
-class LabelColumn:
-    """Label ``key`` over all rows (a snapshot view): ``codes[i]`` indexes ``values`` (-1: row i lacks
-    the key). Values no row carries any more stay until a rebuild (they only widen the tables)."""
-
-    reads_pods = False  # the Node object only
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.codes: npt.NDArray[np.int32] = np.zeros(0, np.int32)
-        self.values: list[str] = []
-        self.index: dict[str, int] = {}
-
-    def _code(self, info: NodeInfo) -> int:
-        labels = node_labels(info.node)
-        if self.key not in labels:
-            return -1
-        value = labels[self.key]
-        c = self.index.get(value)
-        if c is None:
-            c = self.index[value] = len(self.values)
-            self.values.append(value)
-        return c
-
-    def rebuild(self, snapshot: Snapshot) -> None:
-        self.values, self.index = [], {}
-        self.codes = np.fromiter((self._code(info) for info in snapshot.infos), np.int32, snapshot.n)
-
-    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
-        for i in rows:
-            self.codes[i] = self._code(snapshot.infos[i])
-        if len(self.values) > 2 * snapshot.n + 64:  # values no row carries any more piled up: drop them
-            self.rebuild(snapshot)
-
-    def mask(self, req: LabelReq) -> BoolArray:
-        """The rows whose label satisfies ``req``."""
-        if req.op == EXISTS:
-            return self.codes >= 0
-        if req.op == DOES_NOT_EXIST:
-            return self.codes < 0
-        # A table over the distinct values plus one final slot for "absent", which code -1 reaches.
-        table = np.zeros(len(self.values) + 1, np.bool_)
-        if req.op in (IN, NOT_IN):
-            for v in req.values:
-                c = self.index.get(v)
-                if c is not None:
-                    table[c] = True
-            return table[self.codes] if req.op == IN else ~table[self.codes]
-        for c, v in enumerate(self.values):  # Gt/Lt: the label must parse as an int64; absent fails
-            x = parse_int64(v)
-            table[c] = x is not None and (x > req.bound if req.op == GT else x < req.bound)
-        return table[self.codes]
+def merge_weights(terms: tuple[WeightedTerm, ...]) -> dict[Term, int]:
+    """Equal terms match the same rows: one mask each, their weights summed."""
+    out: dict[Term, int] = {}
+    for term, w in terms:
+        out[term] = out.get(term, 0) + w
+    return out
 
 
 class NodeAffinity:
-    """PreFilter + Filter plugin; see the module docstring."""
+    """PreFilter + Filter, PreScore + Score + NormalizeScore; see the module docstring.
+    ``NodeAffinity()`` has no added affinity (kube's default args)."""
 
-    def __init__(self) -> None:
+    def __init__(self, args: NodeAffinityArgs | None = None) -> None:
+        self.args = args or NodeAffinityArgs()
         self._status = Status.unresolvable(ERR_REASON_POD, plugin=NAME)
+        self._enforced = Status.unresolvable(ERR_REASON_ENFORCED, plugin=NAME)
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any] | None) -> NodeAffinity:
+        """From a ``NodeAffinityArgs`` JSON mapping (v1beta1 or v1); ValueError names the bad field."""
+        return cls(NodeAffinityArgs.from_args(args))
 
     @property
     def name(self) -> str:
         return NAME
 
+    # --- filtering --------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         state.write(STATE_KEY, compile_pod(pod))
         return Status.success()
@@ -244,40 +139,49 @@ class NodeAffinity:
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         req = self._required(state, pod)
+        added = self.args.required
         n = snapshot.n
-        if req.is_empty():
+        if req.is_empty() and added is None:
             return FilterResult.all_pass(n)
-        masks: dict[LabelReq, BoolArray] = {}
-
-        def label_mask(r: LabelReq) -> BoolArray:
-            m = masks.get(r)
-            if m is None:
-                column = snapshot.view((NAME, "label", r.key), lambda: LabelColumn(r.key))
-                m = masks[r] = column.mask(r)
-            return m
-
+        masks = Masks(snapshot, NAME)
         ok = np.ones(n, np.bool_)
         for r in req.selector:
-            ok &= label_mask(r)
+            ok &= masks.label(r)
         if req.terms is not None:
-            any_term = np.zeros(n, np.bool_)
-            for term in req.terms:
-                m = np.ones(n, np.bool_)
-                for r in term.labels or ():
-                    m &= label_mask(r)
-                for f in term.fields or ():
-                    m &= self._field_mask(f, snapshot)
-                any_term |= m
-            ok &= any_term
-        return FilterResult.from_mask(~ok, self._status)
+            ok &= masks.any_term(req.terms)
+        if added is None:
+            return FilterResult.from_mask(~ok, self._status)
+        enforced = masks.any_term(added)  # checked first: its reason wins
+        if not np.count_nonzero(~ok | ~enforced):
+            return FilterResult.all_pass(n)
+        which = np.where(enforced, np.where(ok, -1, 1), 0).astype(np.int32)
+        return FilterResult(which, (self._enforced, self._status))
 
-    @staticmethod
-    def _field_mask(f: FieldReq, snapshot: Snapshot) -> BoolArray:
-        if f.key == FIELD_NODE_NAME:
-            eq = np.zeros(snapshot.n, np.bool_)
-            i = snapshot.index.get(f.value)
-            if i is not None:
-                eq[i] = True
-        else:  # no such field on a node: it reads as ""
-            eq = np.full(snapshot.n, f.value == "", np.bool_)
-        return eq if f.equal else ~eq
+    # --- scoring ----------------------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
+        preferred = pod_preferred(pod)
+        state.write(SCORE_STATE_KEY, preferred)
+        if preferred.error is not None:
+            return Status.error(preferred.error, plugin=NAME)
+        return Status.success()
+
+    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+        """Every row's sum of matched weights. Without PreScore, terms that do not parse count nothing
+        (the framework has no error path out of Score)."""
+        preferred = state.get(SCORE_STATE_KEY)
+        if not isinstance(preferred, Preferred):
+            preferred = pod_preferred(pod)
+            state.write(SCORE_STATE_KEY, preferred)
+        scores = np.zeros(snapshot.n, np.int64)
+        weighted = merge_weights(self.args.preferred + preferred.terms)
+        if not weighted:
+            return scores
+        masks = Masks(snapshot, NAME)
+        for term, w in weighted.items():
+            if w:
+                scores += masks.term(term) * np.int64(w)  # (a boolean-indexed += costs several times more)
+        return scores
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:
+        default_normalize_score(scores, reverse=False)
+        return Status.success()

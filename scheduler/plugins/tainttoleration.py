@@ -1,19 +1,25 @@
-"""TaintToleration filter: every ``NoSchedule`` and ``NoExecute`` taint of a node must be tolerated by
-the pod (Kubernetes' ``tainttoleration`` Filter; ``PreferNoSchedule`` taints are ignored here, their
-scoring is not implemented). The first untolerated taint, in the node's order, names the rejection:
-``node(s) had taint {<key>: <value>}, that the pod didn't tolerate`` (the Kubernetes 1.20 wording),
-code UNSCHEDULABLE_AND_UNRESOLVABLE.
+"""TaintToleration, as kube-scheduler v1.20.2's plugin
+(docs/rules/scheduler-affinity-taint.md#tainttoleration).
+
+Filter: every ``NoSchedule`` and ``NoExecute`` taint of a node must be tolerated by the pod. The first
+untolerated taint, in the node's order, names the rejection: ``node(s) had taint {<key>: <value>}, that
+the pod didn't tolerate`` (the Kubernetes 1.20 wording), code UNSCHEDULABLE_AND_UNRESOLVABLE.
+
+Score (docs/rules/scheduler-affinity-taint.md#tainttoleration-score): the number of the node's
+``PreferNoSchedule`` taints that none of the pod's tolerations with effect ``PreferNoSchedule`` or empty
+tolerates (PreScore picks those tolerations), then ``DefaultNormalizeScore(MaxNodeScore, true)``: the
+nodes with the most such taints score 0, a node without any 100.
 
 Toleration matching is ``Toleration.ToleratesTaint``: a toleration's non-empty effect must equal the
 taint's, a non-empty key must equal the taint's; operator ``Exists`` then matches any value, ``Equal``
 (or empty) needs equal values, other operators match nothing. So ``{operator: Exists}`` without key
 tolerates every taint.
 
-Vectorised: each row's list of NoSchedule/NoExecute taints is interned as a "signature" (rows share
-signatures, and there are few distinct ones) in a snapshot view; a pod is checked once per distinct
-signature and the verdicts are spread over the rows with one numpy gather. When every signature is
-empty (no row has such a taint), every row passes without that work.
-Imports: numpy, apis.jsonfields, scheduler.framework.
+Vectorised: each row's list of NoSchedule/NoExecute taints (and, in a second view, of PreferNoSchedule
+taints) is interned as a "signature" (rows share signatures, and there are few distinct ones) in a
+snapshot view; a pod is checked once per distinct signature and the verdicts (counts) are spread over
+the rows with one numpy gather. When every signature is empty, nothing is checked.
+Imports: numpy, apis.jsonfields, scheduler.framework, scheduler.plugins.normalizescore.
 """
 
 from __future__ import annotations
@@ -26,12 +32,16 @@ import numpy.typing as npt
 
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import FilterResult, Pod
+from scheduler.framework.interfaces import FilterResult, IntArray, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
+from scheduler.plugins.normalizescore import default_normalize_score
 
 NAME: Final = "TaintToleration"
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+PREFER_NO_SCHEDULE: Final = "PreferNoSchedule"
 FILTERED_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute"})
+SCORED_EFFECTS: Final = frozenset({PREFER_NO_SCHEDULE})
 
 Taint = tuple[str, str, str]  # key, value, effect
 Signature = tuple[Taint, ...]
@@ -64,8 +74,9 @@ def pod_tolerations(pod: Pod) -> list[Mapping[str, Any]]:
     return [t for t in tols if isinstance(t, Mapping)] if isinstance(tols, list) else []
 
 
-def node_filtered_taints(node: Mapping[str, Any]) -> Signature:
-    """The node's NoSchedule/NoExecute taints, in ``spec.taints`` order."""
+def node_filtered_taints(node: Mapping[str, Any], effects: frozenset[str] = FILTERED_EFFECTS) -> Signature:
+    """The node's taints with one of ``effects`` (by default NoSchedule/NoExecute), in ``spec.taints``
+    order."""
     taints = as_mapping(node.get("spec")).get("taints")
     if not isinstance(taints, list):
         return ()
@@ -73,7 +84,7 @@ def node_filtered_taints(node: Mapping[str, Any]) -> Signature:
     for t in taints:
         if isinstance(t, Mapping):
             effect = _str(t.get("effect"))
-            if effect in FILTERED_EFFECTS:
+            if effect in effects:
                 out.append((_str(t.get("key")), _str(t.get("value")), effect))
     return tuple(out)
 
@@ -86,12 +97,28 @@ def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Mapping[str
     return None
 
 
+def prefer_no_schedule_tolerations(tolerations: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``getAllTolerationPreferNoSchedule``: the tolerations with effect PreferNoSchedule or empty."""
+    return [t for t in tolerations if _str(t.get("effect")) in ("", PREFER_NO_SCHEDULE)]
+
+
+def count_intolerable(taints: Sequence[Taint], tolerations: Sequence[Mapping[str, Any]]) -> int:
+    """``countIntolerableTaintsPreferNoSchedule``: the PreferNoSchedule taints no toleration tolerates."""
+    return sum(
+        1
+        for taint in taints
+        if taint[2] == PREFER_NO_SCHEDULE and not any(toleration_tolerates(t, taint) for t in tolerations)
+    )
+
+
 class Signatures:
-    """Row-aligned signature ids (a snapshot view): ``ids[i]`` indexes ``sigs``, the interned taint lists."""
+    """Row-aligned signature ids (a snapshot view): ``ids[i]`` indexes ``sigs``, the interned lists of
+    each row's taints with one of ``effects``."""
 
     reads_pods = False  # the Node object only
 
-    def __init__(self) -> None:
+    def __init__(self, effects: frozenset[str] = FILTERED_EFFECTS) -> None:
+        self.effects = effects
         self.ids: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self.sigs: list[Signature] = []
         self.index: dict[Signature, int] = {}
@@ -106,18 +133,20 @@ class Signatures:
     def rebuild(self, snapshot: Snapshot) -> None:
         self.sigs, self.index = [], {}
         self.ids = np.fromiter(
-            (self._intern(node_filtered_taints(info.node)) for info in snapshot.infos), np.int32, snapshot.n
+            (self._intern(node_filtered_taints(info.node, self.effects)) for info in snapshot.infos),
+            np.int32,
+            snapshot.n,
         )
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         for i in rows:
-            self.ids[i] = self._intern(node_filtered_taints(snapshot.infos[i].node))
+            self.ids[i] = self._intern(node_filtered_taints(snapshot.infos[i].node, self.effects))
         if len(self.sigs) > 64 + snapshot.n // 8:  # signatures no row uses any more piled up: drop them
             self.rebuild(snapshot)
 
 
 class TaintToleration:
-    """Filter plugin; see the module docstring."""
+    """Filter, PreScore + Score + NormalizeScore; see the module docstring."""
 
     @property
     def name(self) -> str:
@@ -141,4 +170,27 @@ class TaintToleration:
                 verdict[s] = k
         if not statuses:
             return FilterResult.all_pass(snapshot.n)
-        return FilterResult(verdict[view.ids], tuple(statuses))
+        return FilterResult(verdict.take(view.ids), tuple(statuses))
+
+    # --- scoring ----------------------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
+        state.write(PRE_SCORE_STATE_KEY, prefer_no_schedule_tolerations(pod_tolerations(pod)))
+        return Status.success()
+
+    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+        """Every row's count of intolerable PreferNoSchedule taints."""
+        view = snapshot.view((NAME, "preferNoSchedule"), lambda: Signatures(SCORED_EFFECTS))
+        if not any(view.sigs):  # no row has a PreferNoSchedule taint
+            return np.zeros(snapshot.n, np.int64)
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(tolerations, list):
+            tolerations = prefer_no_schedule_tolerations(pod_tolerations(pod))
+            state.write(PRE_SCORE_STATE_KEY, tolerations)
+        counts = np.fromiter(
+            (count_intolerable(sig, tolerations) for sig in view.sigs), np.int64, len(view.sigs)
+        )
+        return counts.take(view.ids)  # (take: several times faster than fancy indexing)
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:
+        default_normalize_score(scores, reverse=True)
+        return Status.success()

@@ -15,13 +15,14 @@ from apis.gonum import go_div
 from apis.pod import pod_requests
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import Plugin, Pod
+from scheduler.framework.interfaces import IntArray, Plugin, Pod
 from scheduler.framework.nonzero import with_default_requests
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, Status
 from scheduler.framework.units import to_values
 from scheduler.plugins import nodeaffinity, noderesources, nodeunschedulable, tainttoleration
 from scheduler.plugins.nodeaffinity import FIELD_NODE_NAME, LabelReq, RequiredAffinity, compile_pod
+from scheduler.plugins.nodeaffinity_args import NodeAffinityArgs, Preferred, pod_preferred
 from scheduler.plugins.noderesources import NodeResourcesFit, pre_filter_state
 from scheduler.plugins.resourcemath import SCORE_WEIGHTS
 
@@ -58,6 +59,19 @@ def tolerations_of(pod: Pod) -> list[Mapping[str, Any]]:
     return [t for t in _list(_map(pod.get("spec")).get("tolerations")) if isinstance(t, Mapping)]
 
 
+def default_normalize(scores: IntArray, reverse: bool) -> None:
+    """``helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores)``, one score at a time."""
+    max_count = 0
+    for s in scores.tolist():
+        max_count = max(max_count, s)
+    for k, s in enumerate(scores.tolist()):
+        if max_count == 0:
+            scores[k] = MAX_NODE_SCORE if reverse else s
+        else:
+            s = go_div(MAX_NODE_SCORE * s, max_count)
+            scores[k] = MAX_NODE_SCORE - s if reverse else s
+
+
 class NodeUnschedulableOracle:
     """A cordoned node rejects a pod not tolerating ``node.kubernetes.io/unschedulable:NoSchedule``."""
 
@@ -73,9 +87,26 @@ class NodeUnschedulableOracle:
 
 
 class TaintTolerationOracle:
-    """The node's first NoSchedule/NoExecute taint (in its order) that no toleration tolerates rejects."""
+    """The node's first NoSchedule/NoExecute taint (in its order) that no toleration tolerates rejects.
+    Score: the node's PreferNoSchedule taints that none of the pod's tolerations with effect
+    PreferNoSchedule or empty tolerates, counted; normalised reversed."""
 
     name = tainttoleration.NAME
+
+    def score(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> tuple[int, Status]:
+        tolerations = [t for t in tolerations_of(pod) if _str(t.get("effect")) in ("", "PreferNoSchedule")]
+        count = 0
+        for raw in _list(_map(snapshot.infos[i].node.get("spec")).get("taints")):
+            if not isinstance(raw, Mapping) or _str(raw.get("effect")) != "PreferNoSchedule":
+                continue
+            taint = (_str(raw.get("key")), _str(raw.get("value")), "PreferNoSchedule")
+            if not any(tolerates(t, taint) for t in tolerations):
+                count += 1
+        return count, Status.success()
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:
+        default_normalize(scores, reverse=True)
+        return Status.success()
 
     def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
         tolerations = tolerations_of(pod)
@@ -122,8 +153,36 @@ def node_matches(req: RequiredAffinity, labels: Mapping[str, str], name: str) ->
 
 
 class NodeAffinityOracle:
+    """Filter: the args' added required terms (their own reason, checked first), then the pod's
+    constraints. Score: the weights of the added and the pod's preferred terms the node matches, summed;
+    normalised by the highest; a pod whose preferred terms do not parse fails PreScore."""
+
     name = nodeaffinity.NAME
     key = "Oracle" + nodeaffinity.NAME
+
+    def __init__(self, args: NodeAffinityArgs | None = None) -> None:
+        self.args = args or NodeAffinityArgs()
+
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
+        preferred = pod_preferred(pod)
+        if preferred.error is not None:
+            return Status.error(preferred.error, plugin=self.name)
+        return Status.success()
+
+    def score(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> tuple[int, Status]:
+        preferred = pod_preferred(pod)
+        pod_terms = preferred.terms if isinstance(preferred, Preferred) and preferred.error is None else ()
+        info = snapshot.infos[i]
+        labels = nodeaffinity.node_labels(info.node)
+        total = 0
+        for term, weight in (*self.args.preferred, *pod_terms):
+            if node_matches(RequiredAffinity((), (term,)), labels, info.name):
+                total += weight
+        return total, Status.success()
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:
+        default_normalize(scores, reverse=False)
+        return Status.success()
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         state.write(self.key, compile_pod(pod))
@@ -134,7 +193,11 @@ class NodeAffinityOracle:
         if not isinstance(req, RequiredAffinity):
             req = compile_pod(pod)
         info = snapshot.infos[i]
-        if node_matches(req, nodeaffinity.node_labels(info.node), info.name):
+        labels = nodeaffinity.node_labels(info.node)
+        added = self.args.required
+        if added is not None and not node_matches(RequiredAffinity((), added), labels, info.name):
+            return Status.unresolvable(nodeaffinity.ERR_REASON_ENFORCED, plugin=self.name)
+        if node_matches(req, labels, info.name):
             return Status.success()
         return Status.unresolvable(nodeaffinity.ERR_REASON_POD, plugin=self.name)
 
@@ -224,5 +287,7 @@ _ORACLES: dict[type, Callable[[], Plugin]] = {
 
 def oracle_for(plugin: Plugin) -> Plugin | None:
     """The oracle of a production plugin, None for a plugin without one here."""
+    if isinstance(plugin, nodeaffinity.NodeAffinity):  # its oracle follows the plugin's args
+        return NodeAffinityOracle(plugin.args)
     make = _ORACLES.get(type(plugin))
     return None if make is None else make()

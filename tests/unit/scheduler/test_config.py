@@ -104,7 +104,14 @@ def test_v1_multipoint_expansion_order_and_weights() -> None:
         "NodeResourcesFit", "NodeUnschedulable", "NodeAffinity", "LoadAwareScheduling",
     ]  # fmt: skip
     weights = {x.name: w for x, w in zip(fw.scores, fw.weights, strict=True)}
-    assert weights == {"NodeResourcesFit": 7, "LoadAwareScheduling": 4}  # the score point's weight wins
+    # the score point's weight wins; TaintToleration (disabled at filter only) and NodeAffinity score with
+    # v1's multiPoint weights
+    assert weights == {
+        "NodeResourcesFit": 7,
+        "LoadAwareScheduling": 4,
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+    }
 
 
 def test_disable_all_then_enable() -> None:
