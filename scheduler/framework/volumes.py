@@ -45,13 +45,15 @@ def resource_version(obj: Obj) -> int:
 
 
 class VolumeObjects:
-    """The store; see the module docstring. `version` grows on every change a reader could see."""
+    """The store; see the module docstring. `version` grows on every change a reader could see, and
+    `kind_versions[kind]` on every change of that kind."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[str, dict[str, Obj]] = {k: {} for k in KINDS}
         self._assumed: dict[str, dict[str, Obj]] = {k: {} for k in _ASSUMABLE}
         self.version = 0
+        self.kind_versions: dict[str, int] = dict.fromkeys(KINDS, 0)  # per kind, for caches of one kind
 
     def _check(self, kind: str) -> None:
         if kind not in self._objects:
@@ -72,6 +74,7 @@ class VolumeObjects:
             ):
                 del assumed[key]
             self.version += 1
+            self.kind_versions[kind] += 1
 
     def on_update(self, kind: str, old: Obj, new: Obj) -> None:
         self.on_add(kind, new)
@@ -85,6 +88,7 @@ class VolumeObjects:
             if assumed is not None:
                 assumed.pop(key, None)
             self.version += 1
+            self.kind_versions[kind] += 1
 
     # --- assumptions --------------------------------------------------------------------------------
     def assume(self, kind: str, obj: Obj) -> None:
@@ -105,12 +109,14 @@ class VolumeObjects:
                 )
             self._assumed[kind][key] = obj
             self.version += 1
+            self.kind_versions[kind] += 1
 
     def restore(self, kind: str, key: str) -> None:
         """Reverts an assumption: the informer's version is visible again."""
         with self._lock:
             if self._assumed.get(kind, {}).pop(key, None) is not None:
                 self.version += 1
+                self.kind_versions[kind] += 1
 
     def is_assumed(self, kind: str, key: str) -> bool:
         with self._lock:
@@ -141,6 +147,12 @@ class VolumeObjects:
 
     def csi_node(self, node_name: str) -> Obj | None:
         return self.get(CSI_NODE, node_name)
+
+    def objects(self, kind: str) -> dict[str, Obj]:
+        """Every visible object of a kind by key (a copy of the index)."""
+        self._check(kind)
+        with self._lock:
+            return {**self._objects[kind], **self._assumed.get(kind, {})}
 
     def pvs(self) -> list[Obj]:
         """Every visible PV, in name order."""

@@ -5,13 +5,14 @@ Imports: apis.jsonfields, scheduler.framework.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from apis.jsonfields import as_mapping
 from scheduler.framework.snapshot import Snapshot
 
 Obj = Mapping[str, Any]
+T = TypeVar("T")
 
 
 def as_list(value: Any) -> list[Any]:
@@ -53,12 +54,25 @@ class PodVolumesView:
     def __init__(self) -> None:
         self.rows: list[list[tuple[str, Obj]]] = []
         self.with_volumes: set[int] = set()
+        # per row, what plugins derived from its volumes: tag -> (the store's versions it read, value)
+        self.derived: list[dict[Hashable, tuple[Hashable, Any]]] = []
+
+    def derive(self, i: int, tag: Hashable, token: Hashable, make: Callable[[], T]) -> T:
+        """`make()` for row i, kept until the row's pods change or `token` (the versions of the store
+        objects `make` reads) does."""
+        found = self.derived[i].get(tag)
+        if found is not None and found[0] == token:
+            return cast(T, found[1])
+        value = make()
+        self.derived[i][tag] = (token, value)
+        return value
 
     def _row(self, snapshot: Snapshot, i: int) -> None:
         vols = [
             (pod_namespace(p.pod), v) for p in snapshot.infos[i].pods.values() for v in pod_volumes(p.pod)
         ]
         self.rows[i] = vols
+        self.derived[i] = {}
         if vols:
             self.with_volumes.add(i)
         else:
@@ -66,6 +80,7 @@ class PodVolumesView:
 
     def rebuild(self, snapshot: Snapshot) -> None:
         self.rows = [[] for _ in range(snapshot.n)]
+        self.derived = [{} for _ in range(snapshot.n)]
         self.with_volumes = set()
         for i in range(snapshot.n):
             self._row(snapshot, i)

@@ -16,16 +16,18 @@ Imports: hashlib, numpy, scheduler.framework, scheduler.plugins.volume.common.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
-from scheduler.framework.volumes import VolumeObjects, pvc_class
+from scheduler.framework.volumes import CSI_NODE, PV, PVC, STORAGE_CLASS, VolumeObjects, pvc_class
 from scheduler.plugins.volume.common import as_list, claim_name, pod_namespace, pod_volumes, pod_volumes_view
 
 NAME: Final = "NodeVolumeLimits"
@@ -115,6 +117,54 @@ def node_volume_limits(
     return limits
 
 
+class _LimitsView:
+    """Per row the node's volume limits (allocatable ``attachable-volumes-*`` overridden by its CSINode),
+    and per limit key asked for so far one array over the rows (-1: no limit). Rows are re-derived
+    when their Node object changes, everything when a CSINode changes."""
+
+    reads_pods = False
+
+    def __init__(self, volumes: VolumeObjects) -> None:
+        self.volumes = volumes
+        self.csi_version = -1
+        self.rows: list[dict[str, int]] = []
+        self.has_limits = np.zeros(0, np.bool_)
+        self.arrays: dict[str, npt.NDArray[np.int64]] = {}
+
+    def _row(self, snapshot: Snapshot, i: int, csi_nodes: Mapping[str, Any]) -> None:
+        info = snapshot.infos[i]
+        self.rows[i] = node_volume_limits(info.node, info.allocatable, csi_nodes.get(info.name))
+        self.has_limits[i] = bool(self.rows[i])
+        for key, arr in self.arrays.items():
+            arr[i] = self.rows[i].get(key, -1)
+
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self.csi_version = self.volumes.kind_versions[CSI_NODE]
+        csi_nodes = self.volumes.objects(CSI_NODE)
+        self.rows = [{} for _ in range(snapshot.n)]
+        self.has_limits = np.zeros(snapshot.n, np.bool_)
+        self.arrays = {}
+        for i in range(snapshot.n):
+            self._row(snapshot, i, csi_nodes)
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        csi_nodes = self.volumes.objects(CSI_NODE)
+        for i in rows:
+            self._row(snapshot, i, csi_nodes)
+
+    def current(self, snapshot: Snapshot) -> _LimitsView:
+        if self.csi_version != self.volumes.kind_versions[CSI_NODE]:
+            self.rebuild(snapshot)
+        return self
+
+    def array(self, key: str) -> npt.NDArray[np.int64]:
+        arr = self.arrays.get(key)
+        if arr is None:
+            arr = np.fromiter((r.get(key, -1) for r in self.rows), np.int64, len(self.rows))
+            self.arrays[key] = arr
+        return arr
+
+
 class NodeVolumeLimits:
     """Filter plugin; see the module docstring."""
 
@@ -127,6 +177,15 @@ class NodeVolumeLimits:
     def name(self) -> str:
         return NAME
 
+    def _attached(self, pairs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, str] | None:
+        """The unique CSI volumes of a row's pods; None when one has a claim without a name."""
+        out: dict[str, str] = {}
+        try:
+            csi_volumes(self.volumes, pairs, out)
+        except NoClaimNameError:
+            return None
+        return out
+
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         if not pod_volumes(pod):
             return FilterResult.all_pass(snapshot.n)
@@ -138,25 +197,23 @@ class NodeVolumeLimits:
         if not new:
             return FilterResult.all_pass(snapshot.n)
         keys = sorted(set(new.values()))
-        limits = np.full((len(keys), snapshot.n), -1, np.int64)  # -1: no limit for that key
-        has_limits = np.zeros(snapshot.n, np.bool_)
-        for i, info in enumerate(snapshot.infos):
-            node_limits = node_volume_limits(info.node, info.allocatable, self.volumes.csi_node(info.name))
-            has_limits[i] = bool(node_limits)
-            for j, k in enumerate(keys):
-                limits[j, i] = node_limits.get(k, -1)
+        view = snapshot.view((NAME, "limits", id(self.volumes)), lambda: _LimitsView(self.volumes)).current(
+            snapshot
+        )
+        limits = np.stack([view.array(k) for k in keys])  # -1: no limit for that key
+        has_limits = view.has_limits
         new_count = np.array([sum(1 for v in new.values() if v == k) for k in keys], np.int64)
         attached = np.zeros((len(keys), snapshot.n), np.int64)
         extra = np.broadcast_to(new_count[:, None], attached.shape).copy()
         which = np.full(snapshot.n, -1, np.int32)
-        view = pod_volumes_view(snapshot)
-        for i in view.with_volumes:
+        pods = pod_volumes_view(snapshot)
+        versions = self.volumes.kind_versions
+        token = (versions[PV], versions[PVC], versions[STORAGE_CLASS])
+        for i in pods.with_volumes:
             if not has_limits[i]:
                 continue
-            existing: dict[str, str] = {}
-            try:
-                csi_volumes(self.volumes, view.rows[i], existing)
-            except NoClaimNameError:
+            existing = pods.derive(i, NAME, token, partial(self._attached, pods.rows[i]))
+            if existing is None:
                 which[i] = 1
                 continue
             for unique, key in existing.items():

@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
@@ -28,7 +29,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
-from scheduler.framework.volumes import VolumeObjects
+from scheduler.framework.volumes import PV, PVC, STORAGE_CLASS, VolumeObjects
 from scheduler.plugins.volume.common import (
     claim_name,
     labels_of,
@@ -159,6 +160,15 @@ class InTreeVolumeLimits:
             return found
         return self.env_limit if self.env_limit > 0 else default_limit(self.kind, info.node)
 
+    def _existing(self, pairs: list[tuple[str, Mapping[str, Any]]]) -> frozenset[str] | None:
+        """The unique volumes of the kind of a row's pods; None when one has a claim without a name."""
+        out: set[str] = set()
+        try:
+            filter_volumes(self.kind, self.volumes, pairs, out)
+        except NoClaimNameError:
+            return None
+        return frozenset(out)
+
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         if not pod_volumes(pod):
             return FilterResult.all_pass(snapshot.n)
@@ -173,11 +183,11 @@ class InTreeVolumeLimits:
         total = np.full(snapshot.n, len(new), np.int64)
         which = np.full(snapshot.n, -1, np.int32)
         view = pod_volumes_view(snapshot)
+        versions = self.volumes.kind_versions
+        token = (versions[PV], versions[PVC], versions[STORAGE_CLASS])
         for i in view.with_volumes:
-            existing: set[str] = set()
-            try:
-                filter_volumes(self.kind, self.volumes, view.rows[i], existing)
-            except NoClaimNameError:
+            existing = view.derive(i, self.kind.name, token, partial(self._existing, view.rows[i]))
+            if existing is None:
                 which[i] = 1
                 continue
             total[i] = len(existing | new)

@@ -52,3 +52,18 @@ def test_pvc_class_beta_annotation_wins() -> None:
     assert pvc_class(c) == "spec"
     c["metadata"]["annotations"] = {"volume.beta.kubernetes.io/storage-class": "beta"}
     assert pvc_class(c) == "beta"
+
+
+def test_versions_grow_per_kind() -> None:
+    s = VolumeObjects()
+    before = dict(s.kind_versions)
+    s.on_add(PV, pv("a"))
+    s.on_update(PV, pv("a"), pv("a", rv="2"))
+    s.assume(PV, pv("a", rv="2", claimRef={"name": "c"}))
+    s.restore(PV, "a")
+    s.on_delete(PV, pv("a"))
+    assert s.kind_versions[PV] == before[PV] + 5
+    assert s.kind_versions[PVC] == before[PVC] and s.version == 5
+    s.on_add(CSI_NODE, csi_node("n", {}))
+    assert s.kind_versions[CSI_NODE] == before[CSI_NODE] + 1
+    assert list(s.objects(CSI_NODE)) == ["n"]

@@ -9,7 +9,7 @@ import pytest
 
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.framework.volumes import VolumeObjects
+from scheduler.framework.volumes import CSI_NODE, PV, PVC, VolumeObjects
 from scheduler.plugins.volume.limits import NodeVolumeLimits, csi_attach_limit_key
 from scheduler.plugins.volume.limits_intree import AzureDiskLimits, CinderLimits, EBSLimits, GCEPDLimits
 from scheduler.plugins.volume.restrictions import VolumeRestrictions
@@ -323,3 +323,27 @@ def test_in_tree_claims_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert statuses(plugin, vpod(volumes=[claim("c-dyn")]), snap) == [OK]
     monkeypatch.setenv("KUBE_MAX_PD_VOLS", "-1")
     assert EBSLimits(s).env_limit == -1
+
+
+def test_limits_follow_store_changes_between_cycles() -> None:
+    """What the plugins keep per row is re-read when PVs, claims or CSINodes change."""
+    s = _csi_store()
+    snap = Snapshot.build([make_node("n-2")], [vpod("e1", node="n-2", volumes=[claim("c0"), claim("c1")])])
+    plugin, pod = NodeVolumeLimits(s), vpod(volumes=[claim("c2")])
+    assert statuses(plugin, pod, snap) == [_max("NodeVolumeLimits")]
+    s.on_update(PV, pv("pv0"), pv("pv0", rv="2", csi={"driver": "other.csi", "volumeHandle": "h0"}))
+    assert statuses(plugin, pod, snap) == [OK]  # one attached volume of the driver left
+    s.on_update(CSI_NODE, csi_node("n-2", {}), csi_node("n-2", {"ebs.csi": 1}))
+    assert statuses(plugin, pod, snap) == [_max("NodeVolumeLimits")]
+    ebs = EBSLimits(s)
+    s.on_add(PV, pv("pv-e", awsElasticBlockStore={"volumeID": "e"}))
+    snap2 = Snapshot.build(
+        [make_node("n", allocatable={"attachable-volumes-aws-ebs": "1"})],
+        [vpod("e", node="n", volumes=[claim("c-intree")])],
+    )
+    new = vpod(volumes=[{"name": "x", "awsElasticBlockStore": {"volumeID": "y"}}])
+    assert statuses(ebs, new, snap2) == [_max("EBSLimits")]
+    s.on_update(PVC, pvc("c-intree"), pvc("c-intree", rv="2", volume="pv-e"))
+    assert statuses(ebs, new, snap2) == [_max("EBSLimits")]
+    s.on_delete(PVC, pvc("c-intree"))
+    assert statuses(ebs, new, snap2) == [OK]
