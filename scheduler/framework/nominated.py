@@ -101,13 +101,27 @@ def remove_pod(framework: Framework, state: CycleState, pod: Pod, removed: PodIn
             raise ExtensionError(st.with_plugin(p.name))
 
 
+def pre_filter_state(framework: Framework, pod: Pod, snapshot: Snapshot, now: float) -> CycleState | Status:
+    """A new cycle state holding only what the profile's PreFilter plugins write for `pod` (what kube's
+    preemption gets). The cycle's own state may also hold what Filter plugins cached for the rows of
+    `snapshot`, which a one-row snapshot must not read. A failing PreFilter's status is returned."""
+    state = CycleState(now)
+    for p in framework.pre_filters:
+        st = p.pre_filter(state, pod, snapshot)
+        if not st.is_success() and not st.is_skip():
+            return st.with_plugin(p.name)
+    return state
+
+
 def filters_on_node(
     framework: Framework, state: CycleState, pod: Pod, info: NodeInfo, resources: Iterable[str]
 ) -> Status:
     """The status the profile's filters give `info` alone: success, or the first rejecting plugin's
-    (an ERROR status included). `resources`: the cluster snapshot's resource columns."""
+    (an ERROR status included). `state` holds PreFilter's data (`pre_filter_state`); the filters run
+    on a clone, so what they cache for this one row does not outlive the call. `resources`: the
+    cluster snapshot's resource columns."""
     one = Snapshot([info], resources)
-    feasible, rejections = framework.filter_all(state, pod, one)
+    feasible, rejections = framework.filter_all(state.clone(), pod, one)
     if len(feasible):
         return Status.success()
     return rejections.statuses[int(rejections.which[0])]
@@ -215,14 +229,25 @@ def filter_with_nominated(
     """`Framework.filter_all`'s result corrected for nominated pods. `feasible` and `rejections` are the
     filters' result on the snapshot (kube's second pass, without nominated pods); each node with a
     relevant nominated pod is evaluated once more with them added (the first pass), and when that
-    fails its status is the first pass's. Cost: one one-row evaluation per such node."""
+    fails its status is the first pass's. `state` is the cycle's: it gives the clock, and PreFilter
+    runs once more on a new state (`pre_filter_state`) only when some node has a relevant nominated
+    pod. Cost: then one one-row evaluation per such node."""
     rows: list[tuple[int, Status]] = []
+    base: CycleState | None = None
     for node in nominated.nodes():
         i = snapshot.index.get(node)
         if i is None:
             continue
+        pods = nominated.for_node(node)
+        if not _relevant(pod, pods):
+            continue
+        if base is None:
+            found = pre_filter_state(framework, pod, snapshot, state.now)
+            if isinstance(found, Status):  # the cycle's PreFilter passed: only an unstable plugin
+                return feasible, rejections
+            base = found
         try:
-            added = with_nominated(framework, state, pod, snapshot.infos[i], nominated.for_node(node))
+            added = with_nominated(framework, base, pod, snapshot.infos[i], pods)
         except ExtensionError as e:
             rows.append((i, Status.error(e.status.message(), plugin=e.status.plugin)))
             continue

@@ -22,7 +22,7 @@ from typing import Any, Final, Self
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Pod
-from scheduler.framework.nominated import NominatedPods, priority
+from scheduler.framework.nominated import NominatedPods, pre_filter_state, priority
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
@@ -95,7 +95,10 @@ class DefaultPreemption:
             return Status.unschedulable(plugin=NAME)
         if snapshot.n == 0:
             return Status.error("no nodes available to schedule pods", plugin=NAME)
-        candidates = self.find_candidates(fw, state, pod, snapshot, statuses)
+        base = pre_filter_state(fw, pod, snapshot, state.now)
+        if isinstance(base, Status):
+            return Status.error(f"running PreFilter again: {base.message()}", plugin=NAME)
+        candidates = self.find_candidates(fw, base, pod, snapshot, statuses)
         if candidates is None:
             state.write(RESULT_KEY, PreemptionResult(None, clear_preemptor=True))
             return Status.unschedulable(plugin=NAME)
@@ -111,7 +114,7 @@ class DefaultPreemption:
         self, fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, statuses: Mapping[str, Status]
     ) -> list[Candidate] | None:
         """kube's ``FindCandidates``: None when preemption can help on no node, else the dry run's
-        candidates (non-violating first)."""
+        candidates (non-violating first). `state` holds PreFilter's data only (`pre_filter_state`)."""
         rows = potential_rows(snapshot, statuses)
         if not rows:
             return None

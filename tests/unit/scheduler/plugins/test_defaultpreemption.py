@@ -434,3 +434,15 @@ def test_args_validation(args: Obj, message: str) -> None:
     with pytest.raises(ValueError, match=None) as e:
         DefaultPreemptionArgs.from_args(args)
     assert message in str(e.value)
+
+
+def test_framework_schedule_reports_the_nominated_node() -> None:
+    fw, _ = profile(rng=Offsets(0))
+    snap = Snapshot.build([node("node1"), node("node2")], [
+        pod("v1", node="node1", priority=MID, req=VERY_LARGE),
+        pod("v2", node="node2", priority=LOW, req=VERY_LARGE),
+    ])  # fmt: skip
+    p = pod("p", priority=HIGH, req=LARGE)
+    result = fw.schedule(cycle(fw, p, snap), p, snap)
+    assert result.node is None and result.nominated == "node2"  # the lower victim priority wins
+    assert result.status.message() == "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory."

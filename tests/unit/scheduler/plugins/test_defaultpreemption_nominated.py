@@ -192,3 +192,33 @@ def test_nominated_pods_add_update_delete() -> None:
     n.update(pod("c", nominated="node1"), pod("c"))  # cleared through the API: dropped
     n.delete(pod("a"))
     assert n.nodes() == [] and len(n) == 0
+
+
+class _RowCache:
+    """A Filter that caches its verdict for every row of the snapshot in the cycle state, as
+    LoadAwareScheduling does: rejects nodes labelled ``bad``."""
+
+    name = "RowCache"
+
+    def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
+        found = state.get("RowCache")
+        if not isinstance(found, np.ndarray):
+            found = np.array([n["metadata"].get("labels", {}).get("bad") == "1" for n in snapshot.nodes])
+            state.write("RowCache", found)
+        return FilterResult.from_mask(found, Status.unschedulable("bad node", plugin=self.name))
+
+
+def test_filter_caches_of_the_cycle_are_not_read_on_one_node() -> None:
+    fw, _ = profile(extra=[_RowCache()])
+    nodes = [node("node1", labels={"bad": "1"}), node("node2")]
+    snap = Snapshot.build(nodes, [pod("v", node="node2", priority=LOW, req=VERY_LARGE)])
+    p = pod("p", priority=HIGH, req=LARGE)
+    result = fw.schedule(cycle(fw, p, snap), p, snap)  # the cache holds two rows: node1 bad
+    assert result.nominated == "node2"
+    nominated = NominatedPods()
+    nominated.add(pod("n", priority=HIGH, req=SMALL, nominated="node2"))
+    empty = Snapshot.build(nodes, [])
+    state = cycle(fw, p, empty)
+    feasible, rejections = fw.filter_all(state, p, empty)
+    feasible, rejections = filter_with_nominated(fw, state, p, empty, feasible, rejections, nominated)
+    assert feasible.tolist() == [1] and rejections.as_dict()["node1"].reasons == ("bad node",)
