@@ -111,7 +111,7 @@ REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable, "NodeUnschedulable"),
     "NodeName": _no_args(NodeName, "NodeName"),
     "NodePorts": _no_args(NodePorts, "NodePorts"),
-    "NodeAffinity": _no_args(NodeAffinity, "NodeAffinity"),
+    "NodeAffinity": _with_args(NodeAffinity, "NodeAffinity"),
     "TaintToleration": _no_args(TaintToleration, "TaintToleration"),
     "NodeResourcesFit": _with_args(NodeResourcesFit, "NodeResourcesFit"),
     "NodeResourcesBalancedAllocation": _no_args(

@@ -6,7 +6,7 @@ UNSCHEDULABLE_AND_UNRESOLVABLE, ``node(s) didn't match scheduler-enforced node a
 ``spec.nodeSelector`` label (key present, value equal) and, if the pod has
 ``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``, matches at least one of its
 ``nodeSelectorTerms`` (an invalid term matches nothing). Otherwise: UNSCHEDULABLE_AND_UNRESOLVABLE,
-``node(s) didn't match Pod's node affinity/selector``.
+``node(s) didn't match Pod's node affinity`` (kube-scheduler 1.20's wording; 1.21+ added ``/selector``).
 
 Score (docs/rules/scheduler-affinity-taint.md#nodeaffinity-score): the sum of the weights of the
 preferred terms (the args' added ones, then the pod's) the node matches, then
@@ -61,7 +61,7 @@ from scheduler.plugins.normalizescore import default_normalize_score
 __all__ = ["FIELD_NODE_NAME", "LabelColumn", "LabelReq", "NodeAffinity", "RequiredAffinity", "compile_pod"]
 
 NAME: Final = "NodeAffinity"
-ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_POD: Final = "node(s) didn't match Pod's node affinity"
 ERR_REASON_ENFORCED: Final = "node(s) didn't match scheduler-enforced node affinity"
 STATE_KEY: Final = "PreFilter" + NAME
 SCORE_STATE_KEY: Final = "PreScore" + NAME

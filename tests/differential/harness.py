@@ -61,11 +61,7 @@ SYNC_LABEL = "koord.sh/differential-sync"
 # Known koord differences, each a reason string koord writes → the one kube-scheduler 1.20.2 writes,
 # applied to koord's FitError messages before they are compared (and counted in Report.known). Deleting
 # an entry turns its check back on.
-KNOWN_REASONS: dict[str, str] = {
-    # NodeAffinity: koord writes the reason of kube >= 1.21; 1.20.2's nodeaffinity.ErrReasonPod is
-    # "node(s) didn't match Pod's node affinity" (seed 1, pod d1-p2: 4 nodes fail NodeAffinity).
-    "node(s) didn't match Pod's node affinity/selector": "node(s) didn't match Pod's node affinity",
-}
+KNOWN_REASONS: dict[str, str] = {}
 
 
 def known(message: str) -> str:

@@ -95,7 +95,7 @@ def test_unschedulable_pod_is_reported_then_scheduled(
         assert wait_for(reported)
         cond = next(c for c in core.read_namespaced_pod_status("picky", namespace).status.conditions
                     if c.type == "PodScheduled")  # fmt: skip
-        assert "node(s) didn't match Pod's node affinity/selector" in cond.message
+        assert "node(s) didn't match Pod's node affinity" in cond.message
         assert wait_for(lambda: any(
             e.reason == "FailedScheduling" and e.involved_object.name == "picky"
             for e in core.list_namespaced_event(namespace).items

@@ -37,6 +37,11 @@ def test_args_reach_the_plugin_and_bad_args_name_the_field() -> None:
     [bad] = parse_config(_args("LoadAwareScheduling", {"usageThresholds": {"cpu": 120}}), KNOWN).profiles
     with pytest.raises(ConfigError, match=r"LoadAwareScheduling\.args: .*usageThresholds.*120"):
         build_framework(bad)
-    [extra] = parse_config(_args("NodeAffinity", {"x": 1}), KNOWN).profiles
-    with pytest.raises(ConfigError, match="NodeAffinity takes no arguments"):
+    [extra] = parse_config(_args("TaintToleration", {"x": 1}), KNOWN).profiles
+    with pytest.raises(ConfigError, match="TaintToleration takes no arguments"):
         build_framework(extra)
+    bogus = {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Bogus"}]}]}}  # fmt: skip
+    [bad_affinity] = parse_config(_args("NodeAffinity", {"addedAffinity": bogus}), KNOWN).profiles
+    with pytest.raises(ConfigError, match=r"NodeAffinity\.args: addedAffinity\..*'Bogus'"):
+        build_framework(bad_affinity)

@@ -32,7 +32,7 @@ from ._support import (
 OK = Status.success()
 REJECT = Status(
     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-    ("node(s) didn't match Pod's node affinity/selector",),
+    ("node(s) didn't match Pod's node affinity",),
     "NodeAffinity",
 )
 

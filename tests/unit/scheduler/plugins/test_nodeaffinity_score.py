@@ -40,7 +40,7 @@ ENFORCED = Status(
 )
 POD = Status(
     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-    ("node(s) didn't match Pod's node affinity/selector",),
+    ("node(s) didn't match Pod's node affinity",),
     "NodeAffinity",
 )
 OK = Status.success()
