@@ -1,28 +1,22 @@
 """koord-scheduler against the real kube-scheduler v1.20.2, side by side on ONE API server
 (docs/testing.md#scheduler-vs-kube-benchmark).
 
-Each scheduler runs as its own process with its full default profile (koord's includes
-LoadAwareScheduling, so every node has a NodeMetric, refreshed just before each koord run: the plugin
-filters out metrics older than 180 s); kube's is `koord.localcluster.kubescheduler.KubeScheduler`
-(`percentageOfNodesToScore: 100`, as koord scores every feasible node; client qps/burst 500/1000, koord's
-defaults; `--v=0`). Both get identical generous nodes (32 cpu, 128Gi, 110 pods); each gets its own pods
-(schedulerName `koord-scheduler` or `kube-scheduler`) in its own namespace, one scheduler after the other;
-between runs the scheduler is stopped, its pods are deleted and the driver waits until no bench pod is
-left in the API. Pods carry a nodeSelector on the bench's node label, so nodes of anyone else sharing the
-API server are never candidates.
+Both run as processes with their full default profiles (koord's includes LoadAwareScheduling: every node
+has a NodeMetric, refreshed just before each koord run, as the plugin filters out metrics older than
+180 s; kube's is koord.localcluster.kubescheduler's, `percentageOfNodesToScore: 100` as koord scores every
+feasible node, client qps/burst 500/1000 as koord's, `--v=0`) on identical generous nodes, each with its
+own pods (schedulerName `koord-scheduler` / `kube-scheduler`) in its own namespace, one after the other;
+between runs the scheduler stops, its pods are deleted and the driver waits until none is left in the
+API. Pods select the bench's node label, so nodes of others sharing the API server are never candidates.
+`backlog`: pods created first, the clock runs from the scheduler's spawn to the last bind. `streamed`:
+the ready scheduler gets pods at `--rate`/s (the achieved `create_rate` is recorded), the clock runs from
+the first create to the last bind. Binds are followed by a raw-JSON watch. Per run: pods/s, CPU ms per pod
+(the process's utime+stime over the run / pods), peak RSS (VmHWM); a run past `--timeout` is `timed_out`.
 
-Modes: `backlog` — all pods created (a thread pool, before the clock), then the scheduler starts; the
-clock runs from its spawn until every pod is bound. `streamed` — the scheduler is started and ready, then
-pods are created at `--rate` per second (or as fast as the driver manages: the run records the achieved
-`create_rate`); the clock runs from the first create until every pod is bound. Bound pods are followed
-through a watch (raw JSON, no model deserialising). Per run: pods/s, CPU ms per pod (the scheduler
-process's utime+stime over the run, including start-up in backlog mode, divided by the pods), peak RSS
-(VmHWM). A run not done within `--timeout` is recorded `timed_out` with what it bound.
-
-Prints one JSON object: nodes, pods, koord_/kube_pods_per_s, koord_/kube_cpu_ms_per_pod,
-koord_/kube_rss_mib, same_outcome (medians over the runs of the largest node count in backlog mode, else
-the first mode), loadavg_1m (the machine's load when the bench began), runs (every run: nodes, mode,
-scheduler, pods_per_s, cpu_ms_per_pod, rss_mib, bound, unschedulable, seconds, timed_out, create_rate).
+Prints one JSON object: nodes, pods, koord_/kube_ pods_per_s, cpu_ms_per_pod, rss_mib and same_outcome
+(medians at the largest node count in backlog mode, else the first mode), loadavg_1m, runs (each: nodes,
+mode, scheduler, pods_per_s, cpu_ms_per_pod, rss_mib, bound, unschedulable, seconds, timed_out,
+streamed: create_rate).
 Usage: nice -n 10 python bench/scheduler_vs_kube.py [--nodes 1000,5000] [--pods 5000] [--runs 3]
        [--modes backlog,streamed] [--rate 1000] [--timeout 600]
 Imports: kubernetes, psutil, apis, koord.localcluster.
@@ -165,10 +159,8 @@ class Bench:
 
     # --- one run ---------------------------------------------------------------------------------
     def run(self, scheduler: str, mode: str, pods: int) -> Run:
-        ns, log_dir = (
-            self.ns[scheduler],
-            self.workdir / f"{scheduler}-{mode}-{self.nodes}-{uuid.uuid4().hex[:4]}",
-        )
+        ns = self.ns[scheduler]
+        log_dir = self.workdir / f"{scheduler}-{mode}-{self.nodes}-{uuid.uuid4().hex[:4]}"
         log_dir.mkdir(parents=True)
         if mode == "backlog":
             _parallel(lambda k: self.create_pod(scheduler, k), range(pods))
