@@ -4,9 +4,12 @@ PreFilter: the pod's effective requests (``apis.pod.pod_requests``: containers s
 and sidecars maxed in, overhead added) in snapshot units (cpu milli, others ``Value()``), kept as the
 list of checked resources.
 
-Filter (current Kubernetes ``fitsRequest``, code UNSCHEDULABLE, all reasons in one Status):
+Filter (kube-scheduler 1.20's ``fitsRequest``, code UNSCHEDULABLE, all reasons in one Status):
 ``Too many pods`` when ``pod_count + 1 > allocatable pods`` (a node without ``pods`` allocatable allows
-none); then ``Insufficient <resource>`` for each resource the pod requests a non-zero amount of with
+none); then, unless the pod requests nothing at all (no cpu, memory or ephemeral-storage, no scalar
+resource named), ``Insufficient <resource>`` for cpu, memory and ephemeral-storage — whatever the pod
+requests of each, so a node already over-requested there rejects it, as 1.20 does (later versions check
+only what the pod requests) — and for each scalar resource the pod names, with
 ``request > allocatable - requested`` (a resource the node lacks has allocatable 0). Checked resources
 are those Kubernetes' ``Resource.Add`` keeps: cpu, memory, ephemeral-storage and scalar resources
 (``hugepages-*``, ``attachable-volumes-*``, ``*kubernetes.io/*`` such as ``kubernetes.io/batch-cpu``,
@@ -61,12 +64,14 @@ NAME: Final = "NodeResourcesFit"
 PRE_FILTER_KEY: Final = "PreFilter" + NAME
 PRE_SCORE_KEY: Final = "PreScore" + NAME
 REASON_TOO_MANY_PODS: Final = "Too many pods"
+BASE_CHECKED: Final = ("cpu", "memory", "ephemeral-storage")
 _checked_memo: dict[Hashable, tuple[tuple[tuple[str, int], ...], dict[str, int]]] = {}  # by resources_key
 
 
 @dataclass(frozen=True, slots=True)
 class PreFilterState:
-    """The checked resources the pod requests a non-zero amount of (reason order) and all its requests."""
+    """The resources the Filter checks, with the pod's request of each (reason order), and all its
+    requests."""
 
     checked: tuple[tuple[str, int], ...]
     requests: dict[str, int]
@@ -78,10 +83,13 @@ def pre_filter_state(pod: Pod) -> PreFilterState:
     hit = _checked_memo.get(key) if key is not None else None
     if hit is None:
         requests = to_values(pod_requests(pod))
-        found = sorted(
-            ((r, v) for r, v in requests.items() if v > 0 and is_checked_resource(r)),
-            key=lambda x: reason_order(x[0]),
-        )
+        scalars = [(r, v) for r, v in requests.items() if r not in BASE_CHECKED and is_checked_resource(r)]
+        if scalars or any(requests.get(r, 0) for r in BASE_CHECKED):
+            found = sorted(
+                [*((r, requests.get(r, 0)) for r in BASE_CHECKED), *scalars], key=lambda x: reason_order(x[0])
+            )
+        else:  # a pod that requests nothing is never short of anything
+            found = []
         hit = (tuple(found), requests)
         if key is not None:
             if len(_checked_memo) >= MEMO_LIMIT:
@@ -142,7 +150,8 @@ class NodeResourcesFit:
         for r, v in s.checked:
             j = col.get(r)
             reasons.append(f"Insufficient {r}")
-            masks.append(np.ones(n, np.bool_) if j is None else alloc[j] - requested[j] < v)
+            # A resource no node has: allocatable and requested 0 everywhere.
+            masks.append(np.full(n, v > 0, np.bool_) if j is None else alloc[j] - requested[j] < v)
         failed = masks[0].copy()
         for m in masks[1:]:
             failed |= m

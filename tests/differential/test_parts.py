@@ -78,8 +78,9 @@ def test_generator_is_seeded_and_generates_only_the_families_asked() -> None:
     case = generate(7)
     assert case.families == ENABLED
     assert len(case.pending) == 12 and case.nodes
-    assert not case.extra
-    for pod in [*case.bound, *case.pending]:
+    only = generate(7, frozenset({"resources", "taints"}))
+    assert not only.extra
+    for pod in [*only.bound, *only.pending]:
         spec = pod["spec"]
         assert "topologySpreadConstraints" not in spec and "priorityClassName" not in spec
         assert not any(c.get("ports") for c in spec["containers"])
@@ -114,14 +115,15 @@ def test_every_family_has_a_generator() -> None:
     assert any(s.get("priorityClassName") for s in specs)
     assert any(t["effect"] == "PreferNoSchedule" for n in case.nodes for t in n["spec"]["taints"])
     assert set(SCORED) <= set(FAMILIES)
-    assert scored_plugins(ENABLED) == {
+    assert scored_plugins(frozenset({"resources", "taints"})) == {
         "NodeResourcesLeastAllocated": ("NodeResourcesLeastAllocated", "NodeResourcesFit")
     }
+    assert {"InterPodAffinity", "PodTopologySpread", "TaintToleration"} <= set(scored_plugins(ENABLED))
 
 
 def test_without_overcommit_bound_pods_fit_their_nodes() -> None:
     for seed in range(20):
-        case = generate(seed)
+        case = generate(seed, ENABLED - {"overcommit"})
         nodes = {n["metadata"]["name"]: n for n in case.nodes}
         for i, pod in enumerate(case.bound):
             before = [p for p in case.bound[:i] if p["spec"]["nodeName"] == pod["spec"]["nodeName"]]

@@ -21,14 +21,14 @@ from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.units import to_values
 from scheduler.plugins import balancedallocation, noderesources
-from scheduler.plugins.noderesources import NodeResourcesFit, pre_filter_state
+from scheduler.plugins.noderesources import NodeResourcesFit
 from scheduler.plugins.noderesources_allocated import (
     NodeResourcesLeastAllocated,
     NodeResourcesMostAllocated,
     RequestedToCapacityRatio,
 )
 from scheduler.plugins.noderesources_args import FitArgs, Strategy
-from tests.oracles.plugins import i64, least_requested, nonzero_requests
+from tests.oracles.plugins import fits_request_checks, i64, least_requested, nonzero_requests
 
 
 # --- which resources ------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ class FitOracle(AllocationScoreOracle):
 
     def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
         try:
-            checked = pre_filter_state(pod).checked
+            checked = fits_request_checks(pod)
         except QuantityError as e:
             return Status.error(str(e), plugin=self.name)
         info = snapshot.infos[i]

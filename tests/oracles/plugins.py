@@ -23,8 +23,8 @@ from scheduler.framework.units import to_values
 from scheduler.plugins import nodeaffinity, noderesources, nodeunschedulable, tainttoleration
 from scheduler.plugins.nodeaffinity import FIELD_NODE_NAME, LabelReq, RequiredAffinity, compile_pod
 from scheduler.plugins.nodeaffinity_args import NodeAffinityArgs, Preferred, pod_preferred
-from scheduler.plugins.noderesources import NodeResourcesFit, pre_filter_state
-from scheduler.plugins.resourcemath import SCORE_WEIGHTS
+from scheduler.plugins.noderesources import NodeResourcesFit
+from scheduler.plugins.resourcemath import SCORE_WEIGHTS, is_checked_resource
 
 Taint = tuple[str, str, str]  # key, value, effect
 
@@ -225,13 +225,25 @@ def least_requested(requested: int, capacity: int) -> int:
     return go_div(i64((capacity - requested) * MAX_NODE_SCORE), capacity)
 
 
+def fits_request_checks(pod: Pod) -> list[tuple[str, int]]:
+    """What kube-scheduler 1.20's ``fitsRequest`` compares, in its order: nothing for a pod that requests
+    nothing; else cpu, memory and ephemeral-storage (whatever the pod asks of each, zero included), then
+    every scalar resource the pod names, by name."""
+    requests = to_values(pod_requests(pod))
+    base = ("cpu", "memory", "ephemeral-storage")
+    scalars = sorted((r, v) for r, v in requests.items() if r not in base and is_checked_resource(r))
+    if not scalars and not any(requests.get(r, 0) for r in base):
+        return []
+    return [*((r, requests.get(r, 0)) for r in base), *scalars]
+
+
 class NodeResourcesFitOracle:
     name = noderesources.NAME
     key = "Oracle" + noderesources.NAME
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
         try:
-            checked = pre_filter_state(pod).checked
+            checked = fits_request_checks(pod)
         except QuantityError as e:
             return Status.error(str(e), plugin=self.name)
         state.write(self.key, (checked, nonzero_requests(pod)))
@@ -246,7 +258,7 @@ class NodeResourcesFitOracle:
 
     def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
         """``Too many pods`` when one more pod exceeds allocatable pods, then ``Insufficient <r>`` for each
-        checked resource the pod requests more of than allocatable - requested."""
+        resource fitsRequest checks whose request exceeds allocatable - requested."""
         found = self._pod(state, pod, snapshot)
         if isinstance(found, Status):
             return found

@@ -64,9 +64,12 @@ BATCH_MEM = "kubernetes.io/batch-memory"
         (node(), [], [{"cpu": "3"}, {"cpu": "1500m"}], unfit("Insufficient cpu")),  # containers summed
         (node(), [{"cpu": "3"}], [{"cpu": "1"}], OK),
         (node(), [{"cpu": "3"}], [{"cpu": "1001m"}], unfit("Insufficient cpu")),
-        # an overcommitted resource the pod does not request is not checked
-        (node(), [{"cpu": "6"}], [{"memory": "1Gi"}], OK),
-        (node(), [{"cpu": "6"}], [{"cpu": "0", "memory": "1Gi"}], OK),
+        # kube-scheduler 1.20: cpu, memory and ephemeral-storage are checked for any pod that requests
+        # something, so a node already over-requested in cpu rejects a pod that asks for memory only
+        (node(), [{"cpu": "6"}], [{"memory": "1Gi"}], unfit("Insufficient cpu")),
+        (node(), [{"cpu": "6"}], [{"cpu": "0", "memory": "1Gi"}], unfit("Insufficient cpu")),
+        (node(), [{"cpu": "6"}], [None], OK),  # ... but a pod that requests nothing is not checked
+        (node(), [{"memory": "9Gi"}], [{"example.com/gpu": "0"}], unfit("Insufficient memory")),
         (node(pods="1"), [None], [None], unfit("Too many pods")),
         (node(pods="1"), [None], [{"cpu": "5"}], unfit("Too many pods", "Insufficient cpu")),
         (node(pods="2"), [None], [None], OK),
