@@ -28,6 +28,7 @@ from apis.nodemetric import NodeMetric
 from apis.pod import is_terminated
 from kube.events import EventRecorder
 from kube.informer import Informer
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, NodeMetricEventHandler, Pod, PodEventHandler
 from scheduler.framework.listers import (
     REPLICA_SET,
@@ -36,8 +37,10 @@ from scheduler.framework.listers import (
     STATEFUL_SET,
     ClusterObjects,
 )
+from scheduler.framework.runtime import ScheduleResult
 from scheduler.framework.status import Status
 from scheduler.metricsource import FreshestMerger
+from scheduler.plugins.defaultpreemption import PreemptionAPI, PreemptionResult, apply_preemption
 from scheduler.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -127,10 +130,10 @@ class UnschedulableReporter:
     def __init__(self, api: Any, profiles: str | Collection[str], workers: int = 4) -> None:
         self.core = client.CoreV1Api(api)
         self.events = ProfileRecorders(api, [profiles] if isinstance(profiles, str) else profiles)
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unschedulable")
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unschedulable")
 
     def __call__(self, pod: Pod, status: Status) -> None:
-        self._pool.submit(self._report, pod, status.message())
+        self.pool.submit(self._report, pod, status.message())
 
     def _report(self, pod: Pod, message: str) -> None:
         meta = pod["metadata"]
@@ -148,7 +151,51 @@ class UnschedulableReporter:
         self.events.for_pod(pod).event(ref, "Warning", "FailedScheduling", message)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self.pool.shutdown(wait=True)
+
+
+class Preemptor:
+    """Carries out the preemption a cycle decided (docs/rules/scheduler-preemption.md#effects): the
+    nominations change at once, under the scheduler's lock (the next cycles count the pod on its node),
+    and the API calls — victims deleted, nominations cleared and set, `Preempted` Events — run off the
+    scheduling thread, on `pool` (the unschedulable reporter's). When a victim cannot be deleted the
+    pod's nomination is withdrawn again. `wait=True` runs them inline (simulations)."""
+
+    def __init__(self, sched: Scheduler, api: PreemptionAPI, pool: ThreadPoolExecutor | None = None) -> None:
+        self.s, self.api, self.pool = sched, api, pool
+        self.nominated: dict[str, str | None] = {}  # last outcome per pod key (tests, simulations)
+
+    def __call__(self, pod: Pod, state: CycleState, result: ScheduleResult) -> None:
+        res = PreemptionResult.of(state)
+        if res is None:
+            return
+        nominated = self.s.nominated
+        if res.node is None:
+            nominated.delete(pod)
+        else:
+            for p in res.clear_nominated:
+                nominated.delete(p)
+            nominated.add(pod, res.node)
+        if self.pool is None:
+            self._apply(pod, res)
+        else:
+            self.pool.submit(self._apply, pod, res)
+
+    def _apply(self, pod: Pod, res: PreemptionResult) -> None:
+        try:
+            node = apply_preemption(self.api, pod, res)
+        except Exception as e:  # a connection error, say: the pod is retried, not nominated
+            log.warning("preemption for %s: %s: %s", _pod_name(pod), type(e).__name__, e)
+            node = None
+        self.nominated[_pod_name(pod)] = node
+        if res.node is not None and node is None:
+            with self.s.lock:
+                self.s.nominated.delete(pod)
+
+
+def _pod_name(pod: Pod) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _assigned(pod: Pod) -> bool:
@@ -159,14 +206,46 @@ def _uid(pod: Pod) -> object:
     return (pod.get("metadata") or {}).get("uid")
 
 
+class PDBStore:
+    """The cluster's PodDisruptionBudgets (policy/v1beta1, what a 1.20 API server serves), as JSON
+    objects by namespace/name, for DefaultPreemption (docs/rules/scheduler-preemption.md#pdb)."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, KubeObject] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(obj: KubeObject) -> str:
+        meta = obj.get("metadata") or {}
+        return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+    def upsert(self, *objs: KubeObject) -> None:
+        with self._lock:
+            self._by_key[self._key(objs[-1])] = objs[-1]
+
+    def delete(self, obj: KubeObject) -> None:
+        with self._lock:
+            self._by_key.pop(self._key(obj), None)
+
+    def list(self) -> list[KubeObject]:
+        with self._lock:
+            return list(self._by_key.values())
+
+
 class EventRouter:
     """Informer handlers: keeps the scheduler's queue, cache and plugins in step with the cluster."""
 
     def __init__(
-        self, sched: Scheduler, scheduler_name: str | Collection[str], objects: ClusterObjects | None = None
+        self,
+        sched: Scheduler,
+        scheduler_name: str | Collection[str],
+        objects: ClusterObjects | None = None,
+        pdbs: PDBStore | None = None,
     ) -> None:
-        """`scheduler_name`: the profiles' names; pending pods naming one of them are queued."""
+        """`scheduler_name`: the profiles' names; pending pods naming one of them are queued. `pdbs`
+        (when given) is kept by an informer of PodDisruptionBudgets."""
         self.s = sched
+        self.pdbs = pdbs
         self.names = frozenset({scheduler_name} if isinstance(scheduler_name, str) else scheduler_name)
         self.objects = objects
         plugins = [p for fw in sched.frameworks.values() for p in fw.plugins]
@@ -191,6 +270,8 @@ class EventRouter:
                 for p in self._pod_hooks:
                     p.on_pod_add(pod)
         elif self._ours(pod):
+            with self.s.lock:
+                self.s.nominated.add(pod)
             self.s.queue.add(pod)
 
     def pod_update(self, old: Pod, new: Pod) -> None:
@@ -198,12 +279,17 @@ class EventRouter:
             if not _assigned(old):
                 self.s.queue.delete(old)  # bound: it leaves the queue and enters the cache
             with self.s.lock:
+                self.s.nominated.delete(old)
                 self.s.cache.update_pod(old, new)
                 for p in self._pod_hooks:
                     p.on_pod_update(old, new)
         elif self._ours(new):
+            with self.s.lock:
+                self.s.nominated.update(old, new)
             self.s.queue.update(old, new)
         else:
+            with self.s.lock:
+                self.s.nominated.delete(old)
             self.s.queue.delete(old)
 
     def pod_delete(self, pod: Pod) -> None:
@@ -219,6 +305,8 @@ class EventRouter:
                     p.on_pod_delete(pod)
             self.s.on_event(ClusterEvent("Pod", "Delete"))
         if not _assigned(pod):
+            with self.s.lock:
+                self.s.nominated.delete(pod)
             self.s.queue.delete(pod)
 
     # --- nodes ------------------------------------------------------------------------------------------
@@ -288,6 +376,14 @@ class EventRouter:
                 watched.append(
                     Informer(lister, resync_seconds=resync_seconds, name=kind.lower() + "s", **handlers)
                 )
+        if self.pdbs is not None:
+            pdbs = self.pdbs
+            watched.append(
+                Informer(custom.list_cluster_custom_object,
+                         kwargs={"group": "policy", "version": "v1beta1", "plural": "poddisruptionbudgets"},
+                         resync_seconds=resync_seconds, on_add=pdbs.upsert, on_update=pdbs.upsert,
+                         on_delete=pdbs.delete, name="poddisruptionbudgets")
+            )  # fmt: skip
         return [
             *watched,
             Informer(core.list_node, resync_seconds=resync_seconds, on_add=self.node_add,

@@ -40,16 +40,20 @@ from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, Profile, SchedulerConfig, load_config
 from scheduler.framework.interfaces import Pod
 from scheduler.framework.listers import ClusterObjects
+from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.status import Status
 from scheduler.gateway import (
     APIBinder,
     EventRouter,
+    PDBStore,
+    Preemptor,
     ScheduledReporter,
     UnschedulableReporter,
     start_informers,
 )
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
+from scheduler.plugins.defaultpreemption.api import KubePreemptionAPI
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, Handle, build_framework
 from scheduler.scheduler import Binder, Scheduler, freeze_heap
@@ -97,7 +101,10 @@ class SchedulerService:
         self.objects = ClusterObjects()
         # Ties between equal top scores are drawn at random, as kube-scheduler does
         # (docs/architecture.md#ties-between-nodes); the generator is seeded from the OS.
-        handle = Handle(objects=self.objects)
+        # PodDisruptionBudgets and nominated pods, for DefaultPreemption and every Filter
+        # (docs/rules/scheduler-preemption.md#nominated-pods).
+        self.pdbs = PDBStore()
+        handle = Handle(objects=self.objects, pdbs=self.pdbs.list, nominated=NominatedPods())
         frameworks = {
             p.scheduler_name: build_framework(
                 p, handle, observer=self.metrics.observe_plugin, rng=random.Random()
@@ -119,7 +126,9 @@ class SchedulerService:
             on_unschedulable=self.reporter,
             on_decision=self.metrics.on_decision,
         )
-        self.router = EventRouter(self.scheduler, names, self.objects)
+        # Victims are deleted off the scheduling thread, on the unschedulable reporter's pool.
+        self.scheduler.on_post_filter = Preemptor(self.scheduler, KubePreemptionAPI(api), self.reporter.pool)
+        self.router = EventRouter(self.scheduler, names, self.objects, self.pdbs)
         self.hub: HubWatcher | None = None
         if hub_addr:
             self.hub = HubWatcher(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +28,10 @@ from scheduler.framework.interfaces import (
     ScorePlugin,
 )
 from scheduler.framework.listers import ClusterObjects
+from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.balancedallocation import NodeResourcesBalancedAllocation
+from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.loadaware.args import ArgsError
@@ -53,11 +55,16 @@ from scheduler.profiledefaults import POINTS
 
 @dataclass(frozen=True)
 class Handle:
-    """What a plugin may get from the scheduler at construction: the clock, and the cluster's Services
-    and workload controllers (kept by the scheduler's informers)."""
+    """What a plugin may get from the scheduler at construction: the clock, the cluster's Services
+    and workload controllers and PodDisruptionBudgets (kept by the scheduler's informers), the
+    scheduler's nominated pods, and the generator preemption samples nodes with (None: seeded from
+    the OS)."""
 
     clock: Callable[[], float] = field(default=time.time)
     objects: ClusterObjects = field(default_factory=ClusterObjects)
+    pdbs: Callable[[], Iterable[Mapping[str, Any]]] = field(default=lambda: ())
+    nominated: NominatedPods = field(default_factory=NominatedPods)
+    rng: random.Random | None = None
 
 
 Factory = Callable[[Mapping[str, Any], Handle], Plugin]
@@ -107,6 +114,16 @@ def _selector_spread(args: Mapping[str, Any], handle: Handle) -> Plugin:
     return SelectorSpread(handle.objects)
 
 
+def _preemption(args: Mapping[str, Any], handle: Handle) -> Plugin:
+    """Attached to its framework by `build_framework` (it runs the profile's filters)."""
+    try:
+        return DefaultPreemption.from_args(
+            args, rng=handle.rng or random.Random(), pdbs=handle.pdbs, nominated=handle.nominated
+        )
+    except ValueError as e:
+        raise ConfigError(f"pluginConfig DefaultPreemption.args: {e}") from None
+
+
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable, "NodeUnschedulable"),
     "NodeName": _no_args(NodeName, "NodeName"),
@@ -126,6 +143,7 @@ REGISTRY: dict[str, Factory] = {
     "PodTopologySpread": _spread,
     "SelectorSpread": _selector_spread,
     "LoadAwareScheduling": _load_aware,
+    "DefaultPreemption": _preemption,
 }
 KNOWN = frozenset(REGISTRY)
 
@@ -200,7 +218,8 @@ def build_framework(
     observer: Callable[[str, str, float], None] | None = None,
     rng: random.Random | None = None,
 ) -> Framework:
-    """The profile's Framework; `rng` draws among equal top scores (None: first in name order)."""
+    """The profile's Framework; `rng` draws among equal top scores (None: first in name order). Its
+    Filters count the handle's nominated pods (docs/rules/scheduler-preemption.md#nominated-pods)."""
     h = handle or Handle()
     plugins: dict[str, Plugin] = {}
     for name in profile.plugins:
@@ -209,4 +228,8 @@ def build_framework(
             raise ConfigError(f"profile {profile.scheduler_name!r}: plugin {name!r} is not registered")
         plugins[name] = factory(profile.args.get(name, {}), h)
     points, weights = profile_points(profile, plugins)
-    return Framework(list(plugins.values()), weights, observer, rng, points)
+    fw = Framework(list(plugins.values()), weights, observer, rng, points, nominated=h.nominated)
+    for plugin in plugins.values():
+        if isinstance(plugin, DefaultPreemption):
+            plugin.attach(fw)
+    return fw

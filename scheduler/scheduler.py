@@ -26,6 +26,7 @@ from apis.waits import clamp_seconds
 from scheduler.cache import SchedulerCache
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, Pod
+from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.runtime import Framework, ScheduleResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
@@ -87,7 +88,10 @@ class Scheduler:
         bind_workers: int = 16,
         on_unschedulable: Callable[[Pod, Status], None] | None = None,
         on_decision: Callable[[Decision], None] | None = None,
+        on_post_filter: Callable[[Pod, CycleState, ScheduleResult], None] | None = None,
     ) -> None:
+        """`on_post_filter(pod, state, result)` hears of every unschedulable result under the lock
+        (the gateway carries out a preemption the cycle state holds)."""
         self.frameworks: dict[str, Framework] = (
             {"": framework} if isinstance(framework, Framework) else dict(framework)
         )
@@ -102,6 +106,12 @@ class Scheduler:
         self.snapshot = next(iter(self._snapshots.values()))
         self.on_unschedulable = on_unschedulable
         self.on_decision = on_decision
+        self.on_post_filter = on_post_filter
+        # The pods nominated to nodes, shared with the profiles' Filters
+        # (docs/rules/scheduler-preemption.md#nominated-pods): kept by the event router, and by this
+        # loop when a pod is assumed.
+        found = self.framework.nominated
+        self.nominated = found if found is not None else NominatedPods()
         # Plugin state is touched by cycles (this thread), bind failures (bind threads) and informer
         # events (their threads): one lock serialises them. Held for a cycle, never during a bind call.
         self.lock = threading.RLock()
@@ -156,10 +166,13 @@ class Scheduler:
                         fw.unreserve(state, assumed, node)
                         taken = Status.error(str(e))
                     else:
+                        self.nominated.delete(pod)
                         st, permit_timeout = fw.permit(state, assumed, node)
                         if st.is_rejected() or st.code == Code.ERROR:
                             self.cache.forget_pod(assumed)
                             fw.unreserve(state, assumed, node)
+            elif self.on_post_filter is not None and result.status.code != Code.ERROR:
+                self.on_post_filter(pod, state, result)
         if taken is not None:
             # Not unschedulable (no condition, no Event on a bound pod), nothing to bind: an error, which
             # the queue ignores when the pod left it meanwhile (the informer saw it bound).

@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +48,9 @@ from scheduler.framework.interfaces import (
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
+
+if TYPE_CHECKING:  # nominated.py builds on this module
+    from scheduler.framework.nominated import NominatedPods
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,12 +117,16 @@ class Framework:
         observer: Callable[[str, str, float], None] | None = None,
         rng: random.Random | None = None,
         points: Mapping[str, Sequence[str]] | None = None,
+        nominated: NominatedPods | None = None,
     ) -> None:
         """`observer(plugin, extension_point, seconds)` receives every Filter and Score call's duration;
         `rng` draws among equal top scores (None: the first in name order). `points` names the plugins
         of each extension point in order (a profile's lists); without it, or for a point it does not
-        list, every plugin implementing the point runs there, in `plugins` order."""
+        list, every plugin implementing the point runs there, in `plugins` order. `nominated`: the
+        scheduler's nominated pods, which every node's Filter counts
+        (docs/rules/scheduler-preemption.md#nominated-pods)."""
         self.plugins = list(plugins)
+        self.nominated = nominated
         self.observer = observer
         self.rng = rng
         names = [p.name for p in self.plugins]
@@ -245,6 +252,12 @@ class Framework:
         if not st.is_success():
             return ScheduleResult(None, st, evaluated=n)
         feasible, rejections = self.filter_all(state, pod, snapshot)
+        if self.nominated:  # only nodes holding a nominated pod are evaluated again
+            from scheduler.framework.nominated import filter_with_nominated  # (it imports this module)
+
+            feasible, rejections = filter_with_nominated(
+                self, state, pod, snapshot, feasible, rejections, self.nominated
+            )
         error = rejections.first_error()
         if error is not None:
             return ScheduleResult(None, error, evaluated=n, rejections=rejections)

@@ -13,6 +13,7 @@ scheduler.plugins.loadaware.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Final
 
@@ -73,8 +74,13 @@ class LoadAwareScheduling:
             *(Status.unschedulable(REASON_AGGREGATED.format(x), plugin=NAME) for x in self.resources),
         )
         assert len(self.statuses) == 1 + 2 * r
-        self._synced: LoadRows | None = None  # the view that consumed the assign cache's dirty set
-        self._synced_snapshot: Snapshot | None = None  # and its snapshot
+        # Each snapshot's view and the nodes changed since it was last read: the assign cache's dirty
+        # set is handed to every live view, so evaluating a one-row snapshot (preemption, nominated
+        # pods) never makes the cluster snapshot's view rebuild its rows
+        # (docs/rules/scheduler-preemption.md#filters-on-one-node).
+        self._views: weakref.WeakKeyDictionary[Snapshot, tuple[LoadRows, set[str]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @property
     def name(self) -> str:
@@ -119,11 +125,15 @@ class LoadAwareScheduling:
         return Status.success()
 
     def rows(self, snapshot: Snapshot) -> LoadRows:
-        """The snapshot's view, up to date with the caches: a view that did not consume the assign
-        cache's dirty nodes so far is rebuilt once (a different snapshot, e.g. in tests)."""
+        """The snapshot's view, up to date with the caches: built once per snapshot, then refreshed by
+        the nodes whose metric or assigned pods changed since that snapshot's last read."""
         dirty = self.assign.dirty
-        view = self._synced
-        if view is None or snapshot is not self._synced_snapshot:
+        if dirty:
+            for _, pending in self._views.values():
+                pending |= dirty
+            dirty.clear()
+        entry = self._views.get(snapshot)
+        if entry is None:
             made: list[LoadRows] = []
 
             def make() -> LoadRows:
@@ -133,10 +143,12 @@ class LoadAwareScheduling:
             view = snapshot.view(self, make)  # (a snapshot never replaces a registered view)
             if not made:
                 view.rebuild(snapshot)
-            self._synced, self._synced_snapshot = view, snapshot
-        elif dirty:
-            view.refresh_names(snapshot, dirty)
-        dirty.clear()
+            self._views[snapshot] = (view, set())
+            return view
+        view, pending = entry
+        if pending:
+            view.refresh_names(snapshot, pending)
+            pending.clear()
         return view
 
     # --- Filter / Score ---------------------------------------------------------------------------
@@ -144,8 +156,8 @@ class LoadAwareScheduling:
         """Filter's codes (row 0, before the expiry rule) and Score's scores (row 1, before the
         freshness rule) of every row, once per cycle: both depend on the same estimate (read-only)."""
         found = state.get(RESULTS_KEY)
-        if isinstance(found, np.ndarray):
-            return found
+        if isinstance(found, tuple) and found[0] is snapshot:  # computed on this snapshot's rows
+            return found[1]  # type: ignore[no-any-return]
         incoming = self.incoming(state, pod)
         est, prod = incoming.estimate, incoming.prod
 
@@ -153,7 +165,7 @@ class LoadAwareScheduling:
             return rules.filter_codes(b, est, prod), rules.scores(b, self.args, self.weights, est, prod)
 
         out: npt.NDArray[Any] = _per_block(self.rows(snapshot), (est, prod), est, rule)
-        state.write(RESULTS_KEY, out)
+        state.write(RESULTS_KEY, (snapshot, out))
         return out
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
