@@ -54,6 +54,7 @@ class VolumeObjects:
         self._assumed: dict[str, dict[str, Obj]] = {k: {} for k in _ASSUMABLE}
         self.version = 0
         self.kind_versions: dict[str, int] = dict.fromkeys(KINDS, 0)  # per kind, for caches of one kind
+        self._by_class: tuple[int, dict[str, list[Obj]]] | None = None  # PVs by class at a PV version
 
     def _check(self, kind: str) -> None:
         if kind not in self._objects:
@@ -163,7 +164,14 @@ class VolumeObjects:
     def pvs_of_class(self, class_name: str) -> list[Obj]:
         """The visible PVs of a storage class (``spec.storageClassName``, or the beta annotation), the
         candidates kube's binder matches a claim of that class against (PVCache.ListPVs)."""
-        return [pv for pv in self.pvs() if pv_class(pv) == class_name]
+        version = self.kind_versions[PV]
+        cached = self._by_class
+        if cached is None or cached[0] != version:
+            by_class: dict[str, list[Obj]] = {}
+            for pv in self.pvs():
+                by_class.setdefault(pv_class(pv), []).append(pv)
+            cached = self._by_class = (version, by_class)
+        return list(cached[1].get(class_name, ()))
 
 
 BETA_STORAGE_CLASS_ANNOTATION: Final = "volume.beta.kubernetes.io/storage-class"

@@ -217,6 +217,8 @@ class VolumeBindingOracle:
 
     def __init__(self, volumes: VolumeObjects) -> None:
         self.volumes = volumes
+        # per node that passed: the PVs chosen (by claim, in claim order) and the claims to provision
+        self.chosen: dict[str, tuple[list[tuple[str, str]], list[str]]] = {}
 
     def _claims(self, pod: Pod) -> list[Mapping[str, Any]] | Status:
         out = []
@@ -279,6 +281,7 @@ class VolumeBindingOracle:
         )
         provision: list[Mapping[str, Any]] = []
         find: list[Mapping[str, Any]] = []
+        static: list[tuple[str, str]] = []
         for c in to_bind:
             ann = _map(_map(c.get("metadata")).get("annotations"))
             if "volume.kubernetes.io/selected-node" in ann:
@@ -306,6 +309,7 @@ class VolumeBindingOracle:
                     unbound_ok = False
                 else:
                     chosen.add(found.name)
+                    static.append((found.name, str(_map(c.get("metadata")).get("name"))))
             if provision:
                 unbound_ok = True
                 for c in provision:
@@ -334,4 +338,5 @@ class VolumeBindingOracle:
             reasons.append("pvc(s) bound to non-existent pv(s)")
         if reasons:
             return Status.unresolvable(*reasons, plugin=self.name)
+        self.chosen[info.name] = (static, [str(_map(c.get("metadata")).get("name")) for c in provision])
         return Status.success()

@@ -5,9 +5,10 @@ StorageClass' allowedTopologies allow there), Reserve assumes the chosen binding
 PreBind writes them through a VolumeBinderAPI and waits until the claims are bound, Unreserve reverts.
 No Score.
 
-Filter is vectorised in form (`filter_all`): a pod without claims passes every row at once; otherwise
-the per-pod work (claims, their PVs, the candidate PVs of each class with their node affinity parsed)
-is done once in PreFilter and each row costs the checks against its labels only.
+Filter is vectorised (`filter_all`, scheduler.plugins.volume.binding_filter): a pod without claims
+passes every row at once; otherwise PreFilter does the per-pod work once (claims, their PVs, each
+delayed claim's candidate PVs after the checks that do not depend on the node, PV parses kept across
+cycles) and Filter turns node affinity and allowedTopologies into row sets and masks.
 Imports: the standard library, numpy, apis.jsonfields, apis.labelselector, scheduler.framework,
 scheduler.plugins.volume.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from apis.jsonfields import as_mapping
 from apis.labelselector import LabelSelector, LabelSelectorError
@@ -37,15 +39,14 @@ from scheduler.plugins.volume.binding_bind import (
     bind_volume_to_claim,
     claim_key,
 )
-from scheduler.plugins.volume.common import claim_name, labels_of, not_found, pod_namespace, pod_volumes
+from scheduler.plugins.volume.binding_filter import best_candidates, terms_mask, terms_rows, topology_terms
+from scheduler.plugins.volume.common import claim_name, not_found, pod_namespace, pod_volumes
 from scheduler.plugins.volume.matching import (
     CompiledPV,
+    claim_candidates,
     claim_selector,
     compile_topologies,
-    find_matching_volume,
     storage_of,
-    terms_match,
-    topologies_match,
 )
 
 NAME: Final = "VolumeBinding"
@@ -85,6 +86,8 @@ class _Claim:
     selected_node: str | None
     selector: LabelSelector | None = None
     selector_error: str = ""
+    bound_pv: CompiledPV | None = None  # a PV already bound to the claim: it alone decides
+    candidates: list[CompiledPV] = field(default_factory=list)  # smallest first
 
 
 @dataclass
@@ -97,6 +100,11 @@ class BindingState:
     candidates: dict[str, list[CompiledPV]] = field(default_factory=dict)
     by_node: dict[str, PodVolumes] = field(default_factory=dict)
     all_bound: bool = False
+    # Filter's outcome, from which Reserve builds the chosen node's PodVolumes
+    row_of: Mapping[str, int] = field(default_factory=dict)
+    passed: npt.NDArray[np.bool_] | None = None
+    best: list[tuple[Mapping[str, Any], npt.NDArray[np.int64]]] = field(default_factory=list)
+    pv_by_id: list[CompiledPV] = field(default_factory=list)
 
     def __copy__(self) -> BindingState:
         return self
@@ -133,6 +141,7 @@ class VolumeBinding:
         self.volumes = volumes
         self.api = api
         self.settings = BindSettings(bind_timeout, poll_interval, complete_claims)
+        self._pv_cache: dict[str, CompiledPV] = {}
 
     @classmethod
     def from_args(
@@ -199,11 +208,25 @@ class VolumeBinding:
         # byPVCSize: smallest request first (a stable sort; Go's insertion sort is stable for few claims)
         s.to_bind.sort(key=lambda c: storage_of(c.pvc, "requests").as_fraction())
         for c in s.to_bind:
-            if c.selected_node is None:
+            if c.selected_node is None and not c.selector_error:
                 cls = pvc_class(c.pvc)
                 if cls not in s.candidates:
-                    s.candidates[cls] = [CompiledPV(pv) for pv in self.volumes.pvs_of_class(cls)]
+                    s.candidates[cls] = self._compiled(cls)
+                c.bound_pv, c.candidates = claim_candidates(c.pvc, s.candidates[cls], c.selector)
         return s
+
+    def _compiled(self, cls: str) -> list[CompiledPV]:
+        """The class' PVs parsed, reusing the parse of every PV object seen before."""
+        out = []
+        for pv in self.volumes.pvs_of_class(cls):
+            name = str(as_mapping(pv.get("metadata")).get("name") or "")
+            c = self._pv_cache.get(name)
+            if c is None or c.pv is not pv:
+                c = self._pv_cache[name] = CompiledPV(pv)
+            out.append(c)
+        if len(self._pv_cache) > 2 * len(self.volumes.objects(PV)) + 64:  # PVs gone: drop their parses
+            self._pv_cache.clear()
+        return out
 
     @staticmethod
     def _claim(pvc: Mapping[str, Any]) -> _Claim:
@@ -227,85 +250,118 @@ class VolumeBinding:
             state.write(STATE_KEY, s)
         if s.skip:
             return FilterResult.all_pass(snapshot.n)
-        which = np.full(snapshot.n, -1, np.int32)
-        statuses: dict[Status, int] = {}
-        for i, info in enumerate(snapshot.infos):
-            st = self._filter_node(s, info.name, labels_of(info.node))
-            if st is not None:
-                which[i] = statuses.setdefault(st, len(statuses))
-        return FilterResult(which, tuple(statuses)) if statuses else FilterResult.all_pass(snapshot.n)
+        return self._filter_rows(s, snapshot)
 
-    def _filter_node(self, s: BindingState, node: str, labels: Mapping[str, str]) -> Status | None:
-        """FindPodVolumes on one node: None when it fits (its PodVolumes kept), else its status."""
-        pv_ok, bound_ok, unbound_ok = True, True, True
-        volumes = PodVolumes()
+    def _filter_rows(self, s: BindingState, snapshot: Snapshot) -> FilterResult:
+        """FindPodVolumes on every row, as masks (docs/rules/scheduler-volumes.md#volumebinding)."""
+        n = snapshot.n
+        errors: dict[Status, int] = {}
+        error = np.full(n, -1, np.int32)
+        bound_fail, pv_missing, und = np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.ones(n, np.bool_)
         for _, pv in s.bound:
             if pv is None:
-                pv_ok = False
+                pv_missing |= und
                 break
-            if not terms_match(pv.terms, labels):
-                bound_ok = False
-                break
-        if s.to_bind:
-            try:
-                unbound_ok = self._find_unbound(s, node, labels, volumes)
-            except _CycleError as e:
-                return Status.error(str(e), plugin=NAME)
-        reasons = [
-            r
-            for r, ok in (
-                (ERR_REASON_NODE_CONFLICT, bound_ok),
-                (ERR_REASON_BIND_CONFLICT, unbound_ok),
-                (ERR_REASON_PV_NOT_EXIST, pv_ok),
-            )
-            if not ok
-        ]
-        if reasons:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reasons), NAME)
-        s.by_node[node] = volumes
-        return None
-
-    def _find_unbound(self, s: BindingState, node: str, labels: Mapping[str, str], out: PodVolumes) -> bool:
-        to_provision: list[Mapping[str, Any]] = []
-        to_match: list[_Claim] = []
+            m = terms_mask(snapshot, pv.terms)
+            bound_fail |= und & ~m
+            und &= m
+        active = np.ones(n, np.bool_)  # rows still fitting the delayed claims
         for c in s.to_bind:
             if c.selected_node is not None:
-                if c.selected_node != node:
-                    return False
-                to_provision.append(c.pvc)
-            else:
-                to_match.append(c)
-        chosen: set[str] = set()
-        for c in to_match:
-            if c.selector_error:
-                raise _CycleError(c.selector_error)
-            found = find_matching_volume(c.pvc, s.candidates[pvc_class(c.pvc)], labels, chosen, c.selector)
-            if found is None:
-                to_provision.append(c.pvc)
+                keep = np.zeros(n, np.bool_)
+                if (row := snapshot.index.get(c.selected_node)) is not None:
+                    keep[row] = True
+                active &= keep
+        unbound_fail = ~active
+        to_match = [c for c in s.to_bind if c.selected_node is None]
+        first_error = next((c.selector_error for c in to_match if c.selector_error), "")
+        s.best, s.pv_by_id = [], []
+        if first_error:
+            error[active] = errors.setdefault(Status.error(first_error, plugin=NAME), len(errors))
+            active[:] = False
+        taken: list[npt.NDArray[np.int64]] = []
+        in_list: list[tuple[_Claim, npt.NDArray[np.bool_]]] = [
+            (c, active) for c in s.to_bind if c.selected_node
+        ]
+        for c in to_match if not first_error else []:
+            cands = [c.bound_pv] if c.bound_pv is not None else c.candidates
+            ids = list(range(len(s.pv_by_id), len(s.pv_by_id) + len(cands)))
+            s.pv_by_id.extend(cands)
+            best = best_candidates(snapshot, [terms_rows(snapshot, p.terms) for p in cands], taken, ids)
+            chosen = np.where(best >= 0, np.asarray(ids, np.int64)[np.maximum(best, 0)] if ids else -1, -1)
+            taken.append(chosen)
+            s.best.append((c.pvc, chosen))
+            in_list.append((c, active & (chosen < 0)))
+        prov = active.copy()  # rows whose provisioning checks have not failed yet
+        for c, listed in in_list:
+            here = prov & listed
+            if not here.any():
                 continue
-            chosen.add(found.name)
-            out.static_bindings.append((found.pv, c.pvc))
-        for pvc in to_provision:  # checkVolumeProvisions
-            cls = pvc_class(pvc)
-            if not cls:
-                raise _CycleError(f'no class for claim "{claim_key(pvc)}"')
-            sc = self.volumes.storage_class(cls)
+            cls = pvc_class(c.pvc)
+            sc = self.volumes.storage_class(cls) if cls else None
             if sc is None:
-                raise _CycleError(f'failed to find storage class "{cls}"')
-            provisioner = str(sc.get("provisioner") or "")
-            if provisioner in ("", NOT_SUPPORTED_PROVISIONER):
-                return False
-            if not _topologies_match(sc, labels):
-                return False
-            out.dynamic_provisions.append(pvc)
-        return True
+                msg = (
+                    f'no class for claim "{claim_key(c.pvc)}"'
+                    if not cls
+                    else f'failed to find storage class "{cls}"'
+                )
+                error[here] = errors.setdefault(Status.error(msg, plugin=NAME), len(errors))
+                prov &= ~here
+                continue
+            if str(sc.get("provisioner") or "") in ("", NOT_SUPPORTED_PROVISIONER):
+                fail = here
+            else:
+                fail = here & ~terms_mask(snapshot, topology_terms(compile_topologies(sc)))
+            unbound_fail |= fail
+            prov &= ~fail
+        s.row_of = snapshot.index
+        code = bound_fail.astype(np.int32) + 2 * unbound_fail + 4 * pv_missing
+        s.passed = (code == 0) & (error < 0)
+        which = np.full(n, -1, np.int32)
+        statuses = list(errors)
+        which[error >= 0] = error[error >= 0]
+        for k in np.unique(code[(code > 0) & (error < 0)]).tolist():
+            reasons = [
+                r
+                for bit, r in (
+                    (1, ERR_REASON_NODE_CONFLICT),
+                    (2, ERR_REASON_BIND_CONFLICT),
+                    (4, ERR_REASON_PV_NOT_EXIST),
+                )
+                if k & bit
+            ]
+            which[(code == k) & (error < 0)] = len(statuses)
+            statuses.append(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(reasons), NAME))
+        return FilterResult(which, tuple(statuses)) if statuses else FilterResult.all_pass(n)
+
+    def chosen_volumes(self, state: CycleState, node: str) -> PodVolumes | None:
+        """The PV bindings and provisionings Filter chose for `node`, None when it did not pass."""
+        s = state.get(STATE_KEY)
+        return self._pod_volumes(s, node) if isinstance(s, BindingState) else None
+
+    def _pod_volumes(self, s: BindingState, node: str) -> PodVolumes | None:
+        """The PodVolumes Filter found for a node, None when it did not pass there."""
+        if node in s.by_node:
+            return s.by_node[node]
+        row = s.row_of.get(node)
+        if row is None or s.passed is None or not s.passed[row]:
+            return None
+        volumes = PodVolumes()
+        volumes.dynamic_provisions = [c.pvc for c in s.to_bind if c.selected_node is not None]
+        for pvc, chosen in s.best:
+            if chosen[row] >= 0:
+                volumes.static_bindings.append((s.pv_by_id[int(chosen[row])].pv, pvc))
+            else:
+                volumes.dynamic_provisions.append(pvc)
+        s.by_node[node] = volumes
+        return volumes
 
     # --- Reserve / Unreserve ------------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         s = state.get(STATE_KEY)
         if not isinstance(s, BindingState):
             return Status.error(f'error reading "{STATE_KEY}" from cycleState: not found', plugin=NAME)
-        volumes = s.by_node.get(node_name)
+        volumes = self._pod_volumes(s, node_name)
         if volumes is None:
             s.all_bound = True
             return Status.success()
@@ -366,7 +422,3 @@ class VolumeBinding:
             return Status.error("no API to bind volumes with", plugin=NAME)
         err = bind_pod_volumes(self.api, node_name, volumes, self.settings, self._revert)
         return Status.success() if err is None else Status.error(err, plugin=NAME)
-
-
-def _topologies_match(sc: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    return topologies_match(compile_topologies(sc), labels)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Final
 
 from apis.jsonfields import as_mapping
@@ -167,6 +168,12 @@ def storage_of(obj: Obj, field: str) -> Quantity:
         return _ZERO
 
 
+def exact_size(q: Quantity) -> int | Fraction:
+    """A quantity's exact value, as an int when it is whole (fast to compare and sort)."""
+    f = q.as_fraction()
+    return f.numerator if f.denominator == 1 else f
+
+
 def is_bound_to_claim(pv: Obj, pvc: Obj) -> bool:
     """IsVolumeBoundToClaim."""
     ref = as_mapping(pv.get("spec")).get("claimRef")
@@ -185,18 +192,47 @@ def claim_selector(pvc: Obj) -> LabelSelector | None:
 
 
 class CompiledPV:
-    """A candidate PV with what matching needs parsed once per cycle."""
+    """A PV with what matching reads parsed once (kept across cycles while the PV object is the same)."""
 
-    __slots__ = ("capacity", "pv", "terms")
+    __slots__ = (
+        "available",
+        "capacity",
+        "claim_ref",
+        "cls",
+        "deleting",
+        "labels",
+        "mode",
+        "modes",
+        "name",
+        "pv",
+        "size",
+        "terms",
+    )
 
     def __init__(self, pv: Obj) -> None:
+        meta, spec = as_mapping(pv.get("metadata")), as_mapping(pv.get("spec"))
         self.pv = pv
+        self.name = str(meta.get("name") or "")
         self.capacity = storage_of(pv, "capacity")
+        self.size = exact_size(self.capacity)
         self.terms = pv_node_affinity_terms(pv)
+        ref = spec.get("claimRef")
+        self.claim_ref = (
+            (ref.get("namespace") or "", ref.get("name"), ref.get("uid") or "")
+            if isinstance(ref, Mapping)
+            else None
+        )
+        self.mode = spec.get("volumeMode") or FILESYSTEM
+        self.deleting = meta.get("deletionTimestamp") is not None
+        self.available = as_mapping(pv.get("status")).get("phase") == AVAILABLE
+        self.cls = pv_class(pv)
+        self.modes = frozenset(m for m in as_list(spec.get("accessModes")) if isinstance(m, str))
+        self.labels = labels_of(pv)
 
-    @property
-    def name(self) -> str:
-        return str(as_mapping(self.pv.get("metadata")).get("name") or "")
+    def bound_to(self, ns: str, name: Any, uid: str) -> bool:
+        """IsVolumeBoundToClaim against a claim's namespace, name and uid."""
+        ref = self.claim_ref
+        return ref is not None and ref[0] == ns and ref[1] == name and (not ref[2] or ref[2] == uid)
 
 
 def find_matching_volume(
@@ -240,3 +276,32 @@ def find_matching_volume(
         if smallest is None or smallest.capacity.cmp(c.capacity) > 0:
             smallest = c
     return smallest
+
+
+def claim_candidates(
+    pvc: Obj, pvs: Iterable[CompiledPV], selector: LabelSelector | None
+) -> tuple[CompiledPV | None, list[CompiledPV]]:
+    """FindMatchingVolume's checks that do not depend on the node, once per claim: the first PV (in the
+    given order) already bound to the claim — which alone decides the claim on every node — and the
+    PVs that can be chosen, smallest first (ties in the given order). Node affinity is left to the
+    caller."""
+    meta, spec = as_mapping(pvc.get("metadata")), as_mapping(pvc.get("spec"))
+    ns, name, uid = str(meta.get("namespace") or ""), meta.get("name"), str(meta.get("uid") or "")
+    requested = exact_size(storage_of(pvc, "requests"))
+    mode = spec.get("volumeMode") or FILESYSTEM
+    cls = pvc_class(pvc)
+    modes = frozenset(m for m in as_list(spec.get("accessModes")) if isinstance(m, str))
+    found: list[tuple[Any, int, CompiledPV]] = []
+    for order, c in enumerate(pvs):
+        bound = c.bound_to(ns, name, uid)
+        if (c.claim_ref is not None and not bound) or c.size < requested or c.mode != mode or c.deleting:
+            continue
+        if bound:
+            return c, []
+        if not c.available or (selector is not None and not selector.matches(c.labels)):
+            continue
+        if c.cls != cls or not modes <= c.modes:
+            continue
+        found.append((c.size, order, c))
+    found.sort(key=lambda f: (f[0], f[1]))
+    return None, [c for _, _, c in found]

@@ -142,7 +142,8 @@ def test_filter_bound_and_matching() -> None:
     # n0 has PVs that fit 5Gi; n1's PV is too small; no-provisioner cannot provision
     _, got, state = run(plugin, vpod(volumes=[claim("w")]), snap)
     assert got == [OK, unresolvable(BIND), unresolvable(BIND)]
-    chosen = state.get("PreFilterVolumeBinding").by_node["n0"]  # type: ignore[attr-defined]
+    chosen = plugin.chosen_volumes(state, "n0")
+    assert chosen is not None and plugin.chosen_volumes(state, "n1") is None
     assert [p["metadata"]["name"] for p, _ in chosen.static_bindings] == [
         "pv-n0-small"
     ]  # the smallest that fits
@@ -175,7 +176,8 @@ def test_reserve_assumes_and_unreserve_reverts() -> None:
     # another pod's claim of the same size no longer gets that PV
     s.on_add(PVC, wait_claim("w2"))
     _, _, state2 = run(plugin, vpod("q", volumes=[claim("w2")]), snap)
-    other = state2.get("PreFilterVolumeBinding").by_node["n0"]  # type: ignore[attr-defined]
+    other = plugin.chosen_volumes(state2, "n0")
+    assert other is not None
     assert [p["metadata"]["name"] for p, _ in other.static_bindings] == ["pv-n0-big"]
     plugin.unreserve(state, pod, "n0")
     assert s.pv("pv-n0-small") is not None and "claimRef" not in s.pv("pv-n0-small")["spec"]  # type: ignore[index]

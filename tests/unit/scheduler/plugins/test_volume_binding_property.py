@@ -25,6 +25,8 @@ EXPRS = [
     {"key": "n", "operator": "Gt", "values": ["1"]},
     {"key": "zone", "operator": "Bogus"},
     {"key": "metadata.name", "operator": "In", "values": ["n0"]},
+    {"key": "h", "operator": "In", "values": ["n0"]},
+    {"key": "h", "operator": "In", "values": ["n1", "n2"]},
 ]
 
 
