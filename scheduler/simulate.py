@@ -2,8 +2,11 @@
 cluster. The scenario's nodes, bound pods and NodeMetrics are fed to the real scheduler — its cache, queue,
 profile and plugins, through the same event router the informers drive — and its pending pods are
 scheduled one after another in queue order (priority, then the order given) with an in-process binder.
-Out: each pending pod's node, or the message it would be reported unschedulable with. Ties between
-nodes are drawn from a generator seeded with the scenario's ``seed`` (default 0), so a run repeats.
+Out: each pending pod's node, or the message it would be reported unschedulable with. A pod that
+preempts (DefaultPreemption) has its victims really leave the cluster, through the event router as a
+deleted pod would, and every pod still pending then gets a second attempt; its result names its
+nominated node and victims. Ties between nodes, and preemption's sampling offset, are drawn from
+generators seeded with the scenario's ``seed`` (default 0), so a run repeats.
 Bad input raises ``ValueError`` naming the field and its value (docs/simulate.md#input-errors).
 Imports: the standard library, apis (objectcheck, pod, rfc3339), scheduler.
 """
@@ -20,9 +23,11 @@ from apis.pod import pod_key
 from apis.rfc3339 import parse_rfc3339
 from scheduler.cache import SchedulerCache
 from scheduler.config import ConfigError, parse_config
+from scheduler.framework.interfaces import Pod as AnyPod
 from scheduler.framework.listers import KINDS, ClusterObjects
+from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.status import Status
-from scheduler.gateway import EventRouter
+from scheduler.gateway import EventRouter, Preemptor
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, Handle, build_framework
 from scheduler.scheduler import Scheduler
@@ -30,7 +35,7 @@ from scheduler.scheduler import Scheduler
 DEFAULT_NOW: Final = "2026-01-01T00:00:00Z"
 _FIELDS: Final = frozenset(
     {"kind", "description", "source", "seed", "now", "config", "nodes", "pods", "nodeMetrics", "objects",
-     "pending", "expect"}
+     "pending", "podDisruptionBudgets", "expect"}
 )  # fmt: skip
 
 
@@ -43,6 +48,26 @@ class _Binder:
     def bind(self, pod: Pod, node: str) -> Status:
         self.bound[pod_key(pod)] = node
         return Status.success()
+
+
+class _Evictions:
+    """The simulation's PreemptionAPI (docs/simulate.md#schedule): a victim leaves the cluster through
+    the event router, as the informer would report its deletion."""
+
+    def __init__(self) -> None:
+        self.router: EventRouter | None = None
+        self.victims: dict[str, list[str]] = {}  # preemptor → victims
+        self.preempted_by: dict[str, str] = {}  # victim → preemptor
+
+    def delete_pod(self, victim: AnyPod, preemptor: AnyPod, node: str) -> None:
+        key, by = pod_key(victim), pod_key(preemptor)
+        self.victims.setdefault(by, []).append(key)
+        self.preempted_by[key] = by
+        assert self.router is not None
+        self.router.pod_delete(victim)
+
+    def set_nominated_node(self, pod: AnyPod, node: str | None) -> None:
+        """The nomination is the scheduler's NominatedPods' (kept by the Preemptor)."""
 
 
 def _objects(scenario: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
@@ -63,7 +88,8 @@ def _seed(scenario: Mapping[str, Any]) -> int:
 
 def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     """``{"pods": {"<namespace>/<name>": {"node": …} | {"unschedulable": "<message>"}}}`` for every
-    pending pod, in the order given."""
+    pending pod, in the order given; a preemptor's also has ``nominatedNode`` and ``victims``, and a
+    pending pod preempted after it was bound ``preemptedBy``."""
     unknown = sorted(set(scenario) - _FIELDS)
     if unknown:
         raise ValueError(
@@ -76,8 +102,12 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     try:
         config = parse_config(scenario.get("config"), KNOWN)
         objects = ClusterObjects()
-        handle = Handle(clock=lambda: now, objects=objects)
         seed = _seed(scenario)
+        pdbs = _objects(scenario, "podDisruptionBudgets")
+        handle = Handle(
+            clock=lambda: now, objects=objects, pdbs=lambda: pdbs, nominated=NominatedPods(),
+            rng=random.Random(seed),
+        )  # fmt: skip
         frameworks = {
             p.scheduler_name: build_framework(p, handle, rng=random.Random(seed)) for p in config.profiles
         }
@@ -90,12 +120,18 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     def unschedulable(pod: Pod, status: Status) -> None:
         reasons[pod_key(pod)] = status.message()
 
+    # The queue's clock moves on between the two rounds only, so that pods backing off come back.
+    queue_now = [now]
     sched = Scheduler(
-        frameworks, SchedulerCache(clock=clock), SchedulingQueue(clock=clock), binder,
+        frameworks, SchedulerCache(clock=clock), SchedulingQueue(clock=lambda: queue_now[0]), binder,
         clock=clock, bind_workers=0, on_unschedulable=unschedulable,
     )  # fmt: skip
+    evictions = _Evictions()
+    preemptor = Preemptor(sched, evictions)  # no pool: carried out inline
+    sched.on_post_filter = preemptor
     names = list(frameworks)
     router = EventRouter(sched, names, objects)
+    evictions.router = router
     try:
         for i, raw in enumerate(_objects(scenario, "nodes")):
             node = as_node(raw, f"nodes[{i}]")
@@ -133,15 +169,28 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         for _ in range(len(order)):  # every pending pod gets one attempt
             if not sched.schedule_one(timeout=0):
                 break
+        if evictions.victims:  # victims are gone: every pod still pending gets a second one
+            queue_now[0] += 3600.0
+            sched.queue.flush_unschedulable(max_age=0)
+            sched.queue.flush_backoff()
+            for _ in range(len(order)):
+                if not sched.schedule_one(timeout=0):
+                    break
     finally:
         sched.queue.close()
         sched.wait_for_binds()
     pods: dict[str, Any] = {}
     for key in order:
         chosen = binder.bound.get(key)
-        pods[key] = (
+        out: dict[str, Any] = (
             {"node": chosen} if chosen is not None else {"unschedulable": reasons.get(key, "not attempted")}
         )
+        if preemptor.nominated.get(key):
+            out["nominatedNode"] = preemptor.nominated[key]
+            out["victims"] = evictions.victims.get(key, [])
+        if key in evictions.preempted_by:
+            out["preemptedBy"] = evictions.preempted_by[key]
+        pods[key] = out
     return {"pods": pods}
 
 
