@@ -7,8 +7,8 @@ claims of a WaitForFirstConsumer class are skipped; lookup failures are ERROR st
 messages, on the nodes with zone labels only, in the order of the pod's volumes.
 
 Vectorised: the pod's volumes resolve once per cycle into steps (label checks or an error); each step
-is one mask over snapshot columns of the node's zone labels.
-Imports: numpy, scheduler.framework, scheduler.plugins.volume.common.
+is one mask over per-label value codes of the rows (a snapshot view shared with VolumeBinding).
+Imports: numpy, scheduler.framework, scheduler.plugins.volume (common, matching, binding_filter).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from scheduler.framework.interfaces import FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.volumes import VolumeObjects, pvc_class
+from scheduler.plugins.volume.binding_filter import label_index
 from scheduler.plugins.volume.common import claim_name, labels_of, not_found, pod_namespace, pod_volumes
+from scheduler.plugins.volume.matching import IN, Req
 
 NAME: Final = "VolumeZone"
 ERR_REASON_CONFLICT: Final = "node(s) had no available volume zone"
@@ -102,10 +104,6 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return spec if isinstance(spec, Mapping) else {}
 
 
-def _zone_label(key: str) -> Any:
-    return lambda node: labels_of(node).get(key)
-
-
 class VolumeZone:
     """Filter plugin; see the module docstring."""
 
@@ -121,10 +119,8 @@ class VolumeZone:
         steps = zone_steps(self.volumes, pod) if pod_volumes(pod) else []
         if not steps:
             return FilterResult.all_pass(snapshot.n)
-        columns = {k: snapshot.column((NAME, k), _zone_label(k), object) for k in ZONE_LABELS}
-        undecided = np.zeros(snapshot.n, np.bool_)
-        for values in columns.values():
-            undecided |= values != None  # noqa: E711 - elementwise over an object array
+        index = {k: label_index(snapshot, k) for k in ZONE_LABELS}
+        undecided = np.logical_or.reduce([ix.codes >= 0 for ix in index.values()])
         which = np.full(snapshot.n, -1, np.int32)
         statuses: list[Status] = []
         for step in steps:
@@ -134,8 +130,10 @@ class VolumeZone:
                     statuses.append(step.error)
                 break
             for key, zones in step.checks:
-                values = np.where(columns[key] == None, "", columns[key])  # noqa: E711
-                failed = undecided & ~np.isin(values, np.array(sorted(zones), object))
+                fits = index[key].mask(Req(key, IN, zones))
+                if "" in zones:  # a node without the label reads as ""
+                    fits |= index[key].codes < 0
+                failed = undecided & ~fits
                 if failed.any():
                     if self._conflict not in statuses:
                         statuses.append(self._conflict)
