@@ -16,14 +16,13 @@ scheduler.plugins.volume.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from apis.jsonfields import as_mapping
-from apis.labelselector import LabelSelector, LabelSelectorError
+from apis.labelselector import LabelSelectorError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, FilterResult, Pod
 from scheduler.framework.snapshot import Snapshot
@@ -31,7 +30,6 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.volumes import PV, PVC, VolumeObjects, pvc_class
 from scheduler.plugins.volume.binderapi import VolumeBinderAPI
 from scheduler.plugins.volume.binding_bind import (
-    ANN_BIND_COMPLETED,
     ANN_SELECTED_NODE,
     BindSettings,
     PodVolumes,
@@ -40,6 +38,7 @@ from scheduler.plugins.volume.binding_bind import (
     claim_key,
 )
 from scheduler.plugins.volume.binding_filter import best_candidates, terms_mask, terms_rows, topology_terms
+from scheduler.plugins.volume.binding_state import BindingState, Claim, annotations_of, is_fully_bound
 from scheduler.plugins.volume.common import claim_name, not_found, pod_namespace, pod_volumes
 from scheduler.plugins.volume.matching import (
     CompiledPV,
@@ -67,47 +66,6 @@ class _CycleError(Exception):
 
 class _UnresolvableError(Exception):
     """PreFilter's UNSCHEDULABLE_AND_UNRESOLVABLE."""
-
-
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return as_mapping(as_mapping(obj.get("metadata")).get("annotations"))
-
-
-def is_fully_bound(pvc: Mapping[str, Any]) -> bool:
-    """isPVCFullyBound: a volume name and the bind-completed annotation."""
-    return bool(as_mapping(pvc.get("spec")).get("volumeName")) and ANN_BIND_COMPLETED in _annotations(pvc)
-
-
-@dataclass
-class _Claim:
-    """A delayed-binding claim with what matching needs."""
-
-    pvc: Mapping[str, Any]
-    selected_node: str | None
-    selector: LabelSelector | None = None
-    selector_error: str = ""
-    bound_pv: CompiledPV | None = None  # a PV already bound to the claim: it alone decides
-    candidates: list[CompiledPV] = field(default_factory=list)  # smallest first
-
-
-@dataclass
-class BindingState:
-    """The cycle's state (kube's stateData; shared by clones, as kube's Clone returns itself)."""
-
-    skip: bool = False
-    bound: list[tuple[Mapping[str, Any], CompiledPV | None]] = field(default_factory=list)
-    to_bind: list[_Claim] = field(default_factory=list)
-    candidates: dict[str, list[CompiledPV]] = field(default_factory=dict)
-    by_node: dict[str, PodVolumes] = field(default_factory=dict)
-    all_bound: bool = False
-    # Filter's outcome, from which Reserve builds the chosen node's PodVolumes
-    row_of: Mapping[str, int] = field(default_factory=dict)
-    passed: npt.NDArray[np.bool_] | None = None
-    best: list[tuple[Mapping[str, Any], npt.NDArray[np.int64]]] = field(default_factory=list)
-    pv_by_id: list[CompiledPV] = field(default_factory=list)
-
-    def __copy__(self) -> BindingState:
-        return self
 
 
 def _is_delay_binding(volumes: VolumeObjects, pvc: Mapping[str, Any]) -> bool:
@@ -229,10 +187,10 @@ class VolumeBinding:
         return out
 
     @staticmethod
-    def _claim(pvc: Mapping[str, Any]) -> _Claim:
-        ann = _annotations(pvc)
+    def _claim(pvc: Mapping[str, Any]) -> Claim:
+        ann = annotations_of(pvc)
         selected = str(ann[ANN_SELECTED_NODE]) if ANN_SELECTED_NODE in ann else None
-        c = _Claim(pvc, selected)
+        c = Claim(pvc, selected)
         try:
             c.selector = claim_selector(pvc)
         except LabelSelectorError as e:
@@ -280,7 +238,7 @@ class VolumeBinding:
             error[active] = errors.setdefault(Status.error(first_error, plugin=NAME), len(errors))
             active[:] = False
         taken: list[npt.NDArray[np.int64]] = []
-        in_list: list[tuple[_Claim, npt.NDArray[np.bool_]]] = [
+        in_list: list[tuple[Claim, npt.NDArray[np.bool_]]] = [
             (c, active) for c in s.to_bind if c.selected_node
         ]
         for c in to_match if not first_error else []:
@@ -387,7 +345,7 @@ class VolumeBinding:
                 bindings.append((new_pv, pvc))
             for pvc in volumes.dynamic_provisions:
                 meta = dict(as_mapping(pvc.get("metadata")))
-                meta["annotations"] = {**_annotations(pvc), ANN_SELECTED_NODE: node}
+                meta["annotations"] = {**annotations_of(pvc), ANN_SELECTED_NODE: node}
                 clone = {**pvc, "metadata": meta}
                 self.volumes.assume(PVC, clone)
                 provisions.append(clone)
