@@ -187,12 +187,13 @@ class Bench:
                     record["create_rate"] = round(pods / (max(f.result() for f in created) - start), 1)
         finally:
             proc.stop()
-        self.clear(scheduler)
         record.update(
             pods_per_s=round(len(bound) / elapsed, 1), cpu_ms_per_pod=round(cpu * 1000 / pods, 2),
             rss_mib=round(rss, 1), bound=len(bound), unschedulable=len(unschedulable - bound),
             seconds=round(elapsed, 2), timed_out=len(bound) < pods,
         )  # fmt: skip
+        print(json.dumps(record), file=sys.stderr, flush=True)  # kept even if the clean-up fails
+        self.clear(scheduler)
         return record
 
     def _stream(self, scheduler: str, worker: int, pods: int, t0: float) -> float:
@@ -205,18 +206,23 @@ class Bench:
 
     def clear(self, scheduler: str) -> None:
         """Deletes the scheduler's pods and waits until no bench pod is left in the API."""
-        _drain(self.core.delete_collection_namespaced_pod(
-            self.ns[scheduler], label_selector=f"{LABEL}={self.tag}", grace_period_seconds=0,
-            _preload_content=False,
-        ))  # fmt: skip
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
         while time.monotonic() < deadline:
+            try:
+                _drain(self.core.delete_collection_namespaced_pod(
+                    self.ns[scheduler], label_selector=f"{LABEL}={self.tag}", grace_period_seconds=0,
+                    _preload_content=False,
+                ))  # fmt: skip
+            except ApiException as e:
+                # A loaded API server times a collection of thousands out (504) part-way: again.
+                if e.status not in (429, 500, 503, 504):
+                    raise
             resp = self.core.list_pod_for_all_namespaces(
                 label_selector=f"{LABEL}={self.tag}", limit=1, _preload_content=False
             )
             if not _json(resp)["items"]:
                 return
-            time.sleep(0.5)
+            time.sleep(1.0)
         raise TimeoutError(f"bench pods still in the API {SETTLE_TIMEOUT_S:.0f}s after their deletion")
 
     def close(self) -> None:
@@ -391,7 +397,6 @@ def measure(
                         # alternate who goes first, so neither always meets the other's leftovers
                         for s in (KOORD, KUBE) if r % 2 == 0 else (KUBE, KOORD):
                             records.append(bench.run(s, mode, pods))
-                            print(json.dumps(records[-1]), file=sys.stderr, flush=True)
         finally:
             bench.close()
     mode = "backlog" if "backlog" in modes else modes[0]
