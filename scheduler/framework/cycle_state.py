@@ -28,6 +28,13 @@ class CycleState:
         return self._data.get(key, default)
 
     def clone(self) -> CycleState:
+        """A copy whose values can be changed apart from this state's: a value with a ``clone()``
+        method (kube's ``StateData.Clone``) is copied by it, any other with ``copy.copy``."""
         c = CycleState(self.now)
-        c._data = {k: copy.copy(v) for k, v in self._data.items()}
+        c._data = {k: _clone(v) for k, v in self._data.items()}
         return c
+
+
+def _clone(value: object) -> object:
+    clone = getattr(value, "clone", None)
+    return clone() if callable(clone) else copy.copy(value)

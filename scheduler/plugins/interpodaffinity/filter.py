@@ -9,7 +9,9 @@ in kube-scheduler 1.20.2's order, the first failing one deciding the node's stat
    Else UNSCHEDULABLE;
 3. existing pods' required anti-affinity: no (key, node value) of ``existing`` may count a pod.
    Else UNSCHEDULABLE.
-Every status carries two reasons: ``node(s) didn't match pod affinity/anti-affinity`` and the check's.
+Counts are read through the state's value index, so any snapshot works (one node apart, for
+preemption and nominated pods). Every status carries two reasons: ``node(s) didn't match pod
+affinity/anti-affinity`` and the check's.
 Imports: numpy, scheduler.framework, scheduler.plugins.interpodaffinity.
 """
 
@@ -45,7 +47,7 @@ def _affinity_fails(state: FilterState, snapshot: Snapshot) -> BoolArray | None:
     none_there = np.zeros(snapshot.n, np.bool_)
     for key in dict.fromkeys(t.topology_key for t in terms):
         missing |= column(snapshot, key).codes < 0
-        none_there |= per_row(state.affinity, snapshot, key) <= 0
+        none_there |= per_row(state.affinity, snapshot, key, state.index) <= 0
     if affinity_empty(state) and state.self_match:
         return missing  # the first pod of its group: only the topology keys are required
     return missing | none_there
@@ -56,7 +58,7 @@ def _anti_fails(state: FilterState, snapshot: Snapshot) -> BoolArray | None:
         return None
     fails = np.zeros(snapshot.n, np.bool_)
     for key in dict.fromkeys(t.topology_key for t in state.terms.required_anti):
-        fails |= per_row(state.anti, snapshot, key) > 0
+        fails |= per_row(state.anti, snapshot, key, state.index) > 0
     return fails
 
 
@@ -65,7 +67,7 @@ def _existing_fails(state: FilterState, snapshot: Snapshot) -> BoolArray | None:
         return None
     fails = np.zeros(snapshot.n, np.bool_)
     for key in state.existing:
-        fails |= per_row(state.existing, snapshot, key) > 0
+        fails |= per_row(state.existing, snapshot, key, state.index) > 0
     return fails
 
 

@@ -2,8 +2,10 @@
 Filter (vectorised over rows), PreScore, Score (vectorised) and NormalizeScore, with kube-scheduler
 1.20.2's semantics; weight 1 in the default profile. A pod whose terms do not parse is rejected at
 PreFilter (UNSCHEDULABLE_AND_UNRESOLVABLE, ``parsing pod: …``). Filter and Score compute their state
-themselves when PreFilter/PreScore did not run in the cycle. Not implemented: PreFilterExtensions
-(AddPod/RemovePod), which only preemption uses.
+themselves when PreFilter/PreScore did not run in the cycle. PreFilterExtensions (``add_pod``/
+``remove_pod``, docs/rules/scheduler-interpodaffinity.md#prefilter-extensions) update the PreFilter
+counts of a cloned state for preemption and nominated pods; an ERROR status when PreFilter's state is
+missing, as kube's.
 Imports: numpy, scheduler.framework, scheduler.plugins.interpodaffinity.
 """
 
@@ -14,7 +16,7 @@ from typing import Any, Final
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, IntArray, Pod
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
 from scheduler.plugins.interpodaffinity.filter import filter_rows
@@ -56,6 +58,20 @@ class InterPodAffinity:
             found = compute_filter_state(pod, snapshot)
             state.write(PRE_FILTER_KEY, found)
         return filter_rows(found, snapshot)
+
+    # --- PreFilter extensions ----------------------------------------------------------------------
+    def _update(self, state: CycleState, updated: Pod, info: NodeInfo, delta: int) -> Status:
+        found = state.get(PRE_FILTER_KEY)
+        if not isinstance(found, FilterState):
+            return Status.error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found', plugin=NAME)
+        found.update_with_pod(updated, info.node, delta)
+        return Status.success()
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo) -> Status:
+        return self._update(state, pod_to_add, info, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, info: NodeInfo) -> Status:
+        return self._update(state, pod_to_remove, info, -1)
 
     # --- scoring ----------------------------------------------------------------------------------
     def _score_state(

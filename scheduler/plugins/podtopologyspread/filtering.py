@@ -26,7 +26,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from apis.kubeobjects import Pod
+from apis.kubeobjects import Node, Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult
 from scheduler.framework.listers import ClusterObjects, labels_of, matches, namespace_of
@@ -113,19 +113,96 @@ def domain_counts(
     return total
 
 
+Path = tuple[str, int]  # a critical path: (topology value, matching pods)
+
+
+def update_paths(paths: tuple[Path, Path], value: str, num: int) -> tuple[Path, Path]:
+    """kube's ``criticalPaths.update``: ``paths[0]`` keeps the minimum count; ``paths[1]`` is at
+    least as large (not always the second smallest after updates)."""
+    p0, p1 = paths
+    if value == p0[0] or value == p1[0]:
+        p0, p1 = ((value, num), p1) if value == p0[0] else (p0, (value, num))
+        return (p1, p0) if p0[1] > p1[1] else (p0, p1)
+    if num < p0[1]:
+        return (value, num), p0
+    if num < p1[1]:
+        return p0, (value, num)
+    return p0, p1
+
+
 @dataclass(frozen=True, slots=True)
 class FilterState:
     """PreFilter's result: per constraint, whether the pod matches its selector; per key, the
-    domains' counts and whether each domain exists (by value code), and the minimum count."""
+    domains' counts and whether each domain exists (by value code of ``index[key]``, the key's
+    column's codes when PreFilter ran, so the state reads on any snapshot), and the critical paths
+    (``min_match`` is ``paths[key][0]``'s count). ``update_with_pod`` (kube's ``updateWithPod``, for
+    the PreFilter extensions, docs/rules/scheduler-spread.md#podtopologyspread-prefilter-extensions)
+    replaces arrays and paths, never writes them: ``clone`` copies the maps only."""
 
     constraints: tuple[Constraint, ...]
     self_match: tuple[int, ...] = ()
     pair_counts: dict[str, I64] | None = None
     exists: dict[str, BoolArray] | None = None
     min_match: dict[str, int] | None = None
+    index: dict[str, dict[str, int]] | None = None
+    paths: dict[str, tuple[Path, Path]] | None = None
+    namespace: str = ""  # the incoming pod's
+
+    def clone(self) -> FilterState:
+        if not self.constraints:
+            return self
+        assert self.pair_counts is not None and self.min_match is not None and self.paths is not None
+        return FilterState(
+            self.constraints,
+            self.self_match,
+            dict(self.pair_counts),
+            self.exists,
+            dict(self.min_match),
+            self.index,
+            dict(self.paths),
+            self.namespace,
+        )
+
+    def update_with_pod(self, updated: Pod, node: Node, delta: int) -> None:
+        """``updated`` added to (``delta`` 1) or removed from (-1) ``node``: only a pod of the incoming
+        pod's namespace, on a node that carries every constraint's key, and for each constraint whose
+        selector matches it (terminating or not, as kube). A domain that does not exist is left alone
+        (kube 1.20.2 dereferences a missing counter there)."""
+        if not self.constraints or namespace_of(updated) != self.namespace:
+            return
+        assert self.pair_counts is not None and self.exists is not None and self.index is not None
+        assert self.min_match is not None and self.paths is not None
+        node_labels = labels_of(node)
+        if any(c.topology_key not in node_labels for c in self.constraints):
+            return
+        labels = labels_of(updated)
+        for c in self.constraints:
+            if c.selector is None or not matches(c.selector, labels):
+                continue
+            key = c.topology_key
+            value = node_labels[key]
+            code = self.index[key].get(value)
+            if code is None or code >= len(self.exists[key]) or not self.exists[key][code]:
+                continue
+            counts = self.pair_counts[key].copy()
+            counts[code] += delta
+            self.pair_counts[key] = counts
+            self.paths[key] = update_paths(self.paths[key], value, int(counts[code]))
+            self.min_match[key] = self.paths[key][0][1]
 
 
 _EMPTY: Final = FilterState(())
+_NO_PATHS: Final[tuple[Path, Path]] = (("", INT32_MAX), ("", INT32_MAX))
+
+
+def initial_paths(column: LabelColumn, total: I64, present: BoolArray) -> tuple[Path, Path]:
+    """The critical paths over the existing domains, as kube builds them (the two smallest counts;
+    later domains cannot change them, so only the three smallest are visited)."""
+    codes = np.flatnonzero(present[: len(column.values)])
+    paths = _NO_PATHS
+    for c in codes[np.argsort(total[codes], kind="stable")[:3]].tolist():
+        paths = update_paths(paths, column.values[c], int(total[c]))
+    return paths
 
 
 def pre_filter_state(
@@ -143,15 +220,36 @@ def pre_filter_state(
     eligible = eligible_rows(state, pod, snapshot, has_keys(snapshot, keys))
     labels = labels_of(pod)
     self_match = tuple(int(c.selector is not None and matches(c.selector, labels)) for c in constraints)
-    pair_counts, exists, min_match = {}, {}, {}
+    pair_counts, exists, min_match, index, paths = {}, {}, {}, {}, {}
     for key in dict.fromkeys(keys):
         column = label_column(snapshot, key)
         size = len(column.values) + 1
         present = np.bincount(column.codes[eligible], minlength=size) > 0
         total = domain_counts(snapshot, pod, constraints, key, None)
-        pair_counts[key], exists[key] = total, present
-        min_match[key] = int(total[present].min()) if present.any() else INT32_MAX
-    return FilterState(constraints, self_match, pair_counts, exists, min_match)
+        pair_counts[key], exists[key], index[key] = total, present, column.index
+        paths[key] = initial_paths(column, total, present)
+        min_match[key] = paths[key][0][1]
+    return FilterState(
+        constraints, self_match, pair_counts, exists, min_match, index, paths, namespace_of(pod)
+    )
+
+
+def _domains(state: FilterState, snapshot: Snapshot, key: str) -> tuple[I64, BoolArray]:
+    """Per value code of this snapshot's column of ``key`` (plus the last slot, code -1): the
+    domain's count and whether it exists, translated value by value when the state was counted on
+    another snapshot's codes."""
+    assert state.pair_counts is not None and state.exists is not None and state.index is not None
+    column = label_column(snapshot, key)
+    counts, exists, own = state.pair_counts[key], state.exists[key], state.index[key]
+    if own is column.index and len(counts) == len(column.values) + 1:
+        return counts, exists
+    size = len(column.values) + 1
+    out_counts, out_exists = np.zeros(size, np.int64), np.zeros(size, np.bool_)
+    for value, c in column.index.items():
+        k = own.get(value)
+        if k is not None and k < len(counts) - 1:  # (the last slot is no value's)
+            out_counts[c], out_exists[c] = counts[k], exists[k]
+    return out_counts, out_exists
 
 
 def filter_rows(state: FilterState, snapshot: Snapshot) -> FilterResult:
@@ -159,14 +257,18 @@ def filter_rows(state: FilterState, snapshot: Snapshot) -> FilterResult:
     n = snapshot.n
     if not state.constraints:
         return FilterResult.all_pass(n)
-    assert state.pair_counts is not None and state.exists is not None and state.min_match is not None
+    assert state.min_match is not None
     which = np.full(n, -1, np.int32)
+    domains: dict[str, tuple[I64, BoolArray]] = {}
     for c, me in zip(state.constraints, state.self_match, strict=True):
-        codes = label_column(snapshot, c.topology_key).codes
+        key = c.topology_key
+        if key not in domains:
+            domains[key] = _domains(state, snapshot, key)
+        counts, exists = domains[key]
+        codes = label_column(snapshot, key).codes
         missing = codes < 0
-        found = state.pair_counts[c.topology_key][codes]
-        found = np.where(state.exists[c.topology_key][codes], found, 0)
-        failed = found + (me - state.min_match[c.topology_key]) > c.max_skew
+        found = np.where(exists[codes], counts[codes], 0)
+        failed = found + (me - state.min_match[key]) > c.max_skew
         open_ = which < 0
         which[open_ & missing] = 1
         which[open_ & ~missing & failed] = 0

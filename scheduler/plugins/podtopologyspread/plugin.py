@@ -2,6 +2,9 @@
 PreScore, Score and NormalizeScore of kube-scheduler v1.20.2, its rules in this package's
 ``filtering`` and ``scoring`` modules, its args in ``constraints``. Default constraints need the
 cluster's Services/RCs/RSs/StatefulSets: the plugin is given the scheduler's ``ClusterObjects``.
+PreFilterExtensions (``add_pod``/``remove_pod``,
+docs/rules/scheduler-spread.md#podtopologyspread-prefilter-extensions) update the PreFilter counts and
+critical paths of a cloned state for preemption and nominated pods.
 Imports: numpy, apis.kubeobjects, scheduler.framework, scheduler.plugins.podtopologyspread.
 """
 
@@ -16,7 +19,7 @@ from apis.kubeobjects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, IntArray
 from scheduler.framework.listers import ClusterObjects
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.podtopologyspread.constraints import ConstraintError, SpreadArgs, pod_constraints
 from scheduler.plugins.podtopologyspread.filtering import (
@@ -76,6 +79,20 @@ class PodTopologySpread:
             found = state.read(PRE_FILTER_STATE_KEY)
             assert isinstance(found, FilterState)
         return filter_rows(found, snapshot)
+
+    # --- PreFilter extensions ----------------------------------------------------------------------
+    def _update(self, state: CycleState, updated: Pod, info: NodeInfo, delta: int) -> Status:
+        found = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(found, FilterState):
+            return Status.error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', plugin=NAME)
+        found.update_with_pod(updated, info.node, delta)
+        return Status.success()
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo) -> Status:
+        return self._update(state, pod_to_add, info, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, info: NodeInfo) -> Status:
+        return self._update(state, pod_to_remove, info, -1)
 
     # --- PreScore / Score / NormalizeScore ----------------------------------------------------------
     def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
