@@ -193,15 +193,21 @@ class FilterState:
 
 _EMPTY: Final = FilterState(())
 _NO_PATHS: Final[tuple[Path, Path]] = (("", INT32_MAX), ("", INT32_MAX))
+_NONE_LEFT: Final = np.iinfo(np.int64).max  # (no count reaches it)
 
 
 def initial_paths(column: LabelColumn, total: I64, present: BoolArray) -> tuple[Path, Path]:
-    """The critical paths over the existing domains, as kube builds them (the two smallest counts;
-    later domains cannot change them, so only the three smallest are visited)."""
-    codes = np.flatnonzero(present[: len(column.values)])
+    """The critical paths over the existing domains, as kube builds them: the two smallest counts
+    (later domains cannot change them; on ties the lowest code, one of the orders Go's map gives)."""
+    n = len(column.values)
+    left = np.where(present[:n], total[:n], _NONE_LEFT)
     paths = _NO_PATHS
-    for c in codes[np.argsort(total[codes], kind="stable")[:3]].tolist():
+    for _ in range(min(n, 2)):
+        c = int(np.argmin(left))
+        if left[c] == _NONE_LEFT:
+            break
         paths = update_paths(paths, column.values[c], int(total[c]))
+        left[c] = _NONE_LEFT
     return paths
 
 
