@@ -92,7 +92,7 @@ def label_req(expr: Mapping[str, Any]) -> LabelReq | str:
     key, op = expr.get("key"), expr.get("operator")
     raw = as_list(expr.get("values"))
     values = [v if v is not None else "" for v in raw]
-    if op not in LABEL_OPS:
+    if not isinstance(op, str) or op not in LABEL_OPS:
         return f"{op!r} is not a valid node selector operator"
     if not isinstance(key, str) or not is_qualified_name(key):
         return f"key: Invalid value: {key!r}: not a qualified name"

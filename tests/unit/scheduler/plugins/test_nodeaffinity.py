@@ -253,3 +253,14 @@ def test_plugin_equals_oracle(nodes: list[dict[str, Any]], spec: Any, data: st.D
         assert_matches_oracle(plugin, make_pod(**other), snap)
     add_nodes(snap, [make_node("m", labels=data.draw(label_sets))], 12)
     assert_matches_oracle(plugin, pod, snap)
+
+
+def test_an_operator_of_the_wrong_type_makes_its_term_match_nothing() -> None:
+    """A scenario or a hand-written object may carry a list where the operator string goes: the term
+    does not parse (kube: not a valid operator), never a TypeError."""
+    from scheduler.plugins.nodeaffinity_terms import label_req
+
+    assert label_req({"key": "a", "operator": ["In"], "values": ["x"]}) == (
+        "['In'] is not a valid node selector operator"
+    )
+    assert label_req({"key": "a", "operator": {"In": 1}}) == "{'In': 1} is not a valid node selector operator"
