@@ -28,6 +28,8 @@ from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.podtopologyspread import PodTopologySpread, SpreadArgs
 from tests.oracles.interpodaffinity import InterPodAffinityOracle
 from tests.oracles.topologyspread import PodTopologySpreadOracle
+from tests.unit.scheduler.plugins._preemption_support import HIGH, LOW, MID, SMALL, cycle, node, profile
+from tests.unit.scheduler.plugins._preemption_support import pod as kpod
 from tests.unit.scheduler.plugins._support import make_node
 from tests.unit.scheduler.plugins.test_interpodaffinity import pod as affinity_pod
 from tests.unit.scheduler.plugins.test_interpodaffinity_property import affinities, anti_terms, pod_labels
@@ -224,3 +226,69 @@ def test_podtopologyspread_remove_and_add_on_one_node(data: st.DataObject) -> No
         return all(k in labels[node] for k in keys)
 
     check_one_node(plugin, PodTopologySpreadOracle(plugin), incoming, nodes, pods, data, new_pod, counted_on)
+
+
+def _kube_dry_run(node_names: list[str], pods: list[Obj], preemptor: Obj, plugin: Plugin) -> list[Any]:
+    """kube's TestDryRunPreemption set-up: nodes named ``host/zone`` labelled ``hostname``/``zone``,
+    every candidate (node, sorted victims)."""
+    fw, dp = profile(extra=[plugin])
+    nodes = []
+    for spec in node_names:
+        parts = spec.split("/")
+        n = node(parts[0], labels=dict(zip(["hostname", "zone", "region"], parts, strict=False)))
+        nodes.append(n)
+    snap = Snapshot.build(nodes, pods)
+    state = cycle(fw, preemptor, snap)
+    found = dp.find_candidates(fw, state, cast(Pod, preemptor), snap, {})
+    assert found is not None
+    return sorted((c.name, sorted(p["metadata"]["name"] for p in c.victims.pods)) for c in found)
+
+
+def test_kube_pod_with_anti_affinity_is_preempted() -> None:
+    """default_preemption_test.go "pod with anti-affinity is preempted": removing p1.1 removes its
+    anti-affinity to the preemptor (InterPodAffinity's remove_pod)."""
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]},
+                    "topologyKey": "hostname",
+                }
+            ]
+        }
+    }
+    pods = [
+        kpod("p1.1", node="node1", labels={"foo": ""}, priority=LOW, req=SMALL, affinity=anti),
+        kpod("p1.2", node="node1", priority=MID, req=SMALL),
+        kpod("p1.3", node="node1", priority=HIGH, req=SMALL),
+        kpod("p2", node="node2", priority=HIGH, req=SMALL),
+    ]
+    preemptor = kpod("p", labels={"foo": ""}, priority=HIGH, req=SMALL)
+    got = _kube_dry_run(["node1", "node2"], pods, preemptor, InterPodAffinity())
+    assert got == [("node1", ["p1.1"])]
+
+
+def test_kube_preemption_resolves_pod_topology_spread() -> None:
+    """default_preemption_test.go "preemption to resolve pod topology spread filter failure"
+    (PodTopologySpread's remove_pod, and add_pod for the reprieved pods)."""
+    foo = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+    preemptor = kpod(
+        "p",
+        labels={"foo": ""},
+        priority=HIGH,
+        topologySpreadConstraints=[
+            {"maxSkew": 1, "topologyKey": k, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": foo}
+            for k in ("zone", "hostname")
+        ],
+    )
+    pods = [
+        kpod("pod-a1", node="node-a", labels={"foo": ""}, priority=MID),
+        kpod("pod-a2", node="node-a", labels={"foo": ""}, priority=LOW),
+        kpod("pod-b1", node="node-b", labels={"foo": ""}, priority=LOW),
+        kpod("pod-x1", node="node-x", labels={"foo": ""}, priority=HIGH),
+        kpod("pod-x2", node="node-x", labels={"foo": ""}, priority=HIGH),
+    ]
+    got = _kube_dry_run(
+        ["node-a/zone1", "node-b/zone1", "node-x/zone2"], pods, preemptor, PodTopologySpread()
+    )
+    assert got == [("node-a", ["pod-a2"]), ("node-b", ["pod-b1"])]
