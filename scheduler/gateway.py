@@ -22,7 +22,6 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
 from apis.kubeobjects import CustomResource, KubeObject, Node
 from apis.nodemetric import NodeMetric
 from apis.pod import is_terminated
@@ -31,14 +30,11 @@ from kube.informer import Informer
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, NodeMetricEventHandler, Pod, PodEventHandler
 from scheduler.framework.listers import (
-    REPLICA_SET,
-    REPLICATION_CONTROLLER,
-    SERVICE,
-    STATEFUL_SET,
     ClusterObjects,
 )
 from scheduler.framework.runtime import ScheduleResult
 from scheduler.framework.status import Status
+from scheduler.framework.volumes import VolumeObjects
 from scheduler.metricsource import FreshestMerger
 from scheduler.plugins.defaultpreemption import PreemptionAPI, PreemptionResult, apply_preemption
 from scheduler.scheduler import Scheduler
@@ -241,11 +237,13 @@ class EventRouter:
         scheduler_name: str | Collection[str],
         objects: ClusterObjects | None = None,
         pdbs: PDBStore | None = None,
+        volumes: VolumeObjects | None = None,
     ) -> None:
-        """`scheduler_name`: the profiles' names; pending pods naming one of them are queued. `pdbs`
-        (when given) is kept by an informer of PodDisruptionBudgets."""
+        """`scheduler_name`: the profiles' names; pending pods naming one of them are queued. `objects`,
+        `pdbs` and `volumes` (when given) are kept by informers (scheduler.watches)."""
         self.s = sched
         self.pdbs = pdbs
+        self.volumes = volumes
         self.names = frozenset({scheduler_name} if isinstance(scheduler_name, str) else scheduler_name)
         self.objects = objects
         plugins = [p for fw in sched.frameworks.values() for p in fw.plugins]
@@ -339,62 +337,6 @@ class EventRouter:
             for p in self._metric_hooks:
                 p.on_node_metric(name, nm)
         self.s.on_event(ClusterEvent("NodeMetric", "Delete" if nm is None else "Update"))
-
-    # --- Services and workload controllers (the spreading plugins' default selectors) --------------------
-    def _object_handlers(self, kind: str) -> dict[str, Any]:
-        objects = self.objects
-        assert objects is not None
-
-        def add(obj: KubeObject) -> None:
-            objects.on_add(kind, obj)
-            self.s.on_event(ClusterEvent(kind, "Add"))
-
-        def update(old: KubeObject, new: KubeObject) -> None:
-            objects.on_update(kind, old, new)
-            self.s.on_event(ClusterEvent(kind, "Update"))
-
-        def delete(obj: KubeObject) -> None:
-            objects.on_delete(kind, obj)
-            self.s.on_event(ClusterEvent(kind, "Delete"))
-
-        return {"on_add": add, "on_update": update, "on_delete": delete}
-
-    # --- wiring -----------------------------------------------------------------------------------------
-    def informers(self, api: Any, resync_seconds: float = 300) -> list[AnyInformer]:
-        core = client.CoreV1Api(api)
-        apps = client.AppsV1Api(api)
-        custom = client.CustomObjectsApi(api)
-        watched: list[AnyInformer] = []
-        if self.objects is not None:
-            for kind, lister in (
-                (SERVICE, core.list_service_for_all_namespaces),
-                (REPLICATION_CONTROLLER, core.list_replication_controller_for_all_namespaces),
-                (REPLICA_SET, apps.list_replica_set_for_all_namespaces),
-                (STATEFUL_SET, apps.list_stateful_set_for_all_namespaces),
-            ):
-                handlers = self._object_handlers(kind)
-                watched.append(
-                    Informer(lister, resync_seconds=resync_seconds, name=kind.lower() + "s", **handlers)
-                )
-        if self.pdbs is not None:
-            pdbs = self.pdbs
-            watched.append(
-                Informer(custom.list_cluster_custom_object,
-                         kwargs={"group": "policy", "version": "v1beta1", "plural": "poddisruptionbudgets"},
-                         resync_seconds=resync_seconds, on_add=pdbs.upsert, on_update=pdbs.upsert,
-                         on_delete=pdbs.delete, name="poddisruptionbudgets")
-            )  # fmt: skip
-        return [
-            *watched,
-            Informer(core.list_node, resync_seconds=resync_seconds, on_add=self.node_add,
-                     on_update=self.node_update, on_delete=self.node_delete, name="nodes"),
-            Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds, on_add=self.pod_add,
-                     on_update=self.pod_update, on_delete=self.pod_delete, name="pods"),
-            Informer(custom.list_cluster_custom_object,
-                     kwargs={"group": SLO_GROUP, "version": SLO_VERSION, "plural": NODE_METRIC_PLURAL},
-                     resync_seconds=resync_seconds, on_add=self.nodemetric_upsert,
-                     on_update=self.nodemetric_upsert, on_delete=self.nodemetric_delete, name="nodemetrics"),
-        ]  # fmt: skip
 
 
 def start_informers(informers: list[AnyInformer], stop: threading.Event, timeout: float = 60.0) -> None:

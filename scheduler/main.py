@@ -42,6 +42,7 @@ from scheduler.framework.interfaces import Pod
 from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.status import Status
+from scheduler.framework.volumes import VolumeObjects
 from scheduler.gateway import (
     APIBinder,
     EventRouter,
@@ -54,9 +55,11 @@ from scheduler.gateway import (
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
 from scheduler.plugins.defaultpreemption.api import KubePreemptionAPI
+from scheduler.plugins.volume.api import KubeVolumeBinderAPI
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, Handle, build_framework
 from scheduler.scheduler import Binder, Scheduler, freeze_heap
+from scheduler.watches import informers
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 log = logging.getLogger("koord-scheduler")
@@ -104,7 +107,12 @@ class SchedulerService:
         # PodDisruptionBudgets and nominated pods, for DefaultPreemption and every Filter
         # (docs/rules/scheduler-preemption.md#nominated-pods).
         self.pdbs = PDBStore()
-        handle = Handle(objects=self.objects, pdbs=self.pdbs.list, nominated=NominatedPods())
+        # Storage objects for the volume plugins; VolumeBinding's PreBind writes through the API.
+        self.volumes = VolumeObjects()
+        handle = Handle(
+            objects=self.objects, pdbs=self.pdbs.list, nominated=NominatedPods(),
+            volumes=self.volumes, volume_api=KubeVolumeBinderAPI(api),
+        )  # fmt: skip
         frameworks = {
             p.scheduler_name: build_framework(
                 p, handle, observer=self.metrics.observe_plugin, rng=random.Random()
@@ -128,7 +136,7 @@ class SchedulerService:
         )
         # Victims are deleted off the scheduling thread, on the unschedulable reporter's pool.
         self.scheduler.on_post_filter = Preemptor(self.scheduler, KubePreemptionAPI(api), self.reporter.pool)
-        self.router = EventRouter(self.scheduler, names, self.objects, self.pdbs)
+        self.router = EventRouter(self.scheduler, names, self.objects, self.pdbs, self.volumes)
         self.hub: HubWatcher | None = None
         if hub_addr:
             self.hub = HubWatcher(
@@ -140,7 +148,7 @@ class SchedulerService:
     def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         """Starts informers (waits for their first list) and the hub watcher, supervised: restarted
         with backoff whenever it raises (docs/architecture.md#supervised-threads)."""
-        start_informers(self.router.informers(self.api), stop, sync_timeout)
+        start_informers(informers(self.router, self.api), stop, sync_timeout)
         freeze_heap()
         if self.hub is not None:
             watcher = supervise("hub-watcher", self.hub.run, stop, on_crash=self.metrics.on_thread_crash)

@@ -30,6 +30,7 @@ from scheduler.framework.interfaces import (
 from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.runtime import Framework
+from scheduler.framework.volumes import VolumeObjects
 from scheduler.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.imagelocality import ImageLocality
@@ -50,6 +51,12 @@ from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.selectorspread import SelectorSpread
 from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.plugins.volume.binderapi import VolumeBinderAPI
+from scheduler.plugins.volume.binding import VolumeBinding
+from scheduler.plugins.volume.limits import NodeVolumeLimits
+from scheduler.plugins.volume.limits_intree import AzureDiskLimits, CinderLimits, EBSLimits, GCEPDLimits
+from scheduler.plugins.volume.restrictions import VolumeRestrictions
+from scheduler.plugins.volume.zone import VolumeZone
 from scheduler.profiledefaults import POINTS
 
 
@@ -65,6 +72,8 @@ class Handle:
     pdbs: Callable[[], Iterable[Mapping[str, Any]]] = field(default=lambda: ())
     nominated: NominatedPods = field(default_factory=NominatedPods)
     rng: random.Random | None = None
+    volumes: VolumeObjects = field(default_factory=VolumeObjects)
+    volume_api: VolumeBinderAPI | None = None  # VolumeBinding's PreBind writes through it
 
 
 Factory = Callable[[Mapping[str, Any], Handle], Plugin]
@@ -124,6 +133,24 @@ def _preemption(args: Mapping[str, Any], handle: Handle) -> Plugin:
         raise ConfigError(f"pluginConfig DefaultPreemption.args: {e}") from None
 
 
+def _with_volumes(cls: Callable[[VolumeObjects], Plugin], name: str) -> Factory:
+    """A volume plugin reading the handle's storage objects; it takes no args."""
+
+    def make(args: Mapping[str, Any], handle: Handle) -> Plugin:
+        if args:
+            raise ConfigError(f"pluginConfig {name}.args={dict(args)!r}: {name} takes no arguments")
+        return cls(handle.volumes)
+
+    return make
+
+
+def _volume_binding(args: Mapping[str, Any], handle: Handle) -> Plugin:
+    try:
+        return VolumeBinding.from_args(args, handle.volumes, handle.volume_api)
+    except ValueError as e:
+        raise ConfigError(f"pluginConfig VolumeBinding.args: {e}") from None
+
+
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable, "NodeUnschedulable"),
     "NodeName": _no_args(NodeName, "NodeName"),
@@ -144,6 +171,14 @@ REGISTRY: dict[str, Factory] = {
     "SelectorSpread": _selector_spread,
     "LoadAwareScheduling": _load_aware,
     "DefaultPreemption": _preemption,
+    "VolumeRestrictions": _no_args(VolumeRestrictions, "VolumeRestrictions"),
+    "VolumeZone": _with_volumes(VolumeZone, "VolumeZone"),
+    "NodeVolumeLimits": _with_volumes(NodeVolumeLimits, "NodeVolumeLimits"),
+    "EBSLimits": _with_volumes(EBSLimits, "EBSLimits"),
+    "GCEPDLimits": _with_volumes(GCEPDLimits, "GCEPDLimits"),
+    "AzureDiskLimits": _with_volumes(AzureDiskLimits, "AzureDiskLimits"),
+    "CinderLimits": _with_volumes(CinderLimits, "CinderLimits"),
+    "VolumeBinding": _volume_binding,
 }
 KNOWN = frozenset(REGISTRY)
 

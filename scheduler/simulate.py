@@ -27,6 +27,8 @@ from scheduler.framework.interfaces import Pod as AnyPod
 from scheduler.framework.listers import KINDS, ClusterObjects
 from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.status import Status
+from scheduler.framework.volumes import KINDS as VOLUME_KINDS
+from scheduler.framework.volumes import VolumeObjects
 from scheduler.gateway import EventRouter, Preemptor
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, Handle, build_framework
@@ -104,9 +106,10 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         objects = ClusterObjects()
         seed = _seed(scenario)
         pdbs = _objects(scenario, "podDisruptionBudgets")
+        volumes = VolumeObjects()  # no API: a claim that still needs binding fails at PreBind
         handle = Handle(
             clock=lambda: now, objects=objects, pdbs=lambda: pdbs, nominated=NominatedPods(),
-            rng=random.Random(seed),
+            rng=random.Random(seed), volumes=volumes,
         )  # fmt: skip
         frameworks = {
             p.scheduler_name: build_framework(p, handle, rng=random.Random(seed)) for p in config.profiles
@@ -130,7 +133,7 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     preemptor = Preemptor(sched, evictions)  # no pool: carried out inline
     sched.on_post_filter = preemptor
     names = list(frameworks)
-    router = EventRouter(sched, names, objects)
+    router = EventRouter(sched, names, objects, volumes=volumes)
     evictions.router = router
     try:
         for i, raw in enumerate(_objects(scenario, "nodes")):
@@ -148,9 +151,11 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
             router.nodemetric_upsert(check_object(raw, CustomResource, f"nodeMetrics[{i}]"))
         for i, raw in enumerate(_objects(scenario, "objects")):
             kind = raw.get("kind")
-            if kind not in KINDS:
-                raise ValueError(f"objects[{i}].kind={kind!r}: must be one of {', '.join(KINDS)}")
-            objects.on_add(str(kind), check_object(raw, KubeObject, f"objects[{i}]"))
+            if kind not in (*KINDS, *VOLUME_KINDS):
+                known = ", ".join((*KINDS, *VOLUME_KINDS))
+                raise ValueError(f"objects[{i}].kind={kind!r}: must be one of {known}")
+            store = objects if kind in KINDS else volumes
+            store.on_add(str(kind), check_object(raw, KubeObject, f"objects[{i}]"))
         order: list[str] = []
         for i, raw in enumerate(_objects(scenario, "pending")):
             pod = as_pod(_pending(raw, names[0]), f"pending[{i}]")

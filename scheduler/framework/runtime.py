@@ -249,7 +249,15 @@ class Framework:
         if n == 0:
             return ScheduleResult(None, Status.unschedulable("0/0 nodes are available."))
         st = self._pre_filter(state, pod, snapshot)
-        if not st.is_success():
+        if st.is_rejected():
+            # As kube-scheduler 1.20: every node gets the PreFilter's status, the pod a FitError
+            # (`0/N nodes are available: N <reason>.`) and PostFilter its chance.
+            rejections = Rejections(np.zeros(n, np.int32), (st,), snapshot.names)
+            msg = fit_error_message(n, [st] * n)
+            result = ScheduleResult(None, Status.unschedulable(msg), evaluated=n, rejections=rejections)
+            result.nominated = self.post_filter(state, pod, snapshot, rejections)
+            return result
+        if not st.is_success():  # an error: reported as it is
             return ScheduleResult(None, st, evaluated=n)
         feasible, rejections = self.filter_all(state, pod, snapshot)
         if self.nominated:  # only nodes holding a nominated pod are evaluated again

@@ -78,7 +78,8 @@ def test_default_framework_runs_each_plugin_where_it_implements_the_point() -> N
     assert [p.name for p in fw.filters][:6] == order
     assert "LoadAwareScheduling" in [p.name for p in fw.scores]
     assert "NodeResourcesFit" in [p.name for p in fw.pre_filters]  # its filter reads what preFilter computed
-    assert [p.name for p in fw.reserves] == ["LoadAwareScheduling"]
+    assert [p.name for p in fw.reserves] == ["VolumeBinding", "LoadAwareScheduling"]  # kube 1.20 order
+    assert [p.name for p in fw.pre_binds] == ["VolumeBinding"]
 
 
 def test_v1_multipoint_expansion_order_and_weights() -> None:

@@ -291,3 +291,50 @@ def test_framework_draws_among_tied_nodes() -> None:
     fw = Framework([CPUScore()], rng=random.Random(3))
     chosen = {fw.schedule(CycleState(0), POD, snap).node for _ in range(200)}
     assert chosen == {"a", "b", "c", "d"}  # identical nodes: every one is drawn, not only "a"
+
+
+class RejectsAtPreFilter:
+    """PreFilter says no (UNSCHEDULABLE_AND_UNRESOLVABLE)."""
+
+    name = "Picky"
+
+    def pre_filter(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot) -> Status:
+        return Status.unresolvable("pod has unbound immediate PersistentVolumeClaims", plugin="Picky")
+
+
+class RecordsPostFilter:
+    name = "Recorder"
+
+    def __init__(self) -> None:
+        self.seen: dict[str, Status] = {}
+
+    def post_filter(
+        self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot, statuses: dict[str, Status]
+    ) -> Status:
+        self.seen = statuses
+        return Status.unschedulable()
+
+
+def test_a_pre_filter_rejection_is_every_nodes_fit_error_and_post_filter_runs() -> None:
+    """As kube-scheduler 1.20: each node gets the PreFilter's status, the message is a FitError."""
+    recorder = RecordsPostFilter()
+    snap = Snapshot.build([node("a"), node("b"), node("c")])
+    res = Framework([RejectsAtPreFilter(), recorder]).schedule(CycleState(0), POD, snap)
+    assert res.node is None
+    assert (
+        res.status.message() == "0/3 nodes are available: 3 pod has unbound immediate PersistentVolumeClaims."
+    )
+    assert set(recorder.seen) == {"a", "b", "c"}
+    assert all(st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE for st in recorder.seen.values())
+
+
+class ErrsAtPreFilter:
+    name = "Broken"
+
+    def pre_filter(self, state: CycleState, pod: dict[str, Any], snapshot: Snapshot) -> Status:
+        return Status.error("lister failed")
+
+
+def test_a_pre_filter_error_is_reported_as_it_is() -> None:
+    res = Framework([ErrsAtPreFilter()]).schedule(CycleState(0), POD, Snapshot.build([node("a")]))
+    assert res.status.code == Code.ERROR and res.status.message() == "lister failed"

@@ -1,0 +1,100 @@
+"""The scheduler's informers: nodes, pods and NodeMetrics through the EventRouter; Services and workload
+controllers into ClusterObjects (the spreading plugins' default selectors); PersistentVolumes, claims,
+StorageClasses and CSINodes into VolumeObjects (the volume plugins); PodDisruptionBudgets into the
+PDB store (preemption). Every change of a stored kind is also a ClusterEvent for the queue, so pods a
+plugin parked for want of one are tried again.
+Imports: the kubernetes client, kube.informer, apis, scheduler (framework, gateway).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kubernetes import client
+
+from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
+from apis.kubeobjects import KubeObject
+from kube.informer import Informer
+from scheduler.framework.interfaces import ClusterEvent
+from scheduler.framework.listers import REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
+from scheduler.framework.volumes import CSI_NODE, PV, PVC, STORAGE_CLASS
+from scheduler.gateway import AnyInformer, EventRouter
+
+
+class KindStore(Protocol):
+    """A store of objects by kind (ClusterObjects, VolumeObjects)."""
+
+    def on_add(self, kind: str, obj: Any) -> None: ...
+
+    def on_update(self, kind: str, old: Any, new: Any) -> None: ...
+
+    def on_delete(self, kind: str, obj: Any) -> None: ...
+
+
+def store_handlers(store: KindStore, kind: str, on_event: Callable[[ClusterEvent], None]) -> dict[str, Any]:
+    """Informer handlers that keep `store` current for `kind` and report each change as a ClusterEvent."""
+
+    def add(obj: KubeObject) -> None:
+        store.on_add(kind, obj)
+        on_event(ClusterEvent(kind, "Add"))
+
+    def update(old: KubeObject, new: KubeObject) -> None:
+        store.on_update(kind, old, new)
+        on_event(ClusterEvent(kind, "Update"))
+
+    def delete(obj: KubeObject) -> None:
+        store.on_delete(kind, obj)
+        on_event(ClusterEvent(kind, "Delete"))
+
+    return {"on_add": add, "on_update": update, "on_delete": delete}
+
+
+def informers(router: EventRouter, api: Any, resync_seconds: float = 300) -> list[AnyInformer]:
+    core = client.CoreV1Api(api)
+    apps = client.AppsV1Api(api)
+    storage = client.StorageV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    on_event = router.s.on_event
+    watched: list[AnyInformer] = []
+    stores: list[tuple[KindStore | None, tuple[tuple[str, Callable[..., Any]], ...]]] = [
+        (router.objects, (
+            (SERVICE, core.list_service_for_all_namespaces),
+            (REPLICATION_CONTROLLER, core.list_replication_controller_for_all_namespaces),
+            (REPLICA_SET, apps.list_replica_set_for_all_namespaces),
+            (STATEFUL_SET, apps.list_stateful_set_for_all_namespaces),
+        )),
+        (router.volumes, (
+            (PV, core.list_persistent_volume),
+            (PVC, core.list_persistent_volume_claim_for_all_namespaces),
+            (STORAGE_CLASS, storage.list_storage_class),
+            (CSI_NODE, storage.list_csi_node),
+        )),
+    ]  # fmt: skip
+    for store, kinds in stores:
+        if store is None:
+            continue
+        for kind, lister in kinds:
+            handlers = store_handlers(store, kind, on_event)
+            watched.append(
+                Informer(lister, resync_seconds=resync_seconds, name=kind.lower() + "s", **handlers)
+            )
+    if router.pdbs is not None:
+        pdbs = router.pdbs
+        watched.append(
+            Informer(custom.list_cluster_custom_object,
+                     kwargs={"group": "policy", "version": "v1beta1", "plural": "poddisruptionbudgets"},
+                     resync_seconds=resync_seconds, on_add=pdbs.upsert, on_update=pdbs.upsert,
+                     on_delete=pdbs.delete, name="poddisruptionbudgets")
+        )  # fmt: skip
+    return [
+        *watched,
+        Informer(core.list_node, resync_seconds=resync_seconds, on_add=router.node_add,
+                 on_update=router.node_update, on_delete=router.node_delete, name="nodes"),
+        Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds, on_add=router.pod_add,
+                 on_update=router.pod_update, on_delete=router.pod_delete, name="pods"),
+        Informer(custom.list_cluster_custom_object,
+                 kwargs={"group": SLO_GROUP, "version": SLO_VERSION, "plural": NODE_METRIC_PLURAL},
+                 resync_seconds=resync_seconds, on_add=router.nodemetric_upsert,
+                 on_update=router.nodemetric_upsert, on_delete=router.nodemetric_delete, name="nodemetrics"),
+    ]  # fmt: skip
