@@ -30,6 +30,7 @@ __all__ = [
     "bounded_int",
     "check_object",
     "finite_number",
+    "object_list",
     "require_mapping",
     "show",
 ]
@@ -158,6 +159,20 @@ def as_pods(value: object, where: str) -> list[Pod]:
     if not isinstance(value, list):
         _fail(where, "a list of Pod objects", value)
     return [as_pod(p, f"{where}[{i}]") for i, p in enumerate(value)]
+
+
+def object_list(document: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+    """``document[key]`` as a list of JSON objects (a scenario file's `nodes`, `pods`, …); absent or
+    ``null`` is an empty list. A ValueError names the key (and the item) otherwise."""
+    value = document.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{key}: expected a list of objects, got {value!r:.80}")
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ValueError(f"{key}[{i}]: expected an object, got {item!r:.80}")
+    return value
 
 
 def finite_number(value: object, where: str) -> float:

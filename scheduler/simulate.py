@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from apis.kubeobjects import CustomResource, KubeObject, Pod
-from apis.objectcheck import as_node, as_pod, as_pods, check_object
+from apis.objectcheck import as_node, as_pod, as_pods, check_object, object_list
 from apis.pod import pod_key
 from apis.rfc3339 import parse_rfc3339
 from scheduler.cache import SchedulerCache
@@ -72,13 +72,6 @@ class _Evictions:
         """The nomination is the scheduler's NominatedPods' (kept by the Preemptor)."""
 
 
-def _objects(scenario: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
-    value = scenario.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
-        raise ValueError(f"{key}: expected a list of objects, got {value!r:.80}")
-    return value
 
 
 def _seed(scenario: Mapping[str, Any]) -> int:
@@ -105,7 +98,7 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         config = parse_config(scenario.get("config"), KNOWN)
         objects = ClusterObjects()
         seed = _seed(scenario)
-        pdbs = _objects(scenario, "podDisruptionBudgets")
+        pdbs = object_list(scenario, "podDisruptionBudgets")
         volumes = VolumeObjects()  # no API: a claim that still needs binding fails at PreBind
         handle = Handle(
             clock=lambda: now, objects=objects, pdbs=lambda: pdbs, nominated=NominatedPods(),
@@ -136,7 +129,7 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     router = EventRouter(sched, names, objects, volumes=volumes)
     evictions.router = router
     try:
-        for i, raw in enumerate(_objects(scenario, "nodes")):
+        for i, raw in enumerate(object_list(scenario, "nodes")):
             node = as_node(raw, f"nodes[{i}]")
             if not isinstance(node.get("metadata", {}).get("name"), str):
                 raise ValueError(f"nodes[{i}].metadata.name: required")
@@ -145,11 +138,11 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
             if not (pod.get("spec") or {}).get("nodeName"):
                 raise ValueError(f"pods[{i}].spec.nodeName: required (pods to schedule go in 'pending')")
             router.pod_add(pod)
-        for i, raw in enumerate(_objects(scenario, "nodeMetrics")):
+        for i, raw in enumerate(object_list(scenario, "nodeMetrics")):
             if not isinstance(raw.get("metadata", {}).get("name"), str):
                 raise ValueError(f"nodeMetrics[{i}].metadata.name: required")
             router.nodemetric_upsert(check_object(raw, CustomResource, f"nodeMetrics[{i}]"))
-        for i, raw in enumerate(_objects(scenario, "objects")):
+        for i, raw in enumerate(object_list(scenario, "objects")):
             kind = raw.get("kind")
             if kind not in (*KINDS, *VOLUME_KINDS):
                 known = ", ".join((*KINDS, *VOLUME_KINDS))
@@ -157,7 +150,7 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
             store = objects if kind in KINDS else volumes
             store.on_add(str(kind), check_object(raw, KubeObject, f"objects[{i}]"))
         order: list[str] = []
-        for i, raw in enumerate(_objects(scenario, "pending")):
+        for i, raw in enumerate(object_list(scenario, "pending")):
             pod = as_pod(_pending(raw, names[0]), f"pending[{i}]")
             if (pod.get("spec") or {}).get("nodeName"):
                 raise ValueError(f"pending[{i}].spec.nodeName: must be empty (bound pods go in 'pods')")

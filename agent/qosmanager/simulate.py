@@ -21,7 +21,7 @@ from apis.gojson import decode_into
 from apis.kubeobjects import Node, Pod
 from apis.nodeslo import CPUBurstStrategy, HostApplicationSpec, ResourceThresholdStrategy
 from apis.nodeslo_defaults import default_cpu_burst_strategy, default_resource_threshold_strategy
-from apis.objectcheck import as_node, as_pod, as_pods, bounded_int, finite_number
+from apis.objectcheck import as_node, as_pod, as_pods, bounded_int, finite_number, object_list
 from apis.quantity import Quantity
 
 __all__ = ["OPERATIONS", "simulate_cpu_burst", "simulate_cpu_suppress"]
@@ -39,13 +39,6 @@ def _obj(s: Mapping[str, Any], key: str, *, optional: bool = False) -> dict[str,
     return v
 
 
-def _list(s: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
-    v = s.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
-        raise ValueError(f"{key}: expected a list of objects, got {v!r:.80}")
-    return v
 
 
 # The scenario's Kubernetes objects: its JSON is their boundary, as the informers are the cluster's.
@@ -121,7 +114,7 @@ def _suppress_quantity(s: Mapping[str, Any]) -> dict[str, Any]:
     )
     apps = [
         HostApplicationSpec.from_dict(a, f"hostApplications[{i}]")
-        for i, a in enumerate(_list(s, "hostApplications"))
+        for i, a in enumerate(object_list(s, "hostApplications"))
     ]
     node_used = _num(s, "nodeCPUUsage")
     assert node_used is not None

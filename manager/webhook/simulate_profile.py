@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from apis.colocationprofile import ColocationProfileError, parse_profile
+from apis.objectcheck import object_list
 from manager.webhook.profile import FEATURE_SKIP_MUTATING_RESOURCES, mutate_pod
 
 __all__ = ["simulate"]
@@ -32,16 +33,17 @@ def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
     pod = scenario.get("pod")
     if not isinstance(pod, Mapping):
         raise ValueError(f"pod: expected a Pod object, got {pod!r:.80}")
-    profiles = _objects(scenario, "profiles")
+    profiles = object_list(scenario, "profiles")
     for i, profile in enumerate(profiles):
         try:
             parse_profile(profile, f"profiles[{i}]")
         except ColocationProfileError as e:
             raise ValueError(str(e)) from None
     priority_classes: dict[str, Mapping[str, Any]] = {}
-    for i, pc in enumerate(_objects(scenario, "priorityClasses")):
+    for i, pc in enumerate(object_list(scenario, "priorityClasses")):
         priority_classes[_name(pc, f"priorityClasses[{i}]")] = _priority_class(pc, f"priorityClasses[{i}]")
-    namespaces = {_name(ns, f"namespaces[{i}]"): ns for i, ns in enumerate(_objects(scenario, "namespaces"))}
+    listed = enumerate(object_list(scenario, "namespaces"))
+    namespaces = {_name(ns, f"namespaces[{i}]"): ns for i, ns in listed}
     metadata = pod.get("metadata")
     namespace = metadata.get("namespace", "") if isinstance(metadata, Mapping) else ""
     if not isinstance(namespace, str):
@@ -59,16 +61,6 @@ def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
     return {"mutated": result.mutated, "pod": result.pod}
 
 
-def _objects(scenario: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = scenario.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ValueError(f"{key}: expected a list of objects, got {value!r:.80}")
-    for i, item in enumerate(value):
-        if not isinstance(item, Mapping):
-            raise ValueError(f"{key}[{i}]: expected an object, got {item!r:.80}")
-    return value
 
 
 def _name(obj: Mapping[str, Any], path: str) -> str:

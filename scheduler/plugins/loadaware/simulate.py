@@ -17,7 +17,7 @@ import numpy as np
 
 from apis.kubeobjects import Pod
 from apis.nodemetric import NodeMetric
-from apis.objectcheck import as_node, as_pod, as_pods
+from apis.objectcheck import as_node, as_pod, as_pods, object_list
 from apis.rfc3339 import parse_rfc3339
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.snapshot import Snapshot
@@ -26,13 +26,6 @@ from scheduler.plugins.loadaware.plugin import LoadAwareScheduling
 ANNOTATION_ASSUMED: Final = "test.koordinator.sh/assumed"
 
 
-def _list(scenario: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
-    value = scenario.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(x, dict) for x in value):
-        raise ValueError(f"{key}: expected a list of objects, got {value!r:.80}")
-    return value
 
 
 def _now(scenario: Mapping[str, Any]) -> float:
@@ -49,12 +42,12 @@ def prepare(scenario: dict[str, Any]) -> tuple[LoadAwareScheduling, Snapshot, Cy
         plugin = LoadAwareScheduling(scenario.get("args"), clock=lambda: now)
     except ValueError as e:
         raise ValueError(f"args: {e}") from None
-    nodes = [as_node(n, f"nodes[{i}]") for i, n in enumerate(_list(scenario, "nodes"))]
+    nodes = [as_node(n, f"nodes[{i}]") for i, n in enumerate(object_list(scenario, "nodes"))]
     for i, n in enumerate(nodes):
         if not isinstance(n.get("metadata", {}).get("name"), str):
             raise ValueError(f"nodes[{i}].metadata.name: required")
     snapshot = Snapshot.build(nodes)
-    for i, raw in enumerate(_list(scenario, "nodeMetrics")):
+    for i, raw in enumerate(object_list(scenario, "nodeMetrics")):
         nm = NodeMetric.from_dict(raw, f"nodeMetrics[{i}]")
         plugin.on_node_metric(nm.name, nm)
     state = CycleState(now)
