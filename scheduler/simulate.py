@@ -72,8 +72,6 @@ class _Evictions:
         """The nomination is the scheduler's NominatedPods' (kept by the Preemptor)."""
 
 
-
-
 def _seed(scenario: Mapping[str, Any]) -> int:
     seed = scenario.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):

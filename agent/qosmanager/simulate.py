@@ -39,8 +39,6 @@ def _obj(s: Mapping[str, Any], key: str, *, optional: bool = False) -> dict[str,
     return v
 
 
-
-
 # The scenario's Kubernetes objects: its JSON is their boundary, as the informers are the cluster's.
 def _pod(s: Mapping[str, Any]) -> Pod:
     return as_pod(s.get("pod"), "pod")

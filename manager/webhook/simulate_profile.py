@@ -61,8 +61,6 @@ def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
     return {"mutated": result.mutated, "pod": result.pod}
 
 
-
-
 def _name(obj: Mapping[str, Any], path: str) -> str:
     metadata = obj.get("metadata")
     name = metadata.get("name") if isinstance(metadata, Mapping) else None

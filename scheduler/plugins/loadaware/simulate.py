@@ -26,8 +26,6 @@ from scheduler.plugins.loadaware.plugin import LoadAwareScheduling
 ANNOTATION_ASSUMED: Final = "test.koordinator.sh/assumed"
 
 
-
-
 def _now(scenario: Mapping[str, Any]) -> float:
     try:
         return parse_rfc3339(scenario.get("now")).timestamp()
