@@ -307,6 +307,8 @@ RESOURCE_GROUPS = {
     "clustercolocationprofiles": "config.koordinator.sh", "priorityclasses": "scheduling.k8s.io",
     "mutatingwebhookconfigurations": "admissionregistration.k8s.io",
     "validatingwebhookconfigurations": "admissionregistration.k8s.io",
+    "replicasets": "apps", "statefulsets": "apps", "poddisruptionbudgets": "policy",
+    "storageclasses": "storage.k8s.io", "csinodes": "storage.k8s.io",
 }  # fmt: skip
 MUTATING, VALIDATING = (
     "koordinator-mutating-webhook-configuration",
@@ -373,7 +375,7 @@ MANAGER = [
     # must not
     ("update", "endpoints", NS, "kube-dns", False), ("delete", "endpoints", NS, "koord-manager-hub", False),
     ("update", "endpoints", "default", "kubernetes", False),
-    ("delete", "pods", "default", "p", False), ("create", "pods", "default", "", False),
+    ("create", "pods", "default", "", False),
     ("update", "pods", "default", "p", False), ("create", "pods/eviction", "default", "p", False),
     ("update", "configmaps", NS, "slo-controller-config", False),
     ("patch", "configmaps", NS, "slo-controller-config", False),
@@ -387,7 +389,11 @@ MANAGER = [
 ]  # fmt: skip
 
 # The embedded scheduler's rights: the manager has them in the default install only.
-MANAGER_EMBEDDED = [("create", "pods/binding", "default", "p"), ("patch", "pods/status", "default", "p")]
+MANAGER_EMBEDDED = [
+    ("create", "pods/binding", "default", "p"), ("patch", "pods/status", "default", "p"),
+    ("delete", "pods", "default", "p"),  # preemption's victims
+    ("list", "poddisruptionbudgets", "", ""), ("update", "persistentvolumeclaims", "default", "c"),
+]  # fmt: skip
 
 SCHEDULER = [
     # scheduler/gateway.py and scheduler/main.py (Lease koord-scheduler)
@@ -398,11 +404,20 @@ SCHEDULER = [
     ("create", "events", "default", "", True), ("patch", "events", "default", "e", True),
     ("create", "leases", NS, "", True), ("get", "leases", NS, "koord-scheduler", True),
     ("update", "leases", NS, "koord-scheduler", True),
+    # the spreading plugins' selectors, preemption (PDBs, victims), the volume plugins and VolumeBinding
+    *[(v, r, "", "", True) for r in ("services", "replicationcontrollers", "replicasets", "statefulsets",
+                                      "poddisruptionbudgets", "persistentvolumes", "persistentvolumeclaims",
+                                      "storageclasses", "csinodes") for v in ("list", "watch")],
+    ("delete", "pods", "default", "p", True),
+    ("update", "persistentvolumes", "", "pv", True),
+    ("update", "persistentvolumeclaims", "default", "c", True),
+    ("get", "persistentvolumeclaims", "default", "c", True),
     # must not
     ("update", "configmaps", NS, "slo-controller-config", False),
     ("list", "configmaps", NS, "", False),
     ("patch", "nodes/status", "", "n", False), ("update", "nodes/status", "", "n", False),
-    ("patch", "nodes", "", "n", False), ("delete", "pods", "default", "p", False),
+    ("patch", "nodes", "", "n", False), ("deletecollection", "pods", "default", "", False),
+    ("update", "pods", "default", "p", False), ("delete", "persistentvolumes", "", "pv", False),
     ("create", "pods/eviction", "default", "p", False), ("update", "nodemetrics", "", "n", False),
     ("create", "nodeslos", "", "", False), ("get", "secrets", "default", "s", False),
     ("update", "leases", NS, "koordinator-manager", False), ("create", "tokenreviews", "", "", False),

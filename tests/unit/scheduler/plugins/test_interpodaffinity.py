@@ -249,7 +249,9 @@ def test_unparsable_terms_fail_pre_filter(affinity: Obj, category: str) -> None:
     assert st.message().startswith(f"parsing pod: {category}: ")
     assert InterPodAffinity().pre_score(CycleState(0.0), incoming, snap, np.arange(4)).code == Code.ERROR
     result = Framework([InterPodAffinity()]).schedule(CycleState(0.0), incoming, snap)
-    assert result.node is None and result.status.plugin == NAME
+    # As kube 1.20: every node gets the PreFilter's status, the pod a FitError naming it on all four.
+    assert result.node is None and result.rejections.plugins() == {NAME}
+    assert result.status.message().startswith(f"0/4 nodes are available: 4 parsing pod: {category}: ")
 
 
 def test_parse_terms() -> None:
