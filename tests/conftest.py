@@ -50,7 +50,7 @@ def no_leaked_threads_or_processes(session_processes: list[SessionOwner]) -> Ite
     children_before = set(me.children(recursive=True))
     yield
     deadline = time.monotonic() + LEAK_GRACE_S
-    threads = [t for t in threading.enumerate() if t not in threads_before]
+    threads = [t for t in threading.enumerate() if t not in threads_before and not _grpc_poller(t)]
     children = _new_children(me, children_before, session_processes)
     while (threads or children) and time.monotonic() < deadline:
         # Some threads end when their owner is freed, not when it is stopped (grpc.aio's poller thread
@@ -73,6 +73,15 @@ def no_leaked_threads_or_processes(session_processes: list[SessionOwner]) -> Ite
         + "\n  ".join(lines),
         pytrace=False,
     )
+
+
+def _grpc_poller(t: threading.Thread) -> bool:
+    """grpc.aio's one process-wide poller thread. It runs while grpc's aio state is initialised and ends
+    only when its completion queue drains after the last aio object is freed; in some interleavings of
+    a stopped server with an aborted client stream (seen once per full run, never alone) that happens
+    after the test, or never. It is grpc's, one per process, not something a test started and forgot:
+    the check does not count it (the hub's own threads, the loop thread and its pools, still are)."""
+    return _target(t) == "PollerCompletionQueue._poll_wrapper"
 
 
 def _running(me: psutil.Process, threads: list[threading.Thread]) -> list[threading.Thread]:
