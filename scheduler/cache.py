@@ -40,17 +40,8 @@ class _PodState:
 
 
 def copy_node_info(info: NodeInfo) -> NodeInfo:
-    """A NodeInfo whose dicts later cache changes don't touch (PodInfos and pod/node dicts are shared:
-    the cache replaces them, never mutates them)."""
-    return NodeInfo(
-        info.name,
-        info.node,
-        dict(info.allocatable),
-        dict(info.pods),
-        dict(info.requested),
-        info.generation,
-        info.nonzero,
-    )
+    """The snapshot's copy of a cache NodeInfo (``NodeInfo.copy``): later cache changes don't touch it."""
+    return info.copy()
 
 
 def _name(node_or_name: Node | str) -> str:

@@ -48,19 +48,6 @@ def nominated_node_name(pod: Mapping[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
-def copy_info(info: NodeInfo) -> NodeInfo:
-    """A NodeInfo whose pods can be added and removed without touching `info` (PodInfos shared)."""
-    return NodeInfo(
-        info.name,
-        info.node,
-        dict(info.allocatable),
-        dict(info.pods),
-        dict(info.requested),
-        info.generation,
-        info.nonzero,
-    )
-
-
 class ExtensionError(Exception):
     """A PreFilterExtensions call failed: kube turns its status into an error."""
 
@@ -188,7 +175,7 @@ def with_nominated(
     pods = _relevant(pod, nominated)
     if not pods:
         return None
-    state_out, info_out = state.clone(), copy_info(info)
+    state_out, info_out = state.clone(), info.copy()
     for p in pods:
         add_pod(framework, state_out, pod, PodInfo.of(p), info_out)
     return state_out, info_out

@@ -65,6 +65,15 @@ class NodeInfo:
     generation: int = 0
     nonzero: tuple[int, int] = (0, 0)
 
+    def copy(self) -> NodeInfo:
+        """A NodeInfo whose dicts later changes don't touch: pods can be added and removed on either
+        without the other seeing it (PodInfos and the pod/node dicts are shared: they are replaced,
+        never mutated)."""
+        return NodeInfo(
+            self.name, self.node, dict(self.allocatable), dict(self.pods), dict(self.requested),
+            self.generation, self.nonzero,
+        )  # fmt: skip
+
     @classmethod
     def of(cls, node: Node, generation: int = 0) -> NodeInfo:
         alloc = parse_resource_list(node.get("status", {}).get("allocatable") or {})

@@ -21,7 +21,6 @@ from scheduler.framework.interfaces import Pod
 from scheduler.framework.nominated import (
     ExtensionError,
     add_pod,
-    copy_info,
     pod_passes_filters_on_node,
     priority,
     remove_pod,
@@ -69,7 +68,7 @@ def select_victims_on_node(
     """The victims that let `pod` onto `info`'s node, or None when the node is no candidate (no
     lower-priority pod, no fit without them, or a PreFilter extension failed). `nominated`: the pods
     nominated to this node; `resources`: the cluster snapshot's resource columns."""
-    info, state = copy_info(info), state.clone()
+    info, state = info.copy(), state.clone()
     prio = priority(pod)
     potential = [pi for pi in info.pods.values() if priority(pi.pod) < prio]
     if not potential:

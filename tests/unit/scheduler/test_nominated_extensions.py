@@ -16,7 +16,6 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Plugin, Pod
 from scheduler.framework.nominated import (
     add_pod,
-    copy_info,
     filters_on_node,
     pre_filter_state,
     remove_pod,
@@ -83,7 +82,7 @@ def check_one_node(
         victim = data.draw(st.sampled_from(candidates))
         node = victim["spec"]["nodeName"]
         i = snap.index[node]
-        state, info = base.clone(), copy_info(snap.infos[i])
+        state, info = base.clone(), snap.infos[i].copy()
         remove_pod(framework, state, incoming, PodInfo.of(cast(Pod, victim)), info)
         got = filters_on_node(framework, state, incoming, info, snap.resources)
         rest = [p for p in pods if p is not victim]
@@ -93,7 +92,7 @@ def check_one_node(
         event(f"remove: {got.reasons[-1] if got.reasons else 'fits'}")
     node = data.draw(st.sampled_from(snap.names))
     added = data.draw(new_pod(node))
-    state, info = base.clone(), copy_info(snap.infos[snap.index[node]])
+    state, info = base.clone(), snap.infos[snap.index[node]].copy()
     add_pod(framework, state, incoming, PodInfo.of(cast(Pod, added)), info)
     got = filters_on_node(framework, state, incoming, info, snap.resources)
     more = pods if counted_on is not None and not counted_on(node) else [*pods, added]
@@ -103,7 +102,7 @@ def check_one_node(
     assert whole_cluster(framework, base, incoming, snap) == before
     assert before == [oracle_status(oracle, incoming, nodes, pods, name) for name in snap.names]
     i = data.draw(st.integers(0, snap.n - 1))
-    assert filters_on_node(framework, base, incoming, copy_info(snap.infos[i]), snap.resources) == before[i]
+    assert filters_on_node(framework, base, incoming, snap.infos[i].copy(), snap.resources) == before[i]
 
 
 @settings(max_examples=200, deadline=None)

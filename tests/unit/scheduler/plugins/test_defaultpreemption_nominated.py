@@ -9,7 +9,6 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod, PreFilterExtensions
 from scheduler.framework.nominated import (
     NominatedPods,
-    copy_info,
     filter_with_nominated,
     filters_on_node,
     pod_passes_filters_on_node,
@@ -104,7 +103,7 @@ def test_filters_on_node_sees_the_copy_only() -> None:
     p = pod("p", priority=MID, req=SMALL)
     state = cycle(fw, p, snap)
     assert not filters_on_node(fw, state, p, snap.infos[0], snap.resources).is_success()
-    copy = copy_info(snap.infos[0])
+    copy = snap.infos[0].copy()
     copy.remove_pod("default/x", copy.generation + 1)
     assert filters_on_node(fw, state, p, copy, snap.resources).is_success()
     assert "default/x" in snap.infos[0].pods

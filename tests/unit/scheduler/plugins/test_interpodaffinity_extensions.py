@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Pod
-from scheduler.framework.nominated import copy_info, filters_on_node
+from scheduler.framework.nominated import filters_on_node
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import NodeInfo, PodInfo, Snapshot
 from scheduler.framework.status import Code
@@ -51,17 +51,17 @@ def test_removing_the_only_anti_affinity_pod_frees_its_zone() -> None:
     incoming = pod("in", labels={"app": "web"}, affinity=required("podAntiAffinity", term("web")))
     web = pod("w", node="n2", labels={"app": "web"})
     framework, state, snap = setup(incoming, [web])
-    info = copy_info(snap.infos[0])  # n1, same zone as the web pod
+    info = snap.infos[0].copy()  # n1, same zone as the web pod
     st = filters_on_node(framework, state, as_pod(incoming), info, snap.resources)
     assert st.code == Code.UNSCHEDULABLE
     assert st.reasons == (GENERAL, "node(s) didn't match pod anti-affinity rules")
     clone = state.clone()
     plugin = InterPodAffinity()
-    assert plugin.remove_pod(clone, as_pod(incoming), as_pod(web), copy_info(snap.infos[1])).is_success()
+    assert plugin.remove_pod(clone, as_pod(incoming), as_pod(web), snap.infos[1].copy()).is_success()
     assert filters_on_node(framework, clone, as_pod(incoming), info, snap.resources).is_success()
     # the original state still rejects, and adding the pod back restores it on the clone
     assert not filters_on_node(framework, state, as_pod(incoming), info, snap.resources).is_success()
-    assert plugin.add_pod(clone, as_pod(incoming), as_pod(web), copy_info(snap.infos[1])).is_success()
+    assert plugin.add_pod(clone, as_pod(incoming), as_pod(web), snap.infos[1].copy()).is_success()
     assert filters_on_node(framework, clone, as_pod(incoming), info, snap.resources) == st
 
 
@@ -70,14 +70,14 @@ def test_an_added_pod_with_anti_affinity_to_the_incoming_pod() -> None:
     framework, state, snap = setup(incoming, [])
     clone = state.clone()
     other = pod("o", node="n3", labels={"app": "db"}, affinity=required("podAntiAffinity", term("web")))
-    info = copy_info(snap.infos[2])
+    info = snap.infos[2].copy()
     info.add_pod(PodInfo.of(as_pod(other)), 1)
     assert InterPodAffinity().add_pod(clone, as_pod(incoming), as_pod(other), info).is_success()
     st = filters_on_node(framework, clone, as_pod(incoming), info, snap.resources)
     assert st.code == Code.UNSCHEDULABLE
     assert st.reasons == (GENERAL, "node(s) didn't satisfy existing pods anti-affinity rules")
     assert filters_on_node(
-        framework, state, as_pod(incoming), copy_info(snap.infos[2]), snap.resources
+        framework, state, as_pod(incoming), snap.infos[2].copy(), snap.resources
     ).is_success()
 
 
@@ -87,15 +87,13 @@ def test_affinity_count_down_to_zero_brings_back_the_first_pod_rule() -> None:
     incoming = pod("in", labels={"app": "web"}, affinity=required("podAffinity", term("web")))
     web = pod("w", node="n1", labels={"app": "web"})
     framework, state, snap = setup(incoming, [web])
-    n3 = copy_info(snap.infos[2])
+    n3 = snap.infos[2].copy()
     st = filters_on_node(framework, state, as_pod(incoming), n3, snap.resources)
     assert st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert st.reasons == (GENERAL, "node(s) didn't match pod affinity rules")
     clone = state.clone()
     assert (
-        InterPodAffinity()
-        .remove_pod(clone, as_pod(incoming), as_pod(web), copy_info(snap.infos[0]))
-        .is_success()
+        InterPodAffinity().remove_pod(clone, as_pod(incoming), as_pod(web), snap.infos[0].copy()).is_success()
     )
     s = clone.read(PRE_FILTER_KEY)
     assert isinstance(s, FilterState)

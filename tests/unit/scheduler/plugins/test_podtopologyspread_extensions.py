@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Pod
-from scheduler.framework.nominated import copy_info, filters_on_node
+from scheduler.framework.nominated import filters_on_node
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Code
@@ -96,15 +96,15 @@ def test_remove_and_add_change_counts_and_min_on_a_clone_only() -> None:
     assert counts(original, ZONE) == {"z1": 3, "z2": 1}  # n4 (no hostname) counts: one key only here
     assert original.min_match == {ZONE: 1}
     clone = state.clone()
-    n1 = copy_info(snap.infos[0])
+    n1 = snap.infos[0].copy()
     for name in ("a", "b"):
         assert plugin.remove_pod(clone, p, pod(name, "n1"), n1).is_success()
     s = clone.read(PRE_FILTER_STATE_KEY)
     assert isinstance(s, FilterState)
     assert counts(s, ZONE) == {"z1": 1, "z2": 1}
     assert s.min_match == {ZONE: 1} and s.paths is not None and s.paths[ZONE][0][1] == 1
-    assert plugin.add_pod(clone, p, pod("x", "n3"), copy_info(snap.infos[2])).is_success()
-    assert plugin.add_pod(clone, p, pod("y", "n3"), copy_info(snap.infos[2])).is_success()
+    assert plugin.add_pod(clone, p, pod("x", "n3"), snap.infos[2].copy()).is_success()
+    assert plugin.add_pod(clone, p, pod("y", "n3"), snap.infos[2].copy()).is_success()
     assert counts(s, ZONE) == {"z1": 1, "z2": 3} and s.min_match == {ZONE: 1}
     # the original is untouched
     assert counts(original, ZONE) == {"z1": 3, "z2": 1} and original.min_match == {ZONE: 1}
@@ -120,7 +120,7 @@ def test_pods_that_do_not_change_counts() -> None:
     before = (counts(original, ZONE), counts(original, HOST), dict(original.min_match or {}))
     assert counts(original, ZONE) == {"z1": 3, "z2": 1}  # (d on n4, which has no hostname)
     clone = state.clone()
-    n1, n4 = copy_info(snap.infos[0]), copy_info(snap.infos[3])
+    n1, n4 = snap.infos[0].copy(), snap.infos[3].copy()
     assert plugin.add_pod(clone, p, pod("x", "n1", ns="other"), n1).is_success()
     assert plugin.add_pod(clone, p, pod("y", "n1", app="db"), n1).is_success()
     assert plugin.remove_pod(clone, p, pod("d", "n4"), n4).is_success()
@@ -136,7 +136,7 @@ def test_a_terminating_pod_is_counted_by_the_change() -> None:
     plugin, state, _ = state_for(snap, p)
     clone = state.clone()
     gone = pod("t", "n3", deletionTimestamp="2020-01-01T00:00:00Z")
-    assert plugin.add_pod(clone, p, gone, copy_info(snap.infos[2])).is_success()
+    assert plugin.add_pod(clone, p, gone, snap.infos[2].copy()).is_success()
     s = clone.read(PRE_FILTER_STATE_KEY)
     assert isinstance(s, FilterState)
     assert counts(s, ZONE) == {"z1": 3, "z2": 2}
@@ -149,7 +149,7 @@ def test_a_domain_no_eligible_node_has_is_left_alone() -> None:
     plugin, state, original = state_for(snap, p)
     assert counts(original, ZONE) == {"z1": 3}
     clone = state.clone()
-    assert plugin.add_pod(clone, p, pod("x", "n3"), copy_info(snap.infos[2])).is_success()
+    assert plugin.add_pod(clone, p, pod("x", "n3"), snap.infos[2].copy()).is_success()
     s = clone.read(PRE_FILTER_STATE_KEY)
     assert isinstance(s, FilterState)
     assert counts(s, ZONE) == {"z1": 3} and s.min_match == {ZONE: 3}
@@ -163,7 +163,7 @@ def test_filter_on_one_node_after_removing_victims() -> None:
     framework = Framework([PodTopologySpread()])
     state = CycleState(0.0)
     assert framework.pre_filters[0].pre_filter(state, p, snap).is_success()
-    info = copy_info(snap.infos[0])
+    info = snap.infos[0].copy()
     st = filters_on_node(framework, state, p, info, snap.resources)
     assert st.code == Code.UNSCHEDULABLE and st.reasons == (REASON,)
     clone = state.clone()
@@ -171,7 +171,7 @@ def test_filter_on_one_node_after_removing_victims() -> None:
     info.remove_pod(victim.key, 1)
     assert PodTopologySpread().remove_pod(clone, p, victim.pod, info).is_success()
     assert filters_on_node(framework, clone, p, info, snap.resources).is_success()
-    assert not filters_on_node(framework, state, p, copy_info(snap.infos[0]), snap.resources).is_success()
+    assert not filters_on_node(framework, state, p, snap.infos[0].copy(), snap.resources).is_success()
 
 
 def test_without_pre_filter_state_is_an_error() -> None:
