@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, IntArray, Pod
+from scheduler.framework.podupdates import update_with_pod
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.interpodaffinity.args import InterPodAffinityArgs
@@ -61,11 +62,8 @@ class InterPodAffinity:
 
     # --- PreFilter extensions ----------------------------------------------------------------------
     def _update(self, state: CycleState, updated: Pod, info: NodeInfo, delta: int) -> Status:
-        found = state.get(PRE_FILTER_KEY)
-        if not isinstance(found, FilterState):
-            return Status.error(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found', plugin=NAME)
-        found.update_with_pod(updated, info.node, delta)
-        return Status.success()
+        missing = f'error reading "{PRE_FILTER_KEY}" from cycleState: not found'
+        return update_with_pod(state, PRE_FILTER_KEY, FilterState, NAME, missing, updated, info, delta)
 
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo) -> Status:
         return self._update(state, pod_to_add, info, 1)

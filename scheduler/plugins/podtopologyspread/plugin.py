@@ -19,6 +19,7 @@ from apis.kubeobjects import Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, IntArray
 from scheduler.framework.listers import ClusterObjects
+from scheduler.framework.podupdates import update_with_pod
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.podtopologyspread.constraints import ConstraintError, SpreadArgs, pod_constraints
@@ -82,11 +83,8 @@ class PodTopologySpread:
 
     # --- PreFilter extensions ----------------------------------------------------------------------
     def _update(self, state: CycleState, updated: Pod, info: NodeInfo, delta: int) -> Status:
-        found = state.get(PRE_FILTER_STATE_KEY)
-        if not isinstance(found, FilterState):
-            return Status.error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found', plugin=NAME)
-        found.update_with_pod(updated, info.node, delta)
-        return Status.success()
+        missing = f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found'
+        return update_with_pod(state, PRE_FILTER_STATE_KEY, FilterState, NAME, missing, updated, info, delta)
 
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo) -> Status:
         return self._update(state, pod_to_add, info, 1)
