@@ -53,6 +53,20 @@ class NoClaimNameError(Exception):
     """A PVC volume without a claim name: Filter's ERROR."""
 
 
+def volume_claim(
+    volumes: VolumeObjects, ns: str, vol: Mapping[str, Any]
+) -> tuple[str, Mapping[str, Any]] | None:
+    """The claim a pod volume names and its PVC, as both limit filters look it up: None for a volume that
+    is not a claim or a claim not found; NoClaimNameError for a claim without a name."""
+    name = claim_name(vol)
+    if name is None:
+        return None
+    if not name:
+        raise NoClaimNameError
+    pvc = volumes.pvc(ns, name)
+    return None if pvc is None else (name, pvc)
+
+
 def csi_attach_limit_key(driver: str) -> str:
     """volumeutil.GetCSIAttachLimitKey."""
     if len(CSI_ATTACH_LIMIT_PREFIX) + len(driver) >= RESOURCE_NAME_LENGTH_LIMIT:
@@ -90,14 +104,10 @@ def csi_volumes(
 ) -> None:
     """filterAttachableVolumes over (namespace, volume) pairs: unique name -> limit key."""
     for ns, vol in pairs:
-        name = claim_name(vol)
-        if name is None:
+        found = volume_claim(volumes, ns, vol)
+        if found is None:
             continue
-        if not name:
-            raise NoClaimNameError
-        pvc = volumes.pvc(ns, name)
-        if pvc is None:
-            continue
+        name, pvc = found
         driver, handle = csi_driver_info(volumes, pvc, ns, name)
         if driver and handle:
             into[f"{driver}/{handle}"] = csi_attach_limit_key(driver)

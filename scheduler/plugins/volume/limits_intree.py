@@ -31,7 +31,6 @@ from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.volumes import PV, PVC, STORAGE_CLASS, VolumeObjects
 from scheduler.plugins.volume.common import (
-    claim_name,
     labels_of,
     pod_namespace,
     pod_volumes,
@@ -41,6 +40,7 @@ from scheduler.plugins.volume.limits import (
     ERR_NO_CLAIM_NAME,
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
     NoClaimNameError,
+    volume_claim,
 )
 
 KUBE_MAX_PD_VOLS: Final = "KUBE_MAX_PD_VOLS"
@@ -118,14 +118,10 @@ def filter_volumes(
         if ident is not None:
             into.add(ident)
             continue
-        name = claim_name(vol)
-        if name is None:
+        found = volume_claim(volumes, ns, vol)
+        if found is None:
             continue
-        if not name:
-            raise NoClaimNameError
-        pvc = volumes.pvc(ns, name)
-        if pvc is None:
-            continue
+        name, pvc = found
         claim_id = f"\x00claim-{ns}/{name}"  # kube: a random per-plugin prefix, never a real disk id
         pv_name = str(_spec(pvc).get("volumeName") or "")
         pv = volumes.pv(pv_name) if pv_name else None
