@@ -128,27 +128,35 @@ class NodeObjectController:
         if plan.warning:
             log.warning("%s %s: %s", self.kind, name, plan.warning)
         try:
-            self._apply(name, plan, old)
+            written = self._apply(name, plan, old)
         except GatewayError as e:
             self._count("failed", plan.reason)
             log.info("%s %s: %s; retrying with backoff", self.kind, name, e)
             raise
-        if plan.action != "none":
+        if written:
             self._count("succeeded", plan.reason)
             log.info("%s %s: %s", self.kind, name, plan.reason)
         return None
 
-    def _apply(self, name: str, plan: Plan, old: CustomResource | None) -> None:
+    def _apply(self, name: str, plan: Plan, old: CustomResource | None) -> bool:
+        """Carry ``plan`` out; True when it wrote (and so is counted as a success)."""
         if plan.action == "delete":
             self.delete(name)
         elif plan.action == "create" and plan.spec is not None:
             try:
                 self.create(name, plan.spec)
             except GatewayError as e:
-                if not e.conflict:  # 409 AlreadyExists: the cache is behind; the watch event requeues
+                if not e.conflict:
                     raise
+                # 409 AlreadyExists: the cache is behind our own earlier create; nothing was written
+                # now, and the watch event of that object requeues the node.
+                log.debug("%s %s: already exists; waiting for the watch", self.kind, name)
+                return False
         elif plan.action == "update" and plan.spec is not None and old is not None:
             self.update(old, plan.spec)
+        else:
+            return False
+        return True
 
     def _count(self, status: str, reason: str) -> None:
         self._counter.inc(status=status, reason=reason or "unknown")
