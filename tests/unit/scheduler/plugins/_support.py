@@ -11,7 +11,13 @@ import numpy.typing as npt
 from hypothesis import strategies as st
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import FilterAllPlugin, FilterPlugin, ScoreAllPlugin, ScorePlugin
+from scheduler.framework.interfaces import (
+    FilterAllPlugin,
+    FilterPlugin,
+    NormalizeScorePlugin,
+    ScoreAllPlugin,
+    ScorePlugin,
+)
 from scheduler.framework.snapshot import NodeInfo, PodInfo, Snapshot
 from scheduler.framework.status import Code, Status
 from tests.oracles.plugins import oracle_for
@@ -38,6 +44,10 @@ def make_node(
         "spec": spec,
         "status": {"allocatable": alloc},
     }
+
+
+def taint(key: str, value: str = "", effect: str = "PreferNoSchedule") -> dict[str, str]:
+    return {"key": key, "value": value, "effect": effect}
 
 
 def make_pod(
@@ -123,6 +133,19 @@ def assert_scores_match_oracle(
     return want
 
 
+def normalized_scores(plugin: ScoreAllPlugin, pod: Obj, snap: Snapshot) -> list[int]:
+    """Score over every row (checked against the oracle), then NormalizeScore, which must equal the
+    oracle's on the same raw scores; returns the normalized scores."""
+    raw = np.asarray(assert_scores_match_oracle(plugin, pod, snap, list(range(snap.n))), np.int64)
+    want = raw.copy()
+    oracle = oracle_for(plugin)
+    assert isinstance(oracle, NormalizeScorePlugin) and isinstance(plugin, NormalizeScorePlugin)
+    oracle.normalize_scores(CycleState(0.0), pod, want)
+    assert plugin.normalize_scores(CycleState(0.0), pod, raw).is_success()
+    assert raw.tolist() == want.tolist()
+    return [int(x) for x in raw]
+
+
 def refresh_nodes(snap: Snapshot, changes: dict[int, Obj], generation: int) -> None:
     """Replace the node object of some rows (same names) the way the scheduler cache does."""
     infos = []
@@ -149,6 +172,12 @@ def add_nodes(snap: Snapshot, nodes: list[Obj], generation: int) -> None:
 
 
 # --- strategies ---------------------------------------------------------------------------------
+
+
+def draw_rows(data: st.DataObject, n: int) -> list[int]:
+    """A drawn subset of the rows 0..n-1, in row order (none when there is no row)."""
+    return sorted(data.draw(st.sets(st.integers(0, n - 1)))) if n else []
+
 
 LABEL_KEYS = ["zone", "tier", "example.com/gpu", "n", "bad key"]
 LABEL_VALUES = ["", "a", "b", "1", "7", "10", "-3", "+4", "x_y", "99999999999999999999"]

@@ -21,6 +21,7 @@ from ._support import (
     add_nodes,
     add_pods,
     assert_matches_oracle,
+    draw_rows,
     filter_one,
     label_sets,
     make_node,
@@ -246,7 +247,7 @@ def test_plugin_equals_oracle(nodes: list[dict[str, Any]], spec: Any, data: st.D
     pod = make_pod(**spec)
     assert_matches_oracle(plugin, pod, snap)
     if nodes:
-        rows = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
+        rows = draw_rows(data, len(nodes))
         refresh_nodes(snap, {i: make_node(snap.names[i], labels=data.draw(label_sets)) for i in rows}, 11)
         assert_matches_oracle(plugin, pod, snap)
         other: dict[str, Any] = data.draw(pod_specs)

@@ -14,21 +14,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import NormalizeScorePlugin
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.normalizescore import default_normalize_score
-from tests.oracles.plugins import default_normalize, oracle_for
+from tests.oracles.plugins import default_normalize
 
 from ._support import (
     assert_matches_oracle,
     assert_scores_match_oracle,
+    draw_rows,
     label_sets,
     make_node,
     make_pod,
     node_lists,
+    normalized_scores,
     refresh_nodes,
 )
 from .test_nodeaffinity import affinity, expr, term, terms
@@ -53,19 +54,6 @@ def preferred(*weighted: tuple[int, dict[str, Any]]) -> list[dict[str, Any]]:
 def pref_pod(*weighted: tuple[int, dict[str, Any]], **spec: Any) -> dict[str, Any]:
     na = {"preferredDuringSchedulingIgnoredDuringExecution": preferred(*weighted)}
     return make_pod(affinity={"nodeAffinity": na}, **spec)
-
-
-def normalized(plugin: NodeAffinity, pod: dict[str, Any], snap: Snapshot) -> list[int]:
-    """PreScore, Score over every row (checked against the oracle) and NormalizeScore."""
-    rows = list(range(snap.n))
-    raw = np.asarray(assert_scores_match_oracle(plugin, pod, snap, rows), np.int64)
-    want = raw.copy()
-    o = oracle_for(plugin)
-    assert isinstance(o, NormalizeScorePlugin)
-    o.normalize_scores(CycleState(0.0), pod, want)
-    assert plugin.normalize_scores(CycleState(0.0), pod, raw).is_success()
-    assert raw.tolist() == want.tolist()
-    return [int(x) for x in raw]
 
 
 NODES = [
@@ -127,7 +115,7 @@ def test_score(pod: dict[str, Any], raw: list[int], norm: list[int]) -> None:
     snap = Snapshot.build(NODES)
     plugin = NodeAffinity()
     assert assert_scores_match_oracle(plugin, pod, snap, [0, 1, 2]) == raw
-    assert normalized(plugin, pod, snap) == norm
+    assert normalized_scores(plugin, pod, snap) == norm
 
 
 @pytest.mark.parametrize(
@@ -208,7 +196,7 @@ def test_added_preferred_terms_add_to_the_pods() -> None:
     assert assert_scores_match_oracle(plugin, make_pod(), snap, [0, 1, 2]) == [0, 0, 3]
     pod = pref_pod((1, term(expr("disk", "Exists"))))
     assert assert_scores_match_oracle(plugin, pod, snap, [0, 1, 2]) == [1, 1, 3]
-    assert normalized(plugin, pod, snap) == [33, 33, 100]
+    assert normalized_scores(plugin, pod, snap) == [33, 33, 100]
 
 
 def test_from_args_defaults() -> None:
@@ -287,7 +275,8 @@ def test_from_args_keeps_what_kube_accepts() -> None:
     assert plugin.args.required is not None and len(plugin.args.required) == 1
     snap = Snapshot.build(NODES)
     assert assert_scores_match_oracle(plugin, make_pod(), snap, [0, 1, 2]) == [-2, -2, -2]
-    assert normalized(plugin, make_pod(), snap) == [-2, -2, -2]  # max 0: DefaultNormalizeScore leaves them
+    # max 0: DefaultNormalizeScore leaves them
+    assert normalized_scores(plugin, make_pod(), snap) == [-2, -2, -2]
 
 
 # --- property ---------------------------------------------------------------------------------------
@@ -321,10 +310,9 @@ def test_plugin_equals_oracle(
     snap = Snapshot.build(nodes)
     pod = pref_pod(*weighted)
     assert_matches_oracle(plugin, pod, snap)
-    rows = sorted(data.draw(st.sets(st.integers(0, max(len(nodes) - 1, 0)))) if nodes else [])
-    assert_scores_match_oracle(plugin, pod, snap, rows)
-    normalized(plugin, pod, snap)
+    assert_scores_match_oracle(plugin, pod, snap, draw_rows(data, len(nodes)))
+    normalized_scores(plugin, pod, snap)
     if nodes:
-        changed = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
+        changed = draw_rows(data, len(nodes))
         refresh_nodes(snap, {i: make_node(snap.names[i], labels=data.draw(label_sets)) for i in changed}, 13)
-        normalized(plugin, pod, snap)
+        normalized_scores(plugin, pod, snap)

@@ -16,6 +16,7 @@ from scheduler.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUn
 from ._support import (
     add_nodes,
     assert_matches_oracle,
+    draw_rows,
     filter_one,
     make_node,
     make_pod,
@@ -79,7 +80,7 @@ def test_plugin_equals_oracle(nodes: list[dict[str, Any]], tols: Any, data: st.D
     pod = make_pod(tolerations=tols)
     assert_matches_oracle(plugin, pod, snap)
     if nodes:
-        rows = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
+        rows = draw_rows(data, len(nodes))
         flips = {i: make_node(snap.names[i], unschedulable=data.draw(st.booleans())) for i in rows}
         refresh_nodes(snap, flips, 7)
         assert_matches_oracle(plugin, pod, snap)

@@ -18,11 +18,13 @@ from scheduler.plugins.tainttoleration import Signatures, TaintToleration
 from ._support import (
     add_nodes,
     assert_matches_oracle,
+    draw_rows,
     filter_one,
     make_node,
     make_pod,
     node_lists,
     refresh_nodes,
+    taint,
     taints,
     tolerations,
 )
@@ -31,10 +33,6 @@ from ._support import (
 def reject(key: str, value: str) -> Status:
     reason = f"node(s) had taint {{{key}: {value}}}, that the pod didn't tolerate"
     return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (reason,), "TaintToleration")
-
-
-def taint(key: str, value: str, effect: str) -> dict[str, str]:
-    return {"key": key, "value": value, "effect": effect}
 
 
 OK = Status.success()
@@ -130,7 +128,7 @@ def test_plugin_equals_oracle(nodes: list[dict[str, Any]], tols: Any, data: st.D
     pod = make_pod(tolerations=tols)
     assert_matches_oracle(plugin, pod, snap)
     if nodes:
-        rows = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
+        rows = draw_rows(data, len(nodes))
         refresh_nodes(snap, {i: make_node(snap.names[i], taints=data.draw(taints)) for i in rows}, 9)
         assert_matches_oracle(plugin, pod, snap)
         assert_matches_oracle(plugin, make_pod(tolerations=data.draw(tolerations)), snap)

@@ -13,38 +13,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import NormalizeScorePlugin
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.tainttoleration import TaintToleration
-from tests.oracles.plugins import oracle_for
 
 from ._support import (
     add_nodes,
     assert_scores_match_oracle,
+    draw_rows,
     make_node,
     make_pod,
     node_lists,
+    normalized_scores,
     refresh_nodes,
+    taint,
     taints,
     tolerations,
 )
-
-
-def taint(key: str, value: str = "", effect: str = "PreferNoSchedule") -> dict[str, str]:
-    return {"key": key, "value": value, "effect": effect}
-
-
-def normalized(plugin: TaintToleration, pod: dict[str, Any], snap: Snapshot) -> list[int]:
-    """Score over every row (checked against the oracle), then NormalizeScore (checked too)."""
-    raw = np.asarray(assert_scores_match_oracle(plugin, pod, snap, list(range(snap.n))), np.int64)
-    want = raw.copy()
-    o = oracle_for(plugin)
-    assert isinstance(o, NormalizeScorePlugin)
-    o.normalize_scores(CycleState(0.0), pod, want)
-    assert plugin.normalize_scores(CycleState(0.0), pod, raw).is_success()
-    assert raw.tolist() == want.tolist()
-    return [int(x) for x in raw]
 
 
 @pytest.mark.parametrize(
@@ -83,7 +68,7 @@ def test_count(node_taints: list[dict[str, str]], tols: list[dict[str, str]], co
 )
 def test_normalized_reverse(counts: list[int], want: list[int]) -> None:
     nodes = [make_node(f"n{i}", taints=[taint(f"k{j}") for j in range(c)]) for i, c in enumerate(counts)]
-    assert normalized(TaintToleration(), make_pod(), Snapshot.build(nodes)) == want
+    assert normalized_scores(TaintToleration(), make_pod(), Snapshot.build(nodes)) == want
 
 
 def test_pre_score_state_is_used() -> None:
@@ -108,11 +93,11 @@ def test_prefer_no_schedule_taint_is_avoided() -> None:
 def test_cache_follows_row_changes() -> None:
     plugin = TaintToleration()
     snap = Snapshot.build([make_node("a", taints=[taint("k")]), make_node("b")])
-    assert normalized(plugin, make_pod(), snap) == [0, 100]
+    assert normalized_scores(plugin, make_pod(), snap) == [0, 100]
     refresh_nodes(snap, {0: make_node("a"), 1: make_node("b", taints=[taint("j"), taint("k")])}, 3)
-    assert normalized(plugin, make_pod(), snap) == [100, 0]
+    assert normalized_scores(plugin, make_pod(), snap) == [100, 0]
     add_nodes(snap, [make_node("c", taints=[taint("k")])], 4)
-    assert normalized(plugin, make_pod(), snap) == [100, 0, 50]
+    assert normalized_scores(plugin, make_pod(), snap) == [100, 0, 50]
 
 
 @settings(max_examples=200, deadline=None)
@@ -121,13 +106,12 @@ def test_plugin_equals_oracle(nodes: list[dict[str, Any]], tols: Any, data: st.D
     plugin = TaintToleration()
     snap = Snapshot.build(nodes)
     pod = make_pod(tolerations=tols)
-    rows = sorted(data.draw(st.sets(st.integers(0, len(nodes) - 1)))) if nodes else []
-    assert_scores_match_oracle(plugin, pod, snap, rows)
-    normalized(plugin, pod, snap)
+    assert_scores_match_oracle(plugin, pod, snap, draw_rows(data, len(nodes)))
+    normalized_scores(plugin, pod, snap)
     if nodes:
-        changed = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
+        changed = draw_rows(data, len(nodes))
         refresh_nodes(snap, {i: make_node(snap.names[i], taints=data.draw(taints)) for i in changed}, 9)
-        normalized(plugin, pod, snap)
-        normalized(plugin, make_pod(tolerations=data.draw(tolerations)), snap)
+        normalized_scores(plugin, pod, snap)
+        normalized_scores(plugin, make_pod(tolerations=data.draw(tolerations)), snap)
     add_nodes(snap, [make_node("m", taints=data.draw(taints))], 10)
-    normalized(plugin, pod, snap)
+    normalized_scores(plugin, pod, snap)
