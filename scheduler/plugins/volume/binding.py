@@ -241,10 +241,14 @@ class VolumeBinding:
         in_list: list[tuple[Claim, npt.NDArray[np.bool_]]] = [
             (c, active) for c in s.to_bind if c.selected_node
         ]
+        id_of: dict[str, int] = {}  # one id per PV, so that a PV one claim took is excluded for the next
         for c in to_match if not first_error else []:
             cands = [c.bound_pv] if c.bound_pv is not None else c.candidates
-            ids = list(range(len(s.pv_by_id), len(s.pv_by_id) + len(cands)))
-            s.pv_by_id.extend(cands)
+            for p in cands:
+                if p.name not in id_of:
+                    id_of[p.name] = len(s.pv_by_id)
+                    s.pv_by_id.append(p)
+            ids = [id_of[p.name] for p in cands]
             best = best_candidates(snapshot, [terms_rows(snapshot, p.terms) for p in cands], taken, ids)
             chosen = np.where(best >= 0, np.asarray(ids, np.int64)[np.maximum(best, 0)] if ids else -1, -1)
             taken.append(chosen)
