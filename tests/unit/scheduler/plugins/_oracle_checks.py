@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterAllPlugin, FilterPlugin, Plugin, ScoreAllPlugin, ScorePlugin
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from tests.oracles import basic, noderesources_scores
 
-from ._support import run_pre_filter
+from ._support import feasible_scores, oracle_scores, run_pre_filter
 
 Obj = dict[str, Any]
 
@@ -48,16 +46,9 @@ def check_scores(
     o = oracle(plugin)
     assert isinstance(o, ScorePlugin)
     rows = list(range(snap.n)) if rows is None else rows
-    feasible = np.asarray(rows, np.int64)
     state = CycleState(0.0)
     run_pre_filter(plugin, state, pod, snap)
-    got = np.asarray(plugin.score_all(state, pod, snap, feasible))
-    assert got.shape in ((len(rows),), (snap.n,))
-    got = got if len(got) == len(rows) else got.take(feasible)
-    want = []
-    for i in rows:
-        score, st_ = o.score(CycleState(0.0), pod, snap, i)
-        assert st_.is_success()
-        want.append(score)
+    got = feasible_scores(plugin, pod, snap, rows, state)
+    want = oracle_scores(o, pod, snap, rows)
     assert got.tolist() == want
     return want

@@ -108,13 +108,24 @@ def assert_matches_oracle(plugin: FilterAllPlugin, pod: Obj, snap: Snapshot) -> 
 
 
 def feasible_scores(
-    plugin: ScoreAllPlugin, pod: Obj, snap: Snapshot, rows: list[int]
+    plugin: ScoreAllPlugin, pod: Obj, snap: Snapshot, rows: list[int], state: CycleState | None = None
 ) -> npt.NDArray[np.int64]:
-    """score_all over `rows`, as the runtime reads it: the feasible rows' scores, or every row's."""
+    """score_all over `rows` (in `state`, default a fresh one), as the runtime reads it: the feasible
+    rows' scores, or every row's."""
     feasible = np.asarray(rows, np.int64)
-    got = np.asarray(plugin.score_all(CycleState(0.0), pod, snap, feasible))
+    got = np.asarray(plugin.score_all(CycleState(0.0) if state is None else state, pod, snap, feasible))
     assert got.shape in ((len(rows),), (snap.n,))
     return got if len(got) == len(rows) else got.take(feasible)
+
+
+def oracle_scores(oracle: ScorePlugin, pod: Obj, snap: Snapshot, rows: list[int]) -> list[int]:
+    """The oracle's per-node score of each row, each of which must succeed."""
+    want = []
+    for i in rows:
+        score, st_ = oracle.score(CycleState(0.0), pod, snap, i)
+        assert st_.is_success()
+        want.append(score)
+    return want
 
 
 def assert_scores_match_oracle(
@@ -124,11 +135,7 @@ def assert_scores_match_oracle(
     oracle = oracle_for(plugin)
     assert isinstance(oracle, ScorePlugin)
     got = feasible_scores(plugin, pod, snap, rows)
-    want = []
-    for i in rows:
-        score, st_ = oracle.score(CycleState(0.0), pod, snap, i)
-        assert st_.is_success()
-        want.append(score)
+    want = oracle_scores(oracle, pod, snap, rows)
     assert got.tolist() == want
     return want
 
@@ -222,3 +229,38 @@ def node_lists(draw: st.DrawFn, max_nodes: int = 8) -> list[Obj]:
         )
         for i in range(n)
     ]
+
+
+# resource requests and allocatable, for the NodeResources* property tests
+RESOURCE_NAMES = [
+    "cpu",
+    "memory",
+    "pods",
+    "ephemeral-storage",
+    "kubernetes.io/batch-cpu",
+    "example.com/gpu",
+    "foo",
+]
+quantities = st.sampled_from(["0", "1", "2", "3", "500m", "1500m", "1Gi", "3Gi", "100", "4000"])
+request_lists = st.one_of(st.none(), st.dictionaries(st.sampled_from(RESOURCE_NAMES), quantities, max_size=4))
+
+
+def bound_pod(draw: st.DrawFn, name: str, nodes: int) -> Obj:
+    """A pod of up to two containers with drawn requests, bound to one of nodes n0..n{nodes-1}."""
+    return make_pod(
+        name, node=f"n{draw(st.integers(0, nodes - 1))}", requests=draw(st.lists(request_lists, max_size=2))
+    )
+
+
+@st.composite
+def resource_clusters(draw: st.DrawFn, max_nodes: int, max_pods: int) -> tuple[list[Obj], list[Obj]]:
+    """Up to max_nodes nodes n0.. with drawn allocatable, and up to max_pods pods e0.. bound to them."""
+    n = draw(st.integers(0, max_nodes))
+    allocatable = st.dictionaries(
+        st.sampled_from(RESOURCE_NAMES),
+        st.sampled_from(["0", "1", "2", "4", "8Gi", "16", "4000"]),
+        max_size=6,
+    )
+    nodes = [make_node(f"n{i}", allocatable=draw(allocatable)) for i in range(n)]
+    pods = [bound_pod(draw, f"e{k}", n) for k in range(draw(st.integers(0, max_pods)) if n else 0)]
+    return nodes, pods

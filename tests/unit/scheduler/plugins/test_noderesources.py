@@ -21,14 +21,19 @@ from scheduler.plugins.noderesources import NodeResourcesFit
 from scheduler.plugins.resourcemath import go_div_all, is_checked_resource
 
 from ._support import (
+    RESOURCE_NAMES,
     add_nodes,
     add_pods,
     assert_matches_oracle,
     assert_scores_match_oracle,
+    bound_pod,
+    draw_rows,
     feasible_scores,
     filter_one,
     make_node,
     make_pod,
+    request_lists,
+    resource_clusters,
 )
 
 OK = Status.success()
@@ -262,30 +267,6 @@ def test_go_div_all_truncates_and_wraps_like_go() -> None:
 
 # --- property -------------------------------------------------------------------------------------
 
-RES = ["cpu", "memory", "pods", "ephemeral-storage", BATCH_CPU, "example.com/gpu", "foo"]
-quantities = st.sampled_from(["0", "1", "2", "3", "500m", "1500m", "1Gi", "3Gi", "100", "4000"])
-request_lists = st.one_of(st.none(), st.dictionaries(st.sampled_from(RES), quantities, max_size=4))
-
-
-@st.composite
-def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    n = draw(st.integers(0, 7))
-    nodes = []
-    for i in range(n):
-        alloc = draw(
-            st.dictionaries(
-                st.sampled_from(RES), st.sampled_from(["0", "1", "2", "4", "8Gi", "16", "4000"]), max_size=6
-            )
-        )
-        nodes.append(make_node(f"n{i}", allocatable=alloc))
-    pods = []
-    if n:
-        for k in range(draw(st.integers(0, 10))):
-            reqs = draw(st.lists(request_lists, max_size=2))
-            pods.append(make_pod(f"e{k}", node=f"n{draw(st.integers(0, n - 1))}", requests=reqs))
-    return nodes, pods
-
-
 incoming = st.builds(
     lambda reqs, init: make_pod(requests=reqs, init_requests=init),
     st.lists(request_lists, max_size=3),
@@ -294,7 +275,7 @@ incoming = st.builds(
 
 
 @settings(max_examples=250, deadline=None)
-@given(clusters(), incoming, st.data())
+@given(resource_clusters(max_nodes=7, max_pods=10), incoming, st.data())
 def test_plugin_equals_oracle(
     cluster: tuple[list[dict[str, Any]], list[dict[str, Any]]], pod: dict[str, Any], data: st.DataObject
 ) -> None:
@@ -302,22 +283,14 @@ def test_plugin_equals_oracle(
     plugin = NodeResourcesFit()
     snap = Snapshot.build(nodes, pods)
     assert_matches_oracle(plugin, pod, snap)
-    rows = sorted(data.draw(st.sets(st.integers(0, max(len(nodes) - 1, 0)))) if nodes else [])
-    assert_scores_match_oracle(plugin, pod, snap, rows)
+    assert_scores_match_oracle(plugin, pod, snap, draw_rows(data, len(nodes)))
     if nodes:
-        more = [
-            make_pod(
-                f"m{k}",
-                node=f"n{data.draw(st.integers(0, len(nodes) - 1))}",
-                requests=data.draw(st.lists(request_lists, max_size=2)),
-            )
-            for k in range(data.draw(st.integers(1, 4)))
-        ]
+        more = [bound_pod(data.draw, f"m{k}", len(nodes)) for k in range(data.draw(st.integers(1, 4)))]
         add_pods(snap, more, 13)
         assert_matches_oracle(plugin, pod, snap)
         assert_scores_match_oracle(plugin, pod, snap, list(range(len(nodes))))
     alloc = data.draw(
-        st.dictionaries(st.sampled_from(RES), st.sampled_from(["0", "2", "16", "8Gi"]), max_size=4)
+        st.dictionaries(st.sampled_from(RESOURCE_NAMES), st.sampled_from(["0", "2", "16", "8Gi"]), max_size=4)
     )
     add_nodes(snap, [make_node("m", allocatable=alloc)], 14)
     assert_matches_oracle(plugin, pod, snap)

@@ -26,7 +26,17 @@ from scheduler.plugins.noderesources_args import Strategy
 from scheduler.plugins.noderesources_scoring import broken_linear, go_round
 
 from ._oracle_checks import check_filter, check_scores
-from ._support import add_nodes, add_pods, make_node, make_pod
+from ._support import (
+    RESOURCE_NAMES,
+    add_nodes,
+    add_pods,
+    bound_pod,
+    draw_rows,
+    make_node,
+    make_pod,
+    request_lists,
+    resource_clusters,
+)
 
 GPU = "example.com/gpu"
 LINEAR = {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}
@@ -385,11 +395,9 @@ def test_fit_scoring_strategy_is_the_separate_plugins_rule() -> None:
 
 
 # --- property -------------------------------------------------------------------------------------
-RES = ["cpu", "memory", "pods", "ephemeral-storage", "kubernetes.io/batch-cpu", GPU, "foo"]
-quantities = st.sampled_from(["0", "1", "2", "3", "500m", "1500m", "1Gi", "3Gi", "100", "4000"])
-request_lists = st.one_of(st.none(), st.dictionaries(st.sampled_from(RES), quantities, max_size=4))
 resource_specs = st.lists(
-    st.fixed_dictionaries({"name": st.sampled_from(RES), "weight": st.integers(1, 100)}), max_size=4
+    st.fixed_dictionaries({"name": st.sampled_from(RESOURCE_NAMES), "weight": st.integers(1, 100)}),
+    max_size=4,
 )
 shapes = st.lists(
     st.tuples(st.integers(0, 100), st.integers(0, 10)), min_size=1, max_size=4, unique_by=lambda p: p[0]
@@ -425,31 +433,8 @@ def plugins(draw: st.DrawFn) -> Any:
     )
 
 
-@st.composite
-def clusters(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    n = draw(st.integers(0, 6))
-    nodes = [
-        make_node(
-            f"n{i}",
-            allocatable=draw(
-                st.dictionaries(
-                    st.sampled_from(RES),
-                    st.sampled_from(["0", "1", "2", "4", "8Gi", "16", "4000"]),
-                    max_size=6,
-                )
-            ),
-        )
-        for i in range(n)
-    ]
-    pods = []
-    for k in range(draw(st.integers(0, 8)) if n else 0):
-        reqs = draw(st.lists(request_lists, max_size=2))
-        pods.append(make_pod(f"e{k}", node=f"n{draw(st.integers(0, n - 1))}", requests=reqs))
-    return nodes, pods
-
-
 @settings(max_examples=300, deadline=None)
-@given(plugins(), clusters(), st.lists(request_lists, max_size=3), st.data())
+@given(plugins(), resource_clusters(max_nodes=6, max_pods=8), st.lists(request_lists, max_size=3), st.data())
 def test_plugins_equal_oracles(
     plugin: Any,
     cluster: tuple[list[dict[str, Any]], list[dict[str, Any]]],
@@ -465,16 +450,9 @@ def test_plugins_equal_oracles(
         check_filter(plugin, pod, snap)
     check_scores(plugin, pod, snap)
     if nodes:
-        more = [
-            make_pod(
-                f"m{k}",
-                node=f"n{data.draw(st.integers(0, len(nodes) - 1))}",
-                requests=data.draw(st.lists(request_lists, max_size=2)),
-            )
-            for k in range(data.draw(st.integers(1, 3)))
-        ]
+        more = [bound_pod(data.draw, f"m{k}", len(nodes)) for k in range(data.draw(st.integers(1, 3)))]
         add_pods(snap, more, 7)
-        check_scores(plugin, pod, snap, sorted(data.draw(st.sets(st.integers(0, len(nodes) - 1)))))
+        check_scores(plugin, pod, snap, draw_rows(data, len(nodes)))
     add_nodes(snap, [make_node("m", allocatable={"cpu": "2", GPU: "3"})], 8)
     check_scores(plugin, pod, snap)
 
