@@ -1,6 +1,7 @@
 """Shared helpers for the plugin tests: object builders, snapshot changes (rows refreshed, rows added),
-Hypothesis strategies for nodes and pods, and the checks that a production plugin's Filter and Score
-equal its oracle's (tests/oracles/plugins.py) on every row."""
+Hypothesis strategies for nodes, pods, resource requests and row subsets, and the checks that a
+production plugin's Filter, Score and NormalizeScore equal its oracle's (tests/oracles/plugins.py) on
+every row."""
 
 from __future__ import annotations
 
