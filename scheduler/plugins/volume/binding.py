@@ -15,7 +15,8 @@ scheduler.plugins.volume.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Self
 
 import numpy as np
@@ -100,6 +101,10 @@ class VolumeBinding:
         self.api = api
         self.settings = BindSettings(bind_timeout, poll_interval, complete_claims)
         self._pv_cache: dict[str, CompiledPV] = {}
+        # PreBind's wait for the claims sleeps and reads time through these; `koord simulate` sets
+        # them to the scenario's clock (docs/simulate.md#schedule-volumes).
+        self.sleep: Callable[[float], None] = time.sleep
+        self.monotonic: Callable[[], float] = time.monotonic
 
     @classmethod
     def from_args(
@@ -382,5 +387,7 @@ class VolumeBinding:
             return Status.error(f'no pod volumes found for node "{node_name}"', plugin=NAME)
         if self.api is None:
             return Status.error("no API to bind volumes with", plugin=NAME)
-        err = bind_pod_volumes(self.api, node_name, volumes, self.settings, self._revert)
+        err = bind_pod_volumes(
+            self.api, node_name, volumes, self.settings, self._revert, self.sleep, self.monotonic
+        )
         return Status.success() if err is None else Status.error(err, plugin=NAME)
