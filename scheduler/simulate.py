@@ -6,9 +6,12 @@ Out: each pending pod's node, or the message it would be reported unschedulable 
 preempts (DefaultPreemption) has its victims really leave the cluster, through the event router as a
 deleted pod would, and every pod still pending then gets a second attempt; its result names its
 nominated node and victims. Ties between nodes, and preemption's sampling offset, are drawn from
-generators seeded with the scenario's ``seed`` (default 0), so a run repeats.
+generators seeded with the scenario's ``seed`` (default 0), so a run repeats. VolumeBinding's Reserve and
+PreBind run as in production, writing through scheduler.simulatevolumes' API (which also plays the PV
+controller and a provisioner), so later pods see the claims earlier ones bound; a scheduled pod's result
+lists its claims' PVs.
 Bad input raises ``ValueError`` naming the field and its value (docs/simulate.md#input-errors).
-Imports: the standard library, apis (objectcheck, pod, rfc3339), scheduler.
+Imports: the standard library, apis (kubeobjects, objectcheck, pod, rfc3339), scheduler.
 """
 
 from __future__ import annotations
@@ -26,13 +29,17 @@ from scheduler.config import ConfigError, parse_config
 from scheduler.framework.interfaces import Pod as AnyPod
 from scheduler.framework.listers import KINDS, ClusterObjects
 from scheduler.framework.nominated import NominatedPods
-from scheduler.framework.status import Status
+from scheduler.framework.status import Code, Status
 from scheduler.framework.volumes import KINDS as VOLUME_KINDS
 from scheduler.framework.volumes import VolumeObjects
 from scheduler.gateway import EventRouter, Preemptor
+from scheduler.plugins.volume.binding import VolumeBinding
+from scheduler.plugins.volume.common import claim_name, pod_namespace, pod_volumes
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, Handle, build_framework
-from scheduler.scheduler import Scheduler
+from scheduler.scheduler import Decision, Scheduler
+from scheduler.simulatevolumes import ScenarioClock, ScenarioVolumeAPI
+from scheduler.simulatevolumes_input import check_storage_object
 
 DEFAULT_NOW: Final = "2026-01-01T00:00:00Z"
 _FIELDS: Final = frozenset(
@@ -42,13 +49,19 @@ _FIELDS: Final = frozenset(
 
 
 class _Binder:
-    """Binds in the simulation: records the node."""
+    """Binds in the simulation: records the node, and the pod's claims as PreBind left them."""
 
-    def __init__(self) -> None:
+    def __init__(self, volume_api: ScenarioVolumeAPI) -> None:
         self.bound: dict[str, str] = {}
+        self.claims: dict[str, dict[str, Any]] = {}
+        self.volume_api = volume_api
 
     def bind(self, pod: Pod, node: str) -> Status:
-        self.bound[pod_key(pod)] = node
+        key = pod_key(pod)
+        self.bound[key] = node
+        names = [n for n in (claim_name(v) for v in pod_volumes(pod)) if n is not None]
+        if names:
+            self.claims[key] = self.volume_api.claims_of(pod_namespace(pod), names)
         return Status.success()
 
 
@@ -81,8 +94,9 @@ def _seed(scenario: Mapping[str, Any]) -> int:
 
 def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
     """``{"pods": {"<namespace>/<name>": {"node": …} | {"unschedulable": "<message>"}}}`` for every
-    pending pod, in the order given; a preemptor's also has ``nominatedNode`` and ``victims``, and a
-    pending pod preempted after it was bound ``preemptedBy``."""
+    pending pod, in the order given; a scheduled pod with claims also has ``claims`` (claim → its PV),
+    a preemptor ``nominatedNode`` and ``victims``, and a pending pod preempted after it was bound
+    ``preemptedBy``."""
     unknown = sorted(set(scenario) - _FIELDS)
     if unknown:
         raise ValueError(
@@ -97,28 +111,38 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         objects = ClusterObjects()
         seed = _seed(scenario)
         pdbs = object_list(scenario, "podDisruptionBudgets")
-        volumes = VolumeObjects()  # no API: a claim that still needs binding fails at PreBind
+        volumes = VolumeObjects()
+        volume_api = ScenarioVolumeAPI(volumes)
         handle = Handle(
             clock=lambda: now, objects=objects, pdbs=lambda: pdbs, nominated=NominatedPods(),
-            rng=random.Random(seed), volumes=volumes,
+            rng=random.Random(seed), volumes=volumes, volume_api=volume_api,
         )  # fmt: skip
         frameworks = {
             p.scheduler_name: build_framework(p, handle, rng=random.Random(seed)) for p in config.profiles
         }
     except ConfigError as e:
         raise ValueError(f"config: {e}") from None
+    volume_clock = ScenarioClock(now)  # PreBind waits for its claims in the scenario's time
+    for fw in frameworks.values():
+        for plugin in fw.plugins:
+            if isinstance(plugin, VolumeBinding):
+                plugin.sleep, plugin.monotonic = volume_clock.sleep, volume_clock.monotonic
     clock = lambda: now  # noqa: E731 - the scenario's one instant
-    binder = _Binder()
+    binder = _Binder(volume_api)
     reasons: dict[str, str] = {}
 
     def unschedulable(pod: Pod, status: Status) -> None:
         reasons[pod_key(pod)] = status.message()
 
+    def decided(decision: Decision) -> None:
+        if decision.node is None and decision.status.code == Code.ERROR:  # a failed PreBind, say
+            reasons[decision.pod] = decision.status.message()
+
     # The queue's clock moves on between the two rounds only, so that pods backing off come back.
     queue_now = [now]
     sched = Scheduler(
         frameworks, SchedulerCache(clock=clock), SchedulingQueue(clock=lambda: queue_now[0]), binder,
-        clock=clock, bind_workers=0, on_unschedulable=unschedulable,
+        clock=clock, bind_workers=0, on_unschedulable=unschedulable, on_decision=decided,
     )  # fmt: skip
     evictions = _Evictions()
     preemptor = Preemptor(sched, evictions)  # no pool: carried out inline
@@ -145,8 +169,12 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
             if kind not in (*KINDS, *VOLUME_KINDS):
                 known = ", ".join((*KINDS, *VOLUME_KINDS))
                 raise ValueError(f"objects[{i}].kind={kind!r}: must be one of {known}")
-            store = objects if kind in KINDS else volumes
-            store.on_add(str(kind), check_object(raw, KubeObject, f"objects[{i}]"))
+            if kind in KINDS:
+                objects.on_add(str(kind), check_object(raw, KubeObject, f"objects[{i}]"))
+            else:
+                volume_api.load(
+                    str(kind), check_storage_object(str(kind), raw, f"objects[{i}]"), f"objects[{i}]"
+                )
         order: list[str] = []
         for i, raw in enumerate(object_list(scenario, "pending")):
             pod = as_pod(_pending(raw, names[0]), f"pending[{i}]")
@@ -181,6 +209,8 @@ def simulate(scenario: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = (
             {"node": chosen} if chosen is not None else {"unschedulable": reasons.get(key, "not attempted")}
         )
+        if key in binder.claims and chosen is not None:
+            out["claims"] = binder.claims[key]
         if preemptor.nominated.get(key):
             out["nominatedNode"] = preemptor.nominated[key]
             out["victims"] = evictions.victims.get(key, [])
