@@ -97,16 +97,21 @@ def _field(obj: Mapping[str, Any], name: str) -> Any:
     return None
 
 
-def reserved_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
-    """``reservedCPUs`` of ``node.koordinator.sh/reservation`` (unparsable → empty)."""
-    res = annotation_json(nrt_or_node, c.ANNOTATION_NODE_RESERVATION)
-    text = _field(res, "reservedCPUs") if res is not None else None
+def _annotation_cpuset(obj: KubeObject | None, annotation: str, key: str) -> frozenset[int]:
+    """The cpuset string at ``key`` of ``obj``'s JSON ``annotation`` (missing or unparsable → empty)."""
+    value = annotation_json(obj, annotation)
+    text = _field(value, key) if value is not None else None
     if not isinstance(text, str):
         return frozenset()
     try:
         return parse_cpuset_go(text)
     except ValueError:
         return frozenset()
+
+
+def reserved_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
+    """``reservedCPUs`` of ``node.koordinator.sh/reservation`` (unparsable → empty)."""
+    return _annotation_cpuset(nrt_or_node, c.ANNOTATION_NODE_RESERVATION, "reservedCPUs")
 
 
 def annotation_reserved_milli(node: Node | None) -> int:
@@ -151,14 +156,7 @@ def system_exclusive_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
 
 def pod_cpuset(pod: Pod) -> frozenset[int]:
     """The ``cpuset`` of the pod's ``scheduling.koordinator.sh/resource-status`` (unparsable → empty)."""
-    status = annotation_json(pod, c.ANNOTATION_RESOURCE_STATUS)
-    text = _field(status, "cpuset") if status is not None else None
-    if not isinstance(text, str):
-        return frozenset()
-    try:
-        return parse_cpuset_go(text)
-    except ValueError:
-        return frozenset()
+    return _annotation_cpuset(pod, c.ANNOTATION_RESOURCE_STATUS, "cpuset")
 
 
 def pod_has_cpu_allocation(pod: Pod) -> bool:
