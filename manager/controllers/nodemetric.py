@@ -4,7 +4,7 @@
 it), updated when the policy changes (an existing spec is kept while colocation-config is in error
 status), deleted with the node. Counts ``slo_controller_nodemetric_reconcile_count{status,reason}`` and
 ``..._spec_parse_count``.
-Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.{kubeobjects,sloconfig}.
+Imports: manager.{gateway,metrics,controllers.{nodeobject,specs}}, apis.{kubeobjects,sloconfig}.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from typing import Any
 
 from apis.kubeobjects import CustomResource, Node
 from apis.sloconfig import SLOControllerConfig
-from manager.controllers.config import ConfigController
 from manager.controllers.nodeobject import NodeObjectController
 from manager.controllers.specs import Plan, nodemetric_plan
-from manager.gateway import Gateway
-from manager.metrics import ManagerMetrics
+from manager.gateway import Gateway, SharedInformer
+from manager.metrics import ExactCounter, ManagerMetrics
 
 __all__ = ["NodeMetricController"]
 
@@ -27,20 +26,13 @@ class NodeMetricController(NodeObjectController):
     ``.controller``."""
 
     kind = "NodeMetric"
+    controller_name = "nodemetric"
 
-    def __init__(
-        self,
-        gateway: Gateway,
-        config: ConfigController,
-        metrics: ManagerMetrics | None = None,
-        *,
-        workers: int = 1,
-        resync_seconds: float = 0,
-    ) -> None:
-        super().__init__(
-            "nodemetric", gateway, config, gateway.nodemetrics, lambda m: m.nodemetric_reconcile, metrics,
-            workers=workers, resync_seconds=resync_seconds,
-        )  # fmt: skip
+    def informer(self, gateway: Gateway) -> SharedInformer[CustomResource]:
+        return gateway.nodemetrics
+
+    def counter(self, metrics: ManagerMetrics) -> ExactCounter:
+        return metrics.nodemetric_reconcile
 
     def plan(self, cfg: SLOControllerConfig, node: Node | None, old: CustomResource | None) -> Plan:
         plan = nodemetric_plan(cfg, node, old)

@@ -13,7 +13,6 @@ controllers.specs}, apis.{kubeobjects,sloconfig}.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from apis.kubeobjects import CustomResource, KubeObject, Node
@@ -50,14 +49,12 @@ class NodeObjectController:
     """Base of the per-node object controllers; subclasses set ``kind`` and implement the I/O hooks."""
 
     kind = ""
+    controller_name = ""  # the work queue's name (metrics, logs)
 
     def __init__(
         self,
-        name: str,
         gateway: Gateway,
         config: ConfigController,
-        objects: SharedInformer[CustomResource],
-        counter: Callable[[ManagerMetrics], ExactCounter],
         metrics: ManagerMetrics | None = None,
         *,
         workers: int = 1,
@@ -65,11 +62,16 @@ class NodeObjectController:
     ) -> None:
         self.gateway = gateway
         self.config = config
-        self.objects = objects
+        self.objects = objects = self.informer(gateway)
         self.metrics = metrics if metrics is not None else config.metrics
-        self._counter = counter(self.metrics)
+        self._counter = self.counter(self.metrics)
         self.controller = Controller(
-            name, self.reconcile, workers, self.metrics, list_keys=self.keys, resync_seconds=resync_seconds
+            self.controller_name,
+            self.reconcile,
+            workers,
+            self.metrics,
+            list_keys=self.keys,
+            resync_seconds=resync_seconds,
         )
         gateway.nodes.add_handlers(
             on_add=self._enqueue_obj,
@@ -96,6 +98,14 @@ class NodeObjectController:
             self.controller.enqueue(name)
 
     # -- subclass hooks --------------------------------------------------------------------------------
+
+    def informer(self, gateway: Gateway) -> SharedInformer[CustomResource]:
+        """The gateway's informer of this controller's objects."""
+        raise NotImplementedError
+
+    def counter(self, metrics: ManagerMetrics) -> ExactCounter:
+        """The ``{status, reason}`` reconcile counter."""
+        raise NotImplementedError
 
     def ready(self) -> bool:
         return self.config.available()

@@ -3,7 +3,7 @@ cached slo-controller-config by ``manager.controllers.specs.nodeslo_plan``; crea
 updated only when the typed spec differs (``extensions`` carried over from the old spec), deleted with
 the node.
 Counts ``slo_controller_nodeslo_reconcile_count{status,reason}`` and ``..._spec_parse_count``.
-Imports: manager.{gateway,metrics,controllers.{config,nodeobject,specs}}, apis.{kubeobjects,sloconfig}.
+Imports: manager.{gateway,metrics,controllers.{nodeobject,specs}}, apis.{kubeobjects,sloconfig}.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from typing import Any
 
 from apis.kubeobjects import CustomResource, Node
 from apis.sloconfig import SLOControllerConfig
-from manager.controllers.config import ConfigController
 from manager.controllers.nodeobject import NodeObjectController
 from manager.controllers.specs import Plan, nodeslo_plan
-from manager.gateway import Gateway
-from manager.metrics import ManagerMetrics
+from manager.gateway import Gateway, SharedInformer
+from manager.metrics import ExactCounter, ManagerMetrics
 
 __all__ = ["NodeSLOController"]
 
@@ -25,20 +24,13 @@ class NodeSLOController(NodeObjectController):
     """``NodeSLOController(gateway, config, metrics, workers=1, resync_seconds=0)``; run ``.controller``."""
 
     kind = "NodeSLO"
+    controller_name = "nodeslo"
 
-    def __init__(
-        self,
-        gateway: Gateway,
-        config: ConfigController,
-        metrics: ManagerMetrics | None = None,
-        *,
-        workers: int = 1,
-        resync_seconds: float = 0,
-    ) -> None:
-        super().__init__(
-            "nodeslo", gateway, config, gateway.nodeslos, lambda m: m.nodeslo_reconcile, metrics,
-            workers=workers, resync_seconds=resync_seconds,
-        )  # fmt: skip
+    def informer(self, gateway: Gateway) -> SharedInformer[CustomResource]:
+        return gateway.nodeslos
+
+    def counter(self, metrics: ManagerMetrics) -> ExactCounter:
+        return metrics.nodeslo_reconcile
 
     def ready(self) -> bool:
         # The NodeSLO keys are usable after any sync, even when colocation-config was rejected.
