@@ -4,9 +4,9 @@ pending pods in the order they are created, and the other objects a family needs
 PodDisruptionBudgets, StorageClasses, PersistentVolumes and their claims).
 
 Every feature is tagged with a family, named after the kube-scheduler plugin it exercises. Only the
-families in ENABLED are generated for the comparison: those whose plugins koord-scheduler has. Enabling
-one is a one-line change to ENABLED (and, for its scores, to SCORED). The same seed and families always
-give the same objects: a mismatch is replayed from its seed.
+families in ENABLED are generated for the comparison: those whose plugins koord-scheduler has (today
+all). Disabling one is a one-line change to ENABLED (and, for its scores, to SCORED). The same seed
+and families always give the same objects: a mismatch is replayed from its seed.
 Imports: standard library only.
 """
 
@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.differential.checker import pod_requests, quantity
+from tests.differential.checker import violations
 
 Obj = dict[str, Any]
 
@@ -40,13 +40,12 @@ FAMILIES: dict[str, str] = {
     "local-pv": "VolumeBinding: local PersistentVolumes with node affinity and claims bound to them",
 }
 
-# The families whose plugins koord-scheduler has today. Disabled: priority-pdb (DefaultPreemption is
-# not in koord's profile yet) and local-pv (nor is VolumeBinding).
+# The families compared: all of them (every family's plugins are in koord's default profile).
 ENABLED: frozenset[str] = frozenset(
     {
         "resources", "balanced-allocation", "overcommit", "unschedulable", "taints", "node-selector",
         "required-node-affinity", "prefer-no-schedule", "preferred-node-affinity", "host-ports",
-        "inter-pod-affinity", "topology-spread",
+        "inter-pod-affinity", "topology-spread", "priority-pdb", "local-pv",
     }
 )  # fmt: skip
 
@@ -271,6 +270,20 @@ class _Gen:
                     {"weight": r.randint(1, 100), "podAffinityTerm": term}]}  # fmt: skip
         return out
 
+    def preemptor(self, name: str, app: str, prefix: str) -> Obj:
+        """A high-priority pod that tolerates everything and goes anywhere, too big for most nodes as they
+        are: what preemption is for."""
+        r = self.r
+        req = {"cpu": r.choice(("1500m", "2", "3")), "memory": r.choice(("1Gi", "3Gi"))}
+        spec = {"containers": [{"name": "c0", "image": "busybox", "resources": {"requests": req}}],
+                "tolerations": [{"operator": "Exists"}], "priorityClassName": f"{prefix}-high"}  # fmt: skip
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": app}},
+            "spec": spec,
+        }
+
     def spread(self, app: str) -> list[Obj]:
         r = self.r
         if not self.on("topology-spread", 0.4):
@@ -294,9 +307,12 @@ def generate(
     names = [f"{prefix}-n{i}" for i in range(max(1, nodes + r.randint(-1, 1)))]
     case.nodes = [g.node(n) for n in names]
     if "priority-pdb" in families:
-        for cls, value in (("low", 10), ("high", 1000)):
-            case.extra.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                               "metadata": {"name": f"{prefix}-{cls}"}, "value": value})  # fmt: skip
+        for cls, value, policy in (("low", 10, None), ("high", 1000, None), ("never", 1000, "Never")):
+            pc: Obj = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": f"{prefix}-{cls}"}, "value": value}  # fmt: skip
+            if policy:
+                pc["preemptionPolicy"] = policy
+            case.extra.append(pc)
         for app in APPS:
             selector = {"matchLabels": {"app": app}}
             case.extra.append({"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
@@ -304,31 +320,7 @@ def generate(
                                "spec": {"minAvailable": 1, "selector": selector}})  # fmt: skip
     claims: list[str] = []
     if "local-pv" in families:
-        sc = f"{prefix}-local"
-        case.extra.append({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                           "metadata": {"name": sc}, "provisioner": "kubernetes.io/no-provisioner",
-                           "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
-        # Claims come bound to their volume (volumeName and the bind-completed annotation, as the PV
-        # controller leaves them): no kube-controller-manager runs here to bind a WaitForFirstConsumer
-        # claim after the scheduler picks a node, so VolumeBinding decides on the volumes' node affinity.
-        for i, n in enumerate(names):
-            if r.random() < 0.5:
-                continue
-            pv = f"{prefix}-pv{i}"
-            case.extra.append({
-                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
-                "spec": {"capacity": {"storage": r.choice(("1Gi", "5Gi"))}, "accessModes": ["ReadWriteOnce"],
-                         "storageClassName": sc, "local": {"path": f"/mnt/disk{i}"},
-                         "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                             {"key": "kubernetes.io/hostname", "operator": "In", "values": [n]}]}]}}},
-            })  # fmt: skip
-            claims.append(f"{prefix}-pvc{i}")
-            case.extra.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                               "metadata": {"name": claims[-1],
-                                            "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
-                               "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc,
-                                        "volumeName": pv,
-                                        "resources": {"requests": {"storage": "1Gi"}}}})  # fmt: skip
+        claims = _local_volumes(case, names, r)
     for i in range(bound):
         pod = g.pod(f"{prefix}-b{i}", r.choice(APPS))
         node = r.choice(names) if "overcommit" in families else _room_for(pod, case.nodes, case.bound, r)
@@ -340,6 +332,9 @@ def generate(
         case.bound.append(pod)
     for i in range(pending):
         app = r.choice(APPS)
+        if g.on("priority-pdb", 0.2):
+            case.pending.append(g.preemptor(f"{prefix}-p{i}", app, prefix))
+            continue
         pod = g.pod(f"{prefix}-p{i}", app)
         spec = pod["spec"]
         if g.on("node-selector", 0.2):
@@ -352,28 +347,61 @@ def generate(
         if sp := g.spread(app):
             spec["topologySpreadConstraints"] = sp
         if g.on("priority-pdb", 0.5):
-            spec["priorityClassName"] = f"{prefix}-{r.choice(('low', 'high'))}"
+            spec["priorityClassName"] = f"{prefix}-{r.choice(('low', 'high', 'high', 'never'))}"
         if claims and g.on("local-pv", 0.4):
             spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": r.choice(claims)}}]
         case.pending.append(pod)
     return case
 
 
+def _local_volumes(case: Case, names: list[str], r: random.Random) -> list[str]:
+    """A WaitForFirstConsumer StorageClass without a provisioner, local PVs pinned to nodes by required
+    node affinity on the hostname, and claims of that class: some pre-bound to a PV (claimRef on the PV
+    — the harness fills in its namespace — volumeName and bind-completed on the claim, as the PV
+    controller leaves them), the others unbound, of sizes some PVs cannot hold. Returns the claims."""
+    prefix = case.prefix
+    sc = f"{prefix}-local"
+    case.extra.append({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                       "metadata": {"name": sc}, "provisioner": "kubernetes.io/no-provisioner",
+                       "volumeBindingMode": "WaitForFirstConsumer"})  # fmt: skip
+    pvs: list[Obj] = []
+    claims: list[Obj] = []
+    for i, n in enumerate(names):
+        for j in range(r.choice((0, 1, 2, 2))):
+            pvs.append({
+                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"{prefix}-pv{i}-{j}"},
+                "spec": {"capacity": {"storage": r.choice(("1Gi", "5Gi"))}, "accessModes": ["ReadWriteOnce"],
+                         "storageClassName": sc, "local": {"path": f"/mnt/disk{j}"},
+                         "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                             {"key": "kubernetes.io/hostname", "operator": "In", "values": [n]}]}]}}},
+            })  # fmt: skip
+    for k in range(max(1, len(pvs))):
+        name = f"{prefix}-pvc{k}"
+        size = r.choice(("1Gi", "1Gi", "2Gi", "10Gi"))
+        claim: Obj = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+                      "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc,
+                               "resources": {"requests": {"storage": size}}}}  # fmt: skip
+        free = [pv for pv in pvs if "claimRef" not in pv["spec"]]
+        if free and r.random() < 0.3:
+            pv = r.choice(free)
+            pv["spec"]["claimRef"] = {"kind": "PersistentVolumeClaim", "name": name}
+            claim["spec"]["volumeName"] = pv["metadata"]["name"]
+            claim["spec"]["resources"]["requests"]["storage"] = "1Gi"
+            claim["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+        claims.append(claim)
+    case.extra += pvs + claims
+    return [c["metadata"]["name"] for c in claims]
+
+
 def _room_for(pod: Obj, nodes: list[Obj], bound: list[Obj], r: random.Random) -> str | None:
-    """A random node where `pod` fits beside the pods already bound there (None: none has room)."""
-    want = pod_requests(pod)
+    """A random node where `pod` fits beside the pods already bound there — resources, pod count, host
+    ports and inline disks, the checker's per-node rules on the node without its taints and the like
+    (None: none has room)."""
     order = list(nodes)
     r.shuffle(order)
     for node in order:
         name = node["metadata"]["name"]
-        alloc = {k: quantity(v) for k, v in node["status"]["allocatable"].items()}
         there = [p for p in bound if p["spec"]["nodeName"] == name]
-        used: dict[str, Any] = {}
-        for p in there:
-            for k, v in pod_requests(p).items():
-                used[k] = used.get(k, 0) + v
-        if len(there) + 1 <= alloc["pods"] and all(
-            used.get(k, 0) + v <= alloc.get(k, 0) for k, v in want.items()
-        ):
+        if not violations(pod, {**node, "spec": {}}, there):
             return str(name)
     return None

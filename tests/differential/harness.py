@@ -5,179 +5,70 @@ Both schedulers run at once, each taking only pods addressed to it (`schedulerNa
 (tests/differential/generator.py) is created as API objects; then its pending pods go one at a time, in
 lockstep: koord's copy `c-<pod>` is created and decided, then deleted; kube's copy `k-<pod>` is created
 and decided, and stays bound (an unschedulable copy is deleted). So both decide every pod on the same
-cluster — the same nodes, the same bound pods — whichever node ties sent the earlier pods to, and the
-pods watch delivers each deletion before the next creation. Per pod it requires:
+cluster — the same nodes, the same bound pods, PVs, claims and PDB statuses — whichever node ties sent
+the earlier pods to, and the pods watch delivers each deletion before the next creation.
 
-- the same outcome: both bound, or both unschedulable with the same FitError message;
-- every placement, kube's and koord's, passes the independent checker (tests/differential/checker.py);
+Keeping the copies apart. Only kube's copy may change the cluster beyond itself: koord's live copy runs
+with DefaultPreemption off at postFilter and VolumeBinding off at reserve and preBind (`koord_config`), so
+it decides without deleting kube's pods or binding the claims kube's copy is about to decide on. koord's
+preemption is compared in-process instead (tests/differential/preemption.py), and its volume decisions
+through the outcome, the FitError and the in-process filters. kube's copy preempts for real: its first
+attempt fails with the FitError and a `nominatedNodeName`; the pods it deleted (still terminating, with
+no kubelet) are its victims, which the harness then deletes at once; its retry binds it. With no
+controller manager or kubelet, the harness plays their parts (tests/differential/controllers.py): pod
+start times, PDB statuses, PV phases and the completion of claim bindings that kube's PreBind waits for.
+
+Per pod it requires:
+- the same outcome of the first attempt: both bound, or both unschedulable with the same FitError;
+- every placement, kube's (after preempting, on the cluster without its victims; with claims, each
+  bound to a PV that fits the node) and koord's, passes the independent checker
+  (tests/differential/checker.py);
 - in-process, koord's profile on the cluster kube saw (a koord `Snapshot` of the same objects run through
-  `scheduler.framework.runtime.Framework`): the feasible nodes are the ones kube scored (or its single
-  feasible node), the FitError message is kube's, and each compared score plugin's (weighted) score
-  equals kube's logged one on every node kube scored. Node names are never compared: ties go to a random
-  node in kube and in koord alike.
+  `scheduler.framework.runtime.Framework`, PDBs, nominated pods and storage objects given through a
+  `scheduler.registry.Handle` as in production): the feasible nodes are the ones kube scored (or its
+  single feasible node), the FitError message is kube's, each compared score plugin's (weighted) score
+  equals kube's logged one on every node kube scored, and for an unschedulable pod kube's preemption
+  (or its absence) agrees with koord's candidates: kube's node among koord's tied best, koord's victims
+  there the pods kube deleted. Node names are otherwise never compared: ties go to a random node in kube
+  and in koord alike.
 
 Cases are cleaned up (pods, nodes, the namespace, cluster-scoped objects) before the next one.
-Imports: standard library, kubernetes client, koord.localcluster, scheduler (config, registry,
-framework), tests.differential.
+Imports: standard library, kubernetes client, koord.localcluster, tests.differential.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import time
-import urllib.request
 import uuid
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from koord.localcluster.controlplane import ControlPlane, free_ports
-from koord.localcluster.kubescheduler import Attempt, KubeScheduler, parse_log, scheduler_config
-from koord.localcluster.procs import spawn_logged, stop_process
-from scheduler.config import load_config
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import PreScorePlugin
-from scheduler.framework.runtime import Framework, fit_error_message
-from scheduler.framework.snapshot import Snapshot
-from scheduler.registry import KNOWN, build_framework
-from tests.differential.checker import violations
-from tests.differential.generator import ENABLED, Case, Obj, generate, scored_plugins
+from koord.localcluster.controlplane import ControlPlane
+from koord.localcluster.kubescheduler import Attempt, KubeScheduler, parse_log
+from tests.differential.checker import bound_claim_violations, violations
+from tests.differential.controllers import Controllers
+from tests.differential.generator import ENABLED, Case, Obj, generate
+from tests.differential.inprocess import InProcess
+from tests.differential.koordproc import KoordScheduler, koord_config
+from tests.differential.records import KNOWN_REASONS, Decision, Mismatch, Report, Seen, known
+
+__all__ = ["KNOWN_REASONS", "Differential", "Report", "known", "koord_config"]
 
 KUBE = "kube-oracle"
 KOORD = "koord-diff"
 REPO = Path(__file__).resolve().parents[2]
 DECISION_TIMEOUT_S = 30.0
+# A preemptor binds at its retry, after its backoff (1 s) once its victims are gone.
+PREEMPTOR_BIND_TIMEOUT_S = 15.0
 # Between one pod's decision and the next pod: a scheduler's cache and queue are fed by separate
 # informer handlers, so a new pod could in principle be taken before the previous event is applied.
 SETTLE_S = 0.02
 SYNC_LABEL = "koord.sh/differential-sync"
-# Known koord differences, each a reason string koord writes → the one kube-scheduler 1.20.2 writes,
-# applied to koord's FitError messages before they are compared (and counted in Report.known). Deleting
-# an entry turns its check back on.
-KNOWN_REASONS: dict[str, str] = {}
-
-
-def known(message: str) -> str:
-    """koord's FitError message with KNOWN_REASONS replaced by kube's wording."""
-    for koord_reason, kube_reason in KNOWN_REASONS.items():
-        message = message.replace(koord_reason, kube_reason)
-    return message
-
-
-def koord_config(scheduler_name: str, kubeconfig: Path) -> Obj:
-    """koord-scheduler's configuration: kube's (the default profile, every node scored), in `v1beta2`,
-    whose defaults are 1.20's with the LeastAllocated score given by NodeResourcesFit (koord runs 1.20's
-    profile that way; `v1beta1` names NodeResourcesLeastAllocated, which koord does not register), and
-    without LoadAwareScheduling (it needs NodeMetrics; kube has no such plugin)."""
-    doc: Obj = dict(scheduler_config(kubeconfig, scheduler_name, 1))
-    doc["apiVersion"] = "kubescheduler.config.k8s.io/v1beta2"
-    off = {"disabled": [{"name": "LoadAwareScheduling"}]}
-    doc["profiles"] = [
-        {"schedulerName": scheduler_name, "plugins": {"filter": off, "score": off, "reserve": off}}
-    ]
-    return doc
-
-
-@dataclass
-class Mismatch:
-    seed: int
-    pod: str
-    # outcome, fit-error, constraint-kube, constraint-koord, feasible, in-process-fit-error, score, log,
-    # harness-race
-    kind: str
-    kube: Any
-    koord: Any
-    detail: str = ""
-
-
-@dataclass
-class Report:
-    seeds: int = 0
-    pods: int = 0
-    scheduled: int = 0
-    unschedulable: int = 0
-    scored_pods: int = 0
-    score_comparisons: int = 0
-    known: int = 0
-    """FitError messages that matched only through KNOWN_REASONS."""
-    mismatches: list[Mismatch] = field(default_factory=list)
-    families: list[str] = field(default_factory=list)
-
-    def add(self, other: Report) -> None:
-        self.seeds += other.seeds
-        self.pods += other.pods
-        self.scheduled += other.scheduled
-        self.unschedulable += other.unschedulable
-        self.scored_pods += other.scored_pods
-        self.score_comparisons += other.score_comparisons
-        self.known += other.known
-        self.mismatches.extend(other.mismatches)
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["mismatches"] = len(self.mismatches)
-        d["mismatch_details"] = [asdict(m) for m in self.mismatches]
-        return d
-
-
-@dataclass
-class Decision:
-    node: str | None
-    message: str | None
-    pod: Obj
-
-
-class KoordScheduler:
-    """koord-scheduler standalone (`python -m scheduler.main`), leader election off, ready on /readyz."""
-
-    def __init__(self, cp: ControlPlane, config: Path, state_dir: Path) -> None:
-        self.cp, self.config, self.state_dir = cp, config, state_dir
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._port = 0
-
-    @property
-    def log_path(self) -> Path:
-        return self.state_dir / "koord-scheduler.log"
-
-    def spawn(self) -> None:
-        """Starts the process; `wait_ready` waits for it (kube-scheduler starts meanwhile)."""
-        (self._port,) = free_ports(1)
-        self._proc = spawn_logged(self.log_path, [
-            sys.executable, "-m", "scheduler.main", f"--kubeconfig={self.cp.kubeconfig_path}",
-            f"--config={self.config}", "--no-leader-elect", f"--metrics-port={self._port}",
-            "--bind-workers=2",
-        ], die_with_parent=True)  # fmt: skip
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        assert self._proc is not None, "not spawned"
-        port = self._port
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                tail = self.log_path.read_text(errors="replace")[-3000:]
-                self.stop()
-                raise RuntimeError(f"koord-scheduler exited during start:\n{tail}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r,
-            ):
-                if r.status == 200:
-                    return
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"koord-scheduler not ready after {timeout:.0f}s; log {self.log_path}")
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            stop_process(proc)
 
 
 class Differential:
@@ -185,20 +76,22 @@ class Differential:
 
     def __init__(self, cp: ControlPlane, workdir: Path, families: frozenset[str] = ENABLED) -> None:
         self.cp, self.workdir, self.families = cp, workdir, families
-        self.scored = scored_plugins(families)
         workdir.mkdir(parents=True, exist_ok=True)
         self.koord_config = workdir / "koord-scheduler.config.json"
         self.koord_config.write_text(json.dumps(koord_config(KOORD, cp.kubeconfig_path)))
         self.kube = KubeScheduler(cp, KUBE, workdir / "kube")
         self.koord = KoordScheduler(cp, self.koord_config, workdir)
-        # koord's profile in-process, the same configuration file as the standalone scheduler's
-        self.framework = build_framework(load_config(self.koord_config, KNOWN).profiles[0])
+        whole = workdir / "koord-in-process.config.json"
+        whole.write_text(json.dumps(koord_config(KOORD, cp.kubeconfig_path, live=False)))
+        self.in_process = InProcess(whole, families)
+        self.ctl: Controllers | None = None
         self.api: Any = None
         self._log_pos = 0  # bytes of kube's log read so far
         self._log = ""  # the complete lines of kube's log read since the case began
 
     def __enter__(self) -> Differential:
         self.api = self.cp.api_client()
+        self.ctl = Controllers(self.api)
         try:
             self.koord.spawn()  # both start at once: koord's imports take seconds
             self.kube.start()
@@ -230,24 +123,47 @@ class Differential:
         try:
             self._create(case, ns)
             self._sync(core, ns, case.nodes[-1]["metadata"]["name"])
-            decided: list[tuple[Obj, list[Obj], list[Obj], Decision, Decision]] = []
+            decided: list[tuple[Obj, Seen, Decision, Decision]] = []
             for pod in case.pending:
                 time.sleep(SETTLE_S)
-                nodes = [self._plain(n) for n in core.list_node().items]
-                bound = [self._plain(p) for p in core.list_pod_for_all_namespaces().items if p.spec.node_name]
+                seen = self._seen(core, ns)
                 koord = self._decide(core, ns, pod, "c-", KOORD, keep=False)
-                kube = self._decide(core, ns, pod, "k-", KUBE, keep=True)
-                decided.append((pod, nodes, bound, kube, koord))
-            attempts = self._kube_attempts(ns, [d[3] for d in decided])
-            for pod, nodes, bound, kube, koord in decided:
+                kube = self._decide_kube(core, ns, pod)
+                decided.append((pod, seen, kube, koord))
+            attempts = self._kube_attempts(ns, [d[2] for d in decided])
+            for pod, seen, kube, koord in decided:
                 report.pods += 1
-                self._compare(report, seed, ns, pod["metadata"]["name"], nodes, bound, kube, koord, attempts)
+                self._compare(report, seed, ns, pod["metadata"]["name"], seen, kube, koord, attempts)
         finally:
             self._cleanup(core, ns, case)
         return report
 
     def _plain(self, obj: Any) -> Obj:
         return self.api.sanitize_for_serialization(obj)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _list(call: Any, *args: Any) -> list[Obj]:
+        """A list call's items as the API server's JSON (the client's models are slow to build)."""
+        return list(json.loads(call(*args, _preload_content=False).data)["items"])
+
+    def _seen(self, core: Any, ns: str) -> Seen:
+        """Brings the PDB statuses up to date, then lists what both copies will decide on."""
+        assert self.ctl is not None
+        pods = self._list(core.list_pod_for_all_namespaces)
+        pdbs = self.ctl.list_pdbs(ns)
+        # No wait for the schedulers' PDB informers: only kube's copy preempts, and it is created after
+        # koord's copy was decided and deleted, long after the status reached the informers.
+        if self.ctl.sync_pdbs(pdbs, pods):
+            pdbs = self.ctl.list_pdbs(ns)
+        storage = client.StorageV1Api(self.api)
+        return Seen(
+            nodes=self._list(core.list_node),
+            bound=[p for p in pods if p["spec"].get("nodeName")],
+            pvs=self._list(core.list_persistent_volume),
+            pvcs=self._list(core.list_namespaced_persistent_volume_claim, ns),
+            classes=self._list(storage.list_storage_class),
+            pdbs=pdbs,
+        )
 
     def _create(self, case: Case, ns: str) -> None:
         core = client.CoreV1Api(self.api)
@@ -267,6 +183,10 @@ class Differential:
             body = json.loads(json.dumps(pod))
             body["spec"]["schedulerName"] = "diff-none"
             core.create_namespaced_pod(ns, body)
+        assert self.ctl is not None
+        for pod in case.bound:
+            self.ctl.start(ns, pod["metadata"]["name"])
+        self.ctl.complete_bindings(ns)
 
     def _create_extra(self, obj: Obj, ns: str) -> None:
         kind = obj["kind"]
@@ -279,6 +199,8 @@ class Differential:
         elif kind == "StorageClass":
             client.StorageV1Api(self.api).create_storage_class(obj)
         elif kind == "PersistentVolume":
+            if ref := obj["spec"].get("claimRef"):  # pre-bound to a claim of the case's namespace
+                obj = {**obj, "spec": {**obj["spec"], "claimRef": {**ref, "namespace": ns}}}
             client.CoreV1Api(self.api).create_persistent_volume(obj)
         elif kind == "PersistentVolumeClaim":
             client.CoreV1Api(self.api).create_namespaced_persistent_volume_claim(ns, obj)
@@ -328,6 +250,41 @@ class Differential:
                 self._await_log(f"delete event for scheduled pod {ns}/{name} ", mark)
         return d
 
+    def _decide_kube(self, core: Any, ns: str, pod: Obj) -> Decision:
+        """kube's copy, kept when bound. Meanwhile the harness is its PV controller; when it preempts,
+        its victims' kubelet (they go at once) and then waits for its retry to bind it."""
+        assert self.ctl is not None
+        ctl = self.ctl
+        name = "k-" + pod["metadata"]["name"]
+        body = json.loads(json.dumps(pod))
+        body["metadata"]["name"] = name
+        body["spec"]["schedulerName"] = KUBE
+        core.create_namespaced_pod(ns, body)
+        claims = any(v.get("persistentVolumeClaim") for v in body["spec"].get("volumes") or [])
+
+        def tick() -> None:
+            if claims:
+                ctl.complete_bindings(ns)
+
+        d = self._await(core, ns, name, tick)
+        nominated = (d.pod.get("status") or {}).get("nominatedNodeName")
+        if d.node is None and nominated:
+            d.nominated = nominated
+            d.victims = ctl.force_delete_terminating(ns, DECISION_TIMEOUT_S)
+            with contextlib.suppress(TimeoutError):
+                again = self._await(core, ns, name, tick, bound=True, timeout=PREEMPTOR_BIND_TIMEOUT_S)
+                d.final, d.pod = again.node, again.pod
+        if d.placed is None:
+            self._delete(core, ns, name)
+            return d
+        ctl.start(ns, name)
+        if claims:
+            d.volumes = (
+                [self._plain(v) for v in core.list_persistent_volume().items],
+                [self._plain(c) for c in core.list_namespaced_persistent_volume_claim(ns).items],
+            )
+        return d
+
     def _pull_log(self) -> None:
         """Appends the complete lines kube-scheduler logged since the last pull."""
         with self.kube.log_path.open("rb") as f:
@@ -345,17 +302,25 @@ class Differential:
             time.sleep(0.005)
             self._pull_log()
 
-    def _await(self, core: Any, ns: str, name: str) -> Decision:
-        deadline = time.monotonic() + DECISION_TIMEOUT_S
+    def _await(
+        self, core: Any, ns: str, name: str, tick: Any = None, bound: bool = False,
+        timeout: float = DECISION_TIMEOUT_S,
+    ) -> Decision:  # fmt: skip
+        """The pod's first decision (with `bound`, its binding); `tick()` runs between reads."""
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             p = core.read_namespaced_pod(name, ns)
             if p.spec.node_name:
                 return Decision(p.spec.node_name, None, self._plain(p))
             for c in p.status.conditions or []:
+                if bound:
+                    break
                 if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
                     return Decision(None, c.message, self._plain(p))
+            if tick is not None:
+                tick()
             time.sleep(0.01)
-        raise TimeoutError(f"pod {ns}/{name}: no scheduling decision within {DECISION_TIMEOUT_S:.0f}s")
+        raise TimeoutError(f"pod {ns}/{name}: no scheduling decision within {timeout:.0f}s")
 
     @staticmethod
     def _delete(core: Any, ns: str, name: str) -> None:
@@ -389,7 +354,7 @@ class Differential:
 
     # --- comparison --------------------------------------------------------------------------------
     def _compare(
-        self, report: Report, seed: int, ns: str, name: str, nodes: list[Obj], bound: list[Obj],
+        self, report: Report, seed: int, ns: str, name: str, seen: Seen,
         kube: Decision, koord: Decision, attempts: dict[str, list[Attempt]],
     ) -> None:  # fmt: skip
         def miss(kind: str, k: Any, c: Any, detail: str = "") -> None:
@@ -406,13 +371,28 @@ class Differential:
                     miss("fit-error", kube.message, koord.message)
         else:
             report.scheduled += 1
-        by_name = {n["metadata"]["name"]: n for n in nodes}
-        for who, d in (("kube", kube), ("koord", koord)):
-            if d.node is not None:
-                on = [p for p in bound if p["spec"].get("nodeName") == d.node]
-                if broken := violations(d.pod, by_name[d.node], on):
-                    miss(f"constraint-{who}", d.node if who == "kube" else None,
-                         d.node if who == "koord" else None, "; ".join(broken))  # fmt: skip
+        by_name = {n["metadata"]["name"]: n for n in seen.nodes}
+        # kube's copy placed after preempting is checked on the cluster without its victims.
+        for who, d, gone in (("kube", kube, frozenset(kube.victims)), ("koord", koord, frozenset())):
+            node = d.placed
+            if node is None:
+                continue
+            cluster = seen.cluster(gone)
+            on = [p for p in cluster.pods if p["spec"].get("nodeName") == node]
+            broken = violations(d.pod, by_name[node], on, cluster)
+            if d.volumes is not None:
+                broken += bound_claim_violations(d.pod, by_name[node], *d.volumes)
+            if broken:
+                miss(f"constraint-{who}", node if who == "kube" else None,
+                     node if who == "koord" else None, "; ".join(broken))  # fmt: skip
+        if any(v.get("persistentVolumeClaim") for v in kube.pod["spec"].get("volumes") or []):
+            if kube.placed is not None and kube.volumes is not None:
+                report.volume_pods_bound += 1
+                was = {c["metadata"]["name"]: c["spec"].get("volumeName") for c in seen.pvcs}
+                now = {c["metadata"]["name"]: c["spec"].get("volumeName") for c in kube.volumes[1]}
+                report.claims_bound += sum(1 for c, v in now.items() if v and not was.get(c))
+            else:
+                report.volume_pods_refused += 1
         tried = attempts.get(f"{ns}/{kube.pod['metadata']['name']}") or []
         if not tried:
             miss("log", "no attempt logged", None)
@@ -421,74 +401,9 @@ class Differential:
             # Not koord's: kube decided this pod on a cluster other than the one listed for it.
             miss("harness-race", tried[0].fit_error, None, "kube's first attempt failed, a retry bound it")
             return
-        self._compare_in_process(report, miss, nodes, bound, kube, tried[0])
-
-    def _compare_in_process(
-        self, report: Report, miss: Any, nodes: list[Obj], bound: list[Obj], kube: Decision, attempt: Attempt
-    ) -> None:
-        """koord's profile in-process on the cluster kube saw, against what kube logged."""
-        pod = json.loads(json.dumps(kube.pod))
-        pod["spec"].pop("nodeName", None)
-        pod.pop("status", None)
-        fw = self.framework
-        snap = Snapshot.build(nodes, bound)
-        state = CycleState(time.time())
-        pre = [p.pre_filter(state, pod, snap) for p in fw.pre_filters]
-        rejected = next((s for s in pre if not s.is_success() and not s.is_skip()), None)
-        feasible, rejections = fw.filter_all(state, pod, snap) if rejected is None else ([], None)
-        names = [snap.names[int(i)] for i in feasible]
-        if kube.node is None:
-            msg = (
-                rejected.message()
-                if rejected is not None
-                else fit_error_message(
-                    snap.n, rejections.as_dict().values() if rejections is not None else ()
-                )
-            )
-            if names or known(msg) != attempt.fit_error:
-                miss("in-process-fit-error", attempt.fit_error, names or msg)
-            return
-        kube_feasible = sorted(
-            next(iter(attempt.scores.values()), {}) or ([kube.node] if attempt.feasible == 1 else [])
-        )
-        if sorted(names) != kube_feasible:
-            by_name = {n["metadata"]["name"]: n for n in nodes}
-            why = {
-                n: violations(pod, by_name[n], [p for p in bound if p["spec"].get("nodeName") == n]) or "fits"
-                for n in sorted(set(names) ^ set(kube_feasible))
-            }
-            miss(
-                "feasible",
-                kube_feasible,
-                sorted(names),
-                f"independent checker on the nodes in dispute: {why}",
-            )
-            return
-        if not attempt.scores:
-            return
-        report.scored_pods += 1
-        weights = dict(zip((p.name for p in fw.scores), fw.weights, strict=True))
-        rows = np.asarray(feasible, np.int64)
-        for kube_plugin, koord_plugins in self.scored.items():
-            plugin = next((p for name in koord_plugins for p in fw.scores if p.name == name), None)
-            if plugin is None:
-                miss("score", kube_plugin, None, f"koord has no score plugin of {koord_plugins}")
-                continue
-            koord_plugin = plugin.name
-            one = Framework([plugin], {plugin.name: weights[plugin.name]})
-            st = state.clone()
-            if isinstance(plugin, PreScorePlugin):
-                plugin.pre_score(st, pod, snap, rows)
-            got = dict(zip(names, one.score_all(st, pod, snap, rows).tolist(), strict=True))
-            want = attempt.scores.get(kube_plugin, {})
-            report.score_comparisons += len(want)
-            if got != want:
-                diff = {
-                    n: (want.get(n), got.get(n))
-                    for n in sorted(set(want) | set(got))
-                    if want.get(n) != got.get(n)
-                }
-                miss("score", want, got, f"{kube_plugin} vs koord {koord_plugin}: node: (kube, koord) {diff}")
+        if kube.nominated is not None and kube.final is None:
+            miss("harness-race", kube.nominated, None, "kube preempted but its retry did not bind it")
+        self.in_process.compare(report, miss, seen, kube, tried[0])
 
     def _cleanup(self, core: Any, ns: str, case: Case) -> None:
         with contextlib.suppress(ApiException):
@@ -501,6 +416,8 @@ class Differential:
                 self._delete_extra(obj, ns)
         with contextlib.suppress(ApiException):
             core.delete_namespace(ns)
+        if self.ctl is not None:
+            self.ctl.forget(ns)
 
     def _delete_extra(self, obj: Obj, ns: str) -> None:
         name, kind = obj["metadata"]["name"], obj["kind"]
@@ -512,7 +429,7 @@ class Differential:
             )
         elif kind == "StorageClass":
             client.StorageV1Api(self.api).delete_storage_class(name)
-        elif kind == "PersistentVolume":
-            client.CoreV1Api(self.api).delete_persistent_volume(name)
-        elif kind == "PersistentVolumeClaim":
-            client.CoreV1Api(self.api).delete_namespaced_persistent_volume_claim(name, ns)
+        elif kind == "PersistentVolume" and self.ctl is not None:
+            self.ctl.delete_pv(name)
+        elif kind == "PersistentVolumeClaim" and self.ctl is not None:
+            self.ctl.delete_claim(ns, name)
