@@ -101,12 +101,12 @@ def _parse(text: str) -> tuple[int, int, Format]:
     return _parse_uncached(text)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=2048)
 def _parse_cached(text: str) -> tuple[int, int, Format]:
     return _parse_uncached(text)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=2048)
 def _parse_shared(text: str) -> Quantity:
     return Quantity._new(*_parse_cached(text))
 

@@ -25,6 +25,8 @@ from koord.localcluster.procs import spawn_logged, stop_pid, stop_process
 
 STATE_FILE = "koord-components.json"
 WEBHOOK_SECRET = "koord-manager-webhook-certs"  # as deploy/manager/deployment.yaml
+# As the manifests set it: two malloc arenas keep RSS flat (docs/install.md#memory-of-the-daemons).
+DAEMON_ENV = {"MALLOC_ARENA_MAX": "2"}
 _ENTRY = {
     "koord-manager": "import sys; from manager.main import main; sys.exit(main())",
     "koordlet": "import sys; from agent.daemon import main; sys.exit(main())",
@@ -101,7 +103,9 @@ class KoordComponents:
     def _spawn(self, name: str, entry: str, args: list[str], metrics_url: str) -> Daemon:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{name}.log"
-        proc = spawn_logged(log, [self.python, "-c", _ENTRY[entry], *args], die_with_parent=True)
+        proc = spawn_logged(
+            log, [self.python, "-c", _ENTRY[entry], *args], die_with_parent=True, env=DAEMON_ENV
+        )
         daemon = self.daemons[name] = Daemon(name, proc, log, metrics_url)
         (self.state_dir / STATE_FILE).write_text(
             json.dumps({"pids": [d.proc.pid for d in self.daemons.values()]})

@@ -100,10 +100,12 @@ def die_with_parent_argv(argv: list[str]) -> list[str]:
     return [*prefix, parent, exe, *argv[1:]]
 
 
-def spawn_logged(log_path: Path, argv: list[str], die_with_parent: bool = False) -> subprocess.Popen[bytes]:
+def spawn_logged(
+    log_path: Path, argv: list[str], die_with_parent: bool = False, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Starts argv in its own session, output appended to log_path. ``die_with_parent``: SIGTERM the
     child when its parent dies, so a `koord up` killed with SIGKILL leaves no daemon of its own behind
-    (no preexec_fn: the fork stays free of Python code)."""
+    (no preexec_fn: the fork stays free of Python code). ``env``: variables set over this process's."""
     if die_with_parent:
         argv = die_with_parent_argv(argv)
     with log_path.open("ab") as log_file:
@@ -113,6 +115,7 @@ def spawn_logged(log_path: Path, argv: list[str], die_with_parent: bool = False)
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
         )
 
 

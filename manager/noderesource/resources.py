@@ -49,12 +49,12 @@ DEFAULT_STRATEGY: Final = default_colocation_strategy()
 
 
 # --- exact amounts -----------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def _nano_of_text(text: str) -> int:
     return _nano_of_quantity(Quantity.parse(text))
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def _nano_of_quantity(q: Quantity) -> int:
     f = q.as_fraction() * NANO
     return f.numerator // f.denominator  # exact: parsed quantities are whole nanos

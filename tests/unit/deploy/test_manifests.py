@@ -16,6 +16,7 @@ import pytest
 
 from agent.options import parse as parse_koordlet
 from koord.kustomize import build
+from koord.localcluster.components import DAEMON_ENV
 from manager.hubendpoints import ENDPOINTS_PORT_NAME
 from manager.main import build_parser as manager_parser
 from scheduler.main import build_parser as scheduler_parser
@@ -250,7 +251,7 @@ def test_hub_service_is_routed_to_the_leader() -> None:
     (c,) = deploy["spec"]["template"]["spec"]["containers"]
     assert "--hub-endpoints=koord-manager-hub" in c["args"]
     assert ports(c)["hub"] == 9317
-    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"] if "valueFrom" in e}
     assert env == {
         "POD_IP": "status.podIP",
         "POD_NAME": "metadata.name",
@@ -373,3 +374,15 @@ def test_replicated_deployments(tree: str, name: str) -> None:
     for c in pod["containers"]:
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
         assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+@pytest.mark.parametrize("tree", ["default", "standalone"])
+def test_every_daemon_runs_with_two_malloc_arenas_as_koord_up_does(tree: str) -> None:
+    """docs/install.md#memory-of-the-daemons: the manifests and `koord up` set the same malloc limit."""
+    seen = set()
+    for workload, c in containers(TREES[tree]):
+        name = workload["metadata"]["name"]
+        env = {e["name"]: e.get("value") for e in c.get("env", [])}
+        assert env.get("MALLOC_ARENA_MAX") == DAEMON_ENV["MALLOC_ARENA_MAX"] == "2", name
+        seen.add(name)
+    assert {"koord-manager", "koordlet"} <= seen
