@@ -15,12 +15,12 @@ refused (``koord_manager_hub_reports_refused_total``), supervised-thread restart
 line in the components' logs, and ``koord_scheduler_thread_restarts_total``), pods churned, pods still
 pending at the end, and whether koord up exited 0.
 
-koord-manager holds two bounded structures that fill up for a long time after warm-up: the MetricHub's
-change history (65,536 changes and 128 MiB; about 4 h to fill at 21 nodes reporting every 5 s) and the
-parsed-quantity caches (a few MiB, full within the first hour). So the run also samples the hub's
-``koord_manager_hub_history_bytes`` every ``HUB_SAMPLE_S`` seconds and reports its growth per hour, and
-koord-manager's growth with the history's bytes taken out of each RSS sample
-(``manager_growth_excluding_hub_history_mib_per_hour``): what a leak would show once the history is full.
+koord-manager's bounded structures fill within the warm-up (docs/install.md#memory-of-the-daemons): the
+MetricHub's change history keeps 5 minutes (and at most 65,536 changes and 128 MiB), the parsed-quantity
+caches a few thousand strings. The run still samples the hub's ``koord_manager_hub_history_bytes`` every
+``HUB_SAMPLE_S`` seconds and reports its growth per hour, and koord-manager's growth with the history's
+bytes taken out of each RSS sample (``manager_growth_excluding_hub_history_mib_per_hour``), so a change
+of those bounds shows apart from a leak.
 
 Targets (issue: reliability suite): flat RSS after warm-up (growth per hour within noise: a few MiB), 0
 dropped reports, 0 unexpected restarts.
