@@ -11,13 +11,12 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
 
 from bench._vskube_cluster import KUBE
-from koord.localcluster.controlplane import ControlPlane, free_ports
+from koord.localcluster.controlplane import ControlPlane, free_ports, http_ok
 from koord.localcluster.kubescheduler import KubeScheduler
 from koord.localcluster.procs import spawn_logged, stop_process
 
@@ -45,7 +44,7 @@ class Proc:
         ], die_with_parent=True)  # fmt: skip
         self.pid = self.koord.pid
         deadline = time.monotonic() + timeout
-        while wait_ready and not _ok(f"http://127.0.0.1:{port}/readyz"):
+        while wait_ready and not http_ok(f"http://127.0.0.1:{port}/readyz"):
             self.check()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"koord-scheduler not ready after {timeout:.0f}s")
@@ -94,11 +93,3 @@ def _child_with_arg(arg: str) -> int:
         except psutil.Error:  # another child that just exited
             continue
     raise RuntimeError(f"no child process with {arg}")
-
-
-def _ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False

@@ -3,12 +3,12 @@
 
 `KubeScheduler(cp, scheduler_name, state_dir)` writes a `kubescheduler.config.k8s.io/v1beta1`
 KubeSchedulerConfiguration (the 1.20 format: kube's default profile under `scheduler_name`, so it only
-takes pods addressed to it; leader election off; `percentageOfNodesToScore: 100`, so it scores every
-feasible node as koord does; its HTTP port on a free loopback port, as 1.20 wants one), runs the
-binary as `system:kube-scheduler` (the API server's bootstrap RBAC gives that user what the scheduler
-reads and writes) with `--v=10` into a log file, serves HTTPS on a free 127.0.0.1 port and is ready
-once `/healthz` answers. `stop()` ends it by
-PID (SIGTERM, then SIGKILL), so nothing outlives the caller.
+takes pods addressed to it, changed by the profile's `plugins` when given; leader election off;
+`percentageOfNodesToScore: 100`, so it scores every feasible node as koord does; its HTTP port on a
+free loopback port, as 1.20 wants one), runs the binary as `system:kube-scheduler` (the API server's
+bootstrap RBAC gives that user what the scheduler reads and writes) with `--v=10` into a log file,
+serves HTTPS on a free 127.0.0.1 port and is ready once `/healthz` answers. `stop()` ends it by PID
+(SIGTERM, then SIGKILL), so nothing outlives the caller.
 
 `parse_log(text)` reads, per pod, what kube logged at each attempt: every score plugin's weighted
 scores of every node it scored (`Plugin %s scores on %v/%v => %v` in generic_scheduler.go's
@@ -23,13 +23,12 @@ import re
 import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from koord.localcluster.binaries import find_kube_scheduler
-from koord.localcluster.controlplane import ControlPlane, free_ports
+from koord.localcluster.controlplane import ControlPlane, free_ports, http_ok
 from koord.localcluster.procs import spawn_logged, stop_process
 
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1beta1"
@@ -41,9 +40,18 @@ class KubeSchedulerError(RuntimeError):
 
 
 def scheduler_config(
-    kubeconfig: Path, scheduler_name: str, insecure_port: int, qps: int = 500, burst: int = 1000
+    kubeconfig: Path,
+    scheduler_name: str,
+    insecure_port: int,
+    qps: int = 500,
+    burst: int = 1000,
+    plugins: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
-    """The KubeSchedulerConfiguration (v1beta1) the oracle runs with: the default profile, renamed."""
+    """The KubeSchedulerConfiguration (v1beta1) the oracle runs with: the default profile, renamed
+    (and changed by the profile's `plugins`, when given)."""
+    profile: dict[str, object] = {"schedulerName": scheduler_name}
+    if plugins:
+        profile["plugins"] = dict(plugins)
     return {
         "apiVersion": CONFIG_API_VERSION,
         "kind": "KubeSchedulerConfiguration",
@@ -54,7 +62,7 @@ def scheduler_config(
         "healthzBindAddress": f"127.0.0.1:{insecure_port}",
         "metricsBindAddress": f"127.0.0.1:{insecure_port}",
         "percentageOfNodesToScore": 100,
-        "profiles": [{"schedulerName": scheduler_name}],
+        "profiles": [profile],
     }
 
 
@@ -69,12 +77,14 @@ class KubeScheduler:
         *,
         binary: Path | None = None,
         verbosity: int = 10,
+        plugins: Mapping[str, object] | None = None,
     ) -> None:
         self.cp = cp
         self.scheduler_name = scheduler_name
         self.state_dir = state_dir
         self.binary = binary
         self.verbosity = verbosity
+        self.plugins = plugins
         self.port = 0
         self.insecure_port = 0
         self._proc: subprocess.Popen[bytes] | None = None
@@ -92,7 +102,7 @@ class KubeScheduler:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         kubeconfig = self.cp.component_kubeconfig("kube-scheduler", USER)
         self.port, self.insecure_port = free_ports(2)
-        config = scheduler_config(kubeconfig, self.scheduler_name, self.insecure_port)
+        config = scheduler_config(kubeconfig, self.scheduler_name, self.insecure_port, plugins=self.plugins)
         self.config_path.write_text(json.dumps(config, indent=2))
         self._proc = spawn_logged(self.log_path, [
             str(binary), f"--config={self.config_path}",
@@ -121,7 +131,7 @@ class KubeScheduler:
                     f"kube-scheduler exited with code {self._proc.returncode} during start; "
                     f"log {self.log_path}:\n{self.log_tail()}"
                 )
-            if _healthy(f"https://127.0.0.1:{self.port}/healthz", ctx):
+            if http_ok(f"https://127.0.0.1:{self.port}/healthz", ctx):
                 return
             time.sleep(0.1)
         raise KubeSchedulerError(f"kube-scheduler not healthy after {timeout:.0f}s; log {self.log_path}:\n"
@@ -149,14 +159,6 @@ class KubeScheduler:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _healthy(url: str, ctx: ssl.SSLContext) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2, context=ctx) as resp:
-            return bool(resp.status == 200)
-    except (urllib.error.URLError, OSError, ssl.SSLError):
-        return False
 
 
 # --- the log ------------------------------------------------------------------------------------------

@@ -7,13 +7,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import urllib.request
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from koord.localcluster.controlplane import ControlPlane, free_ports
+from koord.localcluster.controlplane import ControlPlane, free_ports, http_ok
 from tests.helpers.processes import stop_all
 from tests.integration.podhelpers import make_pod, node_of, wait_for
 
@@ -26,14 +25,6 @@ def holder(kube: Any) -> str:
     except client.exceptions.ApiException:
         return ""
     return lease.spec.holder_identity or ""
-
-
-def _ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
 
 
 def test_standby_takes_over_when_the_leader_stops(
@@ -51,7 +42,7 @@ def test_standby_takes_over_when_the_leader_stops(
     try:
         for port in ports.values():
             for path in ("/healthz", "/readyz", "/metrics"):
-                assert wait_for(lambda p=port, q=path: _ok(f"http://127.0.0.1:{p}{q}"), timeout=60), path
+                assert wait_for(lambda p=port, q=path: http_ok(f"http://127.0.0.1:{p}{q}"), timeout=60), path
         make_pod(core, namespace, "one", selector={"koord-test": cluster["tag"]})
         assert wait_for(lambda: node_of(core, namespace, "one") is not None, timeout=60)
         first = holder(kube)
