@@ -13,15 +13,18 @@
   fewest PDB violations, then the lowest priority of the first victim, the smallest sum of
   ``priority + 2^31`` over the victims, the fewest victims, the latest earliest-start-time among each
   node's highest-priority victims, else the first candidate.
-Imports: standard library, apis (pod), scheduler.framework, scheduler.plugins.defaultpreemption.
+Imports: standard library, numpy, apis (pod), scheduler.framework, scheduler.plugins.defaultpreemption.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import compress
+
+import numpy as np
 
 from apis.pod import metadata, spec
-from scheduler.framework.interfaces import Pod
+from scheduler.framework.interfaces import IntArray, Pod
 from scheduler.framework.nominated import nominated_node_name, priority
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
@@ -51,12 +54,22 @@ def eligible(pod: Pod, snapshot: Snapshot, statuses: Mapping[str, Status]) -> bo
 
 
 def potential_rows(snapshot: Snapshot, statuses: Mapping[str, Status]) -> list[int]:
-    out = []
-    for i, name in enumerate(snapshot.names):
-        st = statuses.get(name)
-        if st is None or st.code != Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            out.append(i)
-    return out
+    return potential_array(snapshot, statuses).tolist()  # type: ignore[no-any-return]
+
+
+def potential_array(snapshot: Snapshot, statuses: Mapping[str, Status]) -> IntArray:
+    """`potential_rows` as an array. A cycle's statuses are a few distinct objects shared by many
+    nodes, so their codes are read once per object, and the names are only looked up when some node
+    is unresolvable."""
+    values = statuses.values()
+    distinct = dict(zip(map(id, values), values, strict=True))
+    bad = {k for k, st in distinct.items() if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+    keep = np.ones(snapshot.n, np.bool_)
+    if bad:
+        index = snapshot.index
+        names = compress(statuses.keys(), map(bad.__contains__, map(id, values)))
+        keep[[i for i in map(index.get, names) if i is not None]] = False
+    return np.flatnonzero(keep)
 
 
 def dry_run(

@@ -4,13 +4,14 @@
 When no node fits a pod, it looks for a node where deleting lower-priority pods would make room:
 eligibility, the nodes where preemption might help, a sampled dry run of victim selection
 (scheduler.plugins.defaultpreemption.victims) and the choice among candidates
-(scheduler.plugins.defaultpreemption.candidates). Success names the chosen node in its first reason
-(the framework's PostFilter contract); the decision — victims to delete, lower-priority pods nominated
-to that node whose nomination is cleared — is written to the cycle state as a `PreemptionResult`, and
-the gateway carries it out through a `PreemptionAPI` (scheduler.plugins.defaultpreemption.effects).
-The plugin runs the profile's filters itself, so the framework it belongs to is `attach`ed after both
-are built (kube's framework handle).
-Imports: standard library, scheduler.framework, scheduler.plugins.defaultpreemption.
+(scheduler.plugins.defaultpreemption.candidates); nodes where no victims can make room are left out
+of the walk first (scheduler.plugins.defaultpreemption.pruning, docs/rules/scheduler-preemption.md#pruning).
+Success names the chosen node in its first reason (the framework's PostFilter contract); the
+decision — victims to delete, lower-priority pods nominated to that node whose nomination is cleared —
+is written to the cycle state as a `PreemptionResult`, and the gateway carries it out through a
+`PreemptionAPI` (scheduler.plugins.defaultpreemption.effects). The plugin runs the profile's filters
+itself, so the framework it belongs to is `attach`ed after both are built (kube's framework handle).
+Imports: standard library, numpy, scheduler.framework, scheduler.plugins.defaultpreemption.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
-from scheduler.plugins.defaultpreemption.candidates import dry_run, eligible, pick_one, potential_rows
+from scheduler.plugins.defaultpreemption.candidates import dry_run, eligible, pick_one, potential_array
 from scheduler.plugins.defaultpreemption.pdb import PDB
+from scheduler.plugins.defaultpreemption.pruning import hopeless, walk
 from scheduler.plugins.defaultpreemption.victims import Candidate, Victims, select_victims_on_node
 
 NAME: Final = "DefaultPreemption"
@@ -66,12 +68,14 @@ class DefaultPreemption:
         pdbs: Callable[[], Iterable[Mapping[str, Any]]] = lambda: (),
         nominated: NominatedPods | None = None,
         framework: Framework | None = None,
+        prune: bool = True,
     ) -> None:
         self.args = args or DefaultPreemptionArgs()
         self.rng = rng or random.Random()
         self.pdbs = pdbs
         self.nominated = nominated if nominated is not None else NominatedPods()
         self.framework = framework
+        self.prune = prune  # docs/rules/scheduler-preemption.md#pruning: off only to compare
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None, **kwargs: Any) -> Self:
@@ -115,11 +119,14 @@ class DefaultPreemption:
     ) -> list[Candidate] | None:
         """kube's ``FindCandidates``: None when preemption can help on no node, else the dry run's
         candidates (non-violating first). `state` holds PreFilter's data only (`pre_filter_state`)."""
-        rows = potential_rows(snapshot, statuses)
-        if not rows:
+        rows = potential_array(snapshot, statuses)
+        if not len(rows):
             return None
         pdbs = [PDB.of(o) for o in self.pdbs()]
         offset = self.rng.randrange(len(rows))  # kube's rand.Int31n(len(potentialNodes))
+        num = self.args.num_candidates(len(rows))  # counted over the unpruned rows, as kube's
+        # kube's walk less the rows where the search must fail (docs/rules/scheduler-preemption.md#pruning)
+        order = walk(rows, offset, hopeless(fw, state, pod, snapshot) if self.prune else None)
         resources = snapshot.resources
 
         def victims_of(i: int) -> Victims | None:
@@ -127,4 +134,4 @@ class DefaultPreemption:
             nominated = self.nominated.for_node(info.name)
             return select_victims_on_node(fw, state, pod, info, pdbs, nominated, resources)
 
-        return dry_run(rows, offset, self.args.num_candidates(len(rows)), victims_of, snapshot.names)
+        return dry_run(order, 0, num, victims_of, snapshot.names)

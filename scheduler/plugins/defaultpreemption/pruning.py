@@ -1,0 +1,69 @@
+"""Nodes where preemption cannot help, found for all nodes in one numpy pass before the dry run
+(docs/rules/scheduler-preemption.md#pruning).
+
+`select_victims_on_node` removes every pod of lower priority than the preemptor from a copy of the node
+and runs the profile's filters, the nominated pods of at least the preemptor's priority added (they
+only add usage); it returns None when there is no such pod or the filters reject the node. So a node
+is hopeless, and the victim search would return None there, when
+- no pod on it has a lower priority (counted by `FreeableView`, scheduler.plugins.defaultpreemption
+  .freeable), or, with NodeResourcesFit among the profile's filters,
+- ``pod_count - lower_pods + 1 > allocatable pods`` (Fit's ``Too many pods``), or
+- for a resource Fit checks for this pod (its PreFilter state: ``ignoredResources`` and
+  ``ignoredResourceGroups`` already applied), ``allocatable - (requested - freeable) < request``.
+`freeable` may over-count (never under-count), which only prunes less. The arithmetic is the Filter's
+int64 over the snapshot's matrices.
+Imports: numpy, scheduler.framework, scheduler.plugins (noderesources, defaultpreemption.freeable).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import BoolArray, IntArray, Pod
+from scheduler.framework.nominated import priority
+from scheduler.framework.runtime import Framework
+from scheduler.framework.snapshot import Snapshot
+from scheduler.plugins.defaultpreemption.freeable import VIEW_KEY, FreeableView
+from scheduler.plugins.noderesources import PRE_FILTER_KEY, NodeResourcesFit, PreFilterState
+
+
+def freeable_view(snapshot: Snapshot) -> FreeableView:
+    """The snapshot's `FreeableView`, made and built on first use, kept current by the snapshot."""
+    return snapshot.view(VIEW_KEY, FreeableView)
+
+
+def hopeless(fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot) -> BoolArray:
+    """Per row: True where the victim search would return None whatever the victims (see the module
+    docstring). `state` holds the profile's PreFilter data for `pod` (`pre_filter_state`)."""
+    view = freeable_view(snapshot)
+    free = view.freeable(priority(pod))
+    lower = free[view.count_row]
+    out: BoolArray = lower == 0
+    if not any(isinstance(p, NodeResourcesFit) for p in fw.filters):
+        return out
+    alloc, requested, col = snapshot.allocatable, snapshot.requested, snapshot.col
+    pods = col.get("pods")
+    out |= snapshot.pod_count - lower + 1 > (alloc[pods] if pods is not None else 0)
+    s = state.get(PRE_FILTER_KEY)
+    if not isinstance(s, PreFilterState):  # Fit's PreFilter did not run: prune on the pod count only
+        return out
+    for r, v in s.checked:
+        j = col.get(r)
+        if j is None:  # no node has the resource: Fit rejects every node when the pod requests it
+            if v > 0:
+                out[:] = True
+            continue
+        j_free = view.col.get(r)
+        after = requested[j] - free[j_free] if j_free is not None else requested[j]
+        out |= alloc[j] - after < v
+    return out
+
+
+def walk(rows: IntArray, offset: int, pruned: BoolArray | None) -> list[int]:
+    """The dry run's walk over `rows` from `offset`, wrapping round, with the pruned rows left out:
+    the same nodes in the same order as the unpruned walk, less those whose search returns None."""
+    order = np.concatenate((rows[offset:], rows[:offset]))
+    if pruned is not None:
+        order = order[~pruned[order]]
+    return order.tolist()  # type: ignore[no-any-return]
