@@ -30,7 +30,7 @@ from scheduler.framework.status import Status
 from scheduler.plugins.defaultpreemption.args import DefaultPreemptionArgs
 from scheduler.plugins.defaultpreemption.candidates import dry_run, eligible, pick_one, potential_array
 from scheduler.plugins.defaultpreemption.pdb import PDB
-from scheduler.plugins.defaultpreemption.pruning import hopeless, walk
+from scheduler.plugins.defaultpreemption.pruning import fit_checks, hopeless, walk
 from scheduler.plugins.defaultpreemption.victims import Candidate, Victims, select_victims_on_node
 
 NAME: Final = "DefaultPreemption"
@@ -127,11 +127,12 @@ class DefaultPreemption:
         num = self.args.num_candidates(len(rows))  # counted over the unpruned rows, as kube's
         # kube's walk less the rows where the search must fail (docs/rules/scheduler-preemption.md#pruning)
         order = walk(rows, offset, hopeless(fw, state, pod, snapshot) if self.prune else None)
+        fit = fit_checks(fw, state) if self.prune else None
         resources = snapshot.resources
 
         def victims_of(i: int) -> Victims | None:
             info = snapshot.infos[i]
             nominated = self.nominated.for_node(info.name)
-            return select_victims_on_node(fw, state, pod, info, pdbs, nominated, resources)
+            return select_victims_on_node(fw, state, pod, info, pdbs, nominated, resources, fit)
 
         return dry_run(order, 0, num, victims_of, snapshot.names)

@@ -33,6 +33,15 @@ def freeable_view(snapshot: Snapshot) -> FreeableView:
     return snapshot.view(VIEW_KEY, FreeableView)
 
 
+def fit_checks(fw: Framework, state: CycleState) -> tuple[tuple[str, int], ...] | None:
+    """The resources NodeResourcesFit checks for the pod and its request of each, from its PreFilter
+    state in `state`; None when Fit is not among the profile's filters or its PreFilter did not run."""
+    if not any(isinstance(p, NodeResourcesFit) for p in fw.filters):
+        return None
+    s = state.get(PRE_FILTER_KEY)
+    return s.checked if isinstance(s, PreFilterState) else None
+
+
 def hopeless(fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot) -> BoolArray:
     """Per row: True where the victim search would return None whatever the victims (see the module
     docstring). `state` holds the profile's PreFilter data for `pod` (`pre_filter_state`)."""
@@ -45,10 +54,10 @@ def hopeless(fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot) -> 
     alloc, requested, col = snapshot.allocatable, snapshot.requested, snapshot.col
     pods = col.get("pods")
     out |= snapshot.pod_count - lower + 1 > (alloc[pods] if pods is not None else 0)
-    s = state.get(PRE_FILTER_KEY)
-    if not isinstance(s, PreFilterState):  # Fit's PreFilter did not run: prune on the pod count only
+    checked = fit_checks(fw, state)
+    if checked is None:  # Fit's PreFilter did not run: prune on the pod count only
         return out
-    for r, v in s.checked:
+    for r, v in checked:
         j = col.get(r)
         if j is None:  # no node has the resource: Fit rejects every node when the pod requests it
             if v > 0:

@@ -6,7 +6,9 @@ every pod of lower priority than the preemptor is removed; if the preemptor then
 those whose disruption would violate a PodDisruptionBudget first, then the others, each group most
 important first (``MoreImportantPod``: higher priority, then earlier start time): a pod is added back
 and stays if the preemptor still fits, else it is a victim. The candidate's victims are in that order;
-its PDB violations are the violating pods that stay victims.
+its PDB violations are the violating pods that stay victims. Given the resources NodeResourcesFit
+checks (`fit`), a reprieve the node's resources cannot hold is a victim without running the filters
+(docs/rules/scheduler-preemption.md#pruning): Fit would reject it, so the filters would.
 Imports: standard library, apis (pod), scheduler.framework, scheduler.plugins.defaultpreemption.
 """
 
@@ -56,6 +58,15 @@ def importance_order(pods: Iterable[Pod], now: float) -> list[Pod]:
     return sorted(pods, key=lambda p: (-priority(p), start_time(p, now)))
 
 
+def fit_holds(info: NodeInfo, fit: Sequence[tuple[str, int]]) -> bool:
+    """Whether NodeResourcesFit's Filter could pass on `info` (nominated pods only add usage): one
+    more pod allowed, and each checked resource's ``allocatable - requested`` at least the request."""
+    alloc, requested = info.allocatable, info.requested
+    if len(info.pods) + 1 > alloc.get("pods", 0):
+        return False
+    return all(alloc.get(r, 0) - requested.get(r, 0) >= v for r, v in fit)
+
+
 def select_victims_on_node(
     framework: Framework,
     state: CycleState,
@@ -64,10 +75,13 @@ def select_victims_on_node(
     pdbs: Sequence[PDB],
     nominated: Sequence[Pod],
     resources: Sequence[str],
+    fit: Sequence[tuple[str, int]] | None = None,
 ) -> Victims | None:
     """The victims that let `pod` onto `info`'s node, or None when the node is no candidate (no
     lower-priority pod, no fit without them, or a PreFilter extension failed). `nominated`: the pods
-    nominated to this node; `resources`: the cluster snapshot's resource columns."""
+    nominated to this node; `resources`: the cluster snapshot's resource columns; `fit`: the resources
+    NodeResourcesFit checks and the pod's request of each, when Fit is among the filters (None: no
+    shortcut)."""
     info, state = info.copy(), state.clone()
     prio = priority(pod)
     potential = [pi for pi in info.pods.values() if priority(pi.pod) < prio]
@@ -89,7 +103,9 @@ def select_victims_on_node(
     def reprieve(pi: PodInfo) -> bool:
         """Adds the pod back; keeps it when the preemptor still fits, else it is a victim."""
         add_pod(framework, state, pod, pi, info)
-        fits = pod_passes_filters_on_node(framework, state, pod, info, nominated, resources).is_success()
+        fits = (fit is None or fit_holds(info, fit)) and pod_passes_filters_on_node(
+            framework, state, pod, info, nominated, resources
+        ).is_success()
         if not fits:
             remove_pod(framework, state, pod, pi, info)
             victims.append(pi.pod)

@@ -22,7 +22,7 @@ from scheduler.framework.status import Status
 from scheduler.plugins.defaultpreemption import DefaultPreemption, PreemptionResult
 from scheduler.plugins.defaultpreemption.freeable import VIEW_KEY, FreeableView
 from scheduler.plugins.defaultpreemption.pruning import hopeless, walk
-from scheduler.plugins.defaultpreemption.victims import select_victims_on_node
+from scheduler.plugins.defaultpreemption.victims import fit_holds, select_victims_on_node
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources import PRE_FILTER_KEY, NodeResourcesFit, PreFilterState
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
@@ -308,3 +308,18 @@ def test_the_search_never_runs_on_a_hopeless_cluster(monkeypatch: pytest.MonkeyP
     assert runs[0][:2] == runs[1][:2]
     assert runs[0][:2] == (Status.unschedulable().code, None)  # no candidate: nothing to do
     assert (runs[0][2], runs[1][2]) == (0, 20)
+
+
+def test_fit_holds_is_fits_arithmetic_on_one_node() -> None:
+    snap = Snapshot.build(
+        [node("n0", {"cpu": "1", "memory": "1000", GPU: "1"})],
+        [pod("a", node="n0", priority=1, req=_req(600, 100, 1, 0))],
+    )
+    info = snap.infos[0]
+    assert fit_holds(info, [("cpu", 400), ("memory", 900)])
+    assert not fit_holds(info, [("cpu", 401)])
+    assert not fit_holds(info, [(GPU, 1)])
+    assert not fit_holds(info, [(FPGA, 1)])  # a resource the node lacks
+    assert fit_holds(info, [(FPGA, 0)])
+    info.allocatable["pods"] = 1  # one pod there already: no room for another
+    assert not fit_holds(info, [])
