@@ -13,8 +13,9 @@ its own level when there is room and the level it falls in holds one priority on
 where they are); otherwise it joins that level, which becomes inexact. A rebuild (new rows or
 columns) chooses the levels afresh.
 
-The snapshot tells a view which rows changed, not which pods: each row keeps the pods it counted (by
-identity) and a refresh applies only the difference, O(1) numpy item updates per pod added or removed.
+The snapshot tells a view which rows changed, not which pods: each row keeps the ids of the PodInfos
+it counted, a refresh compares them with the row's pods (dict and set operations in C, over the pods
+of the changed rows only) and applies the difference: O(1) item updates per pod added or removed.
 Imports: standard library, numpy, scheduler.framework.
 """
 
