@@ -2,12 +2,13 @@
 (docs/testing.md#the-kube-scheduler-oracle): a control plane of its own, both schedulers, and the
 differential harness of tests/differential run on seeds `--first` … `--first + --seeds - 1`.
 
-Prints one JSON object: seeds, pods, scheduled, unschedulable, scored_pods, score_comparisons, known
-(FitError messages matched only through the harness's KNOWN_REASONS), preemptions (kube preempted and
-its node and victims were compared), preemption_checks (unschedulable pods whose preemption was
-compared), volume_pods_bound, claims_bound (claims kube's PreBind bound), volume_pods_refused,
-mismatches (a count), mismatch_details (each: seed, pod, kind, kube, koord, detail), families, seconds,
-pods_per_s. Exits 1 when there is a mismatch.
+Prints one JSON object: seeds, pods, scheduled, unschedulable, scored_pods, score_comparisons,
+plugin_scores and plugin_varied (per kube score plugin: node scores compared, pods whose scores
+differed), known (FitError messages matched only through the harness's KNOWN_REASONS), preemptions
+(kube preempted and its node and victims were compared), preemption_checks (unschedulable pods whose
+preemption was compared), volume_pods_bound, claims_bound (claims kube's PreBind bound),
+volume_pods_refused, mismatches (a count), mismatch_details (each: seed, pod, kind, kube, koord,
+detail), families, seconds, pods_per_s. Exits 1 when there is a mismatch.
 Usage: python bench/scheduler_differential.py [--seeds 50] [--first 1] [--nodes 6] [--bound 6]
        [--pending 12] [--families resources,taints,...]   (run it with `nice -n 10`)
 """

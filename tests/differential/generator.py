@@ -1,7 +1,8 @@
 """Seeded generator of clusters as API objects for the differential tests against the real
 kube-scheduler (docs/testing.md#the-kube-scheduler-oracle): Nodes, pods already bound to them, the
 pending pods in the order they are created, and the other objects a family needs (PriorityClasses,
-PodDisruptionBudgets, StorageClasses, PersistentVolumes and their claims).
+PodDisruptionBudgets, StorageClasses, PersistentVolumes and their claims, Services and workload
+controllers; the score-only families' objects come from tests/differential/scorefamilies.py).
 
 Every feature is tagged with a family, named after the kube-scheduler plugin it exercises. Only the
 families in ENABLED are generated for the comparison: those whose plugins koord-scheduler has (today
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.differential.checker import violations
+from tests.differential.scorefamilies import add_score_families
 
 Obj = dict[str, Any]
 
@@ -38,6 +40,12 @@ FAMILIES: dict[str, str] = {
     "topology-spread": "PodTopologySpread: topologySpreadConstraints over zone and hostname",
     "priority-pdb": "DefaultPreemption: PriorityClasses, priorities and PodDisruptionBudgets",
     "local-pv": "VolumeBinding: local PersistentVolumes with node affinity and claims bound to them",
+    "image-locality": "ImageLocality score: node status.images (tag variants, sizes around the thresholds), "
+    "container and init-container images",
+    "selector-spread": "SelectorSpread score (enabled in both profiles for it): Services, RCs, ReplicaSets "
+    "and StatefulSets selecting pods; PodTopologySpread's system default constraints on those pods",
+    "prefer-avoid-pods": "NodePreferAvoidPods score: the preferAvoidPods node annotation, pods owned by "
+    "RCs, ReplicaSets and StatefulSets",
 }
 
 # The families compared: all of them (every family's plugins are in koord's default profile).
@@ -45,7 +53,8 @@ ENABLED: frozenset[str] = frozenset(
     {
         "resources", "balanced-allocation", "overcommit", "unschedulable", "taints", "node-selector",
         "required-node-affinity", "prefer-no-schedule", "preferred-node-affinity", "host-ports",
-        "inter-pod-affinity", "topology-spread", "priority-pdb", "local-pv",
+        "inter-pod-affinity", "topology-spread", "priority-pdb", "local-pv", "image-locality",
+        "selector-spread", "prefer-avoid-pods",
     }
 )  # fmt: skip
 
@@ -59,6 +68,9 @@ SCORED: dict[str, dict[str, tuple[str, ...]]] = {
     "preferred-node-affinity": {"NodeAffinity": ("NodeAffinity",)},
     "inter-pod-affinity": {"InterPodAffinity": ("InterPodAffinity",)},
     "topology-spread": {"PodTopologySpread": ("PodTopologySpread",)},
+    "image-locality": {"ImageLocality": ("ImageLocality",)},
+    "selector-spread": {"SelectorSpread": ("SelectorSpread",)},
+    "prefer-avoid-pods": {"NodePreferAvoidPods": ("NodePreferAvoidPods",)},
 }
 
 
@@ -351,6 +363,7 @@ def generate(
         if claims and g.on("local-pv", 0.4):
             spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": r.choice(claims)}}]
         case.pending.append(pod)
+    add_score_families(case, families)
     return case
 
 

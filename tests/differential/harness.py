@@ -32,7 +32,9 @@ Per pod it requires:
   there the pods kube deleted. Node names are otherwise never compared: ties go to a random node in kube
   and in koord alike.
 
-Cases are cleaned up (pods, nodes, the namespace, cluster-scoped objects) before the next one.
+With the selector-spread family, both profiles enable SelectorSpread, which 1.20.2's default profile
+leaves out (tests/differential/koordproc.py SELECTOR_SPREAD). Cases are cleaned up (pods, nodes, the
+namespace, cluster-scoped objects; tests/differential/caseobjects.py) before the next one.
 Imports: standard library, kubernetes client, koord.localcluster, tests.differential.
 """
 
@@ -50,14 +52,15 @@ from kubernetes.client.exceptions import ApiException
 
 from koord.localcluster.controlplane import ControlPlane
 from koord.localcluster.kubescheduler import Attempt, KubeScheduler, parse_log
+from tests.differential.caseobjects import WORKLOADS, create_extra, delete_extra, list_workloads
 from tests.differential.checker import bound_claim_violations, violations
 from tests.differential.controllers import Controllers
 from tests.differential.generator import ENABLED, Case, Obj, generate
 from tests.differential.inprocess import InProcess
-from tests.differential.koordproc import KoordScheduler, koord_config
+from tests.differential.koordproc import SELECTOR_SPREAD, KoordScheduler, koord_config
 from tests.differential.records import KNOWN_REASONS, Decision, Mismatch, Report, Seen, known
 
-__all__ = ["KNOWN_REASONS", "Differential", "Report", "known", "koord_config"]
+__all__ = ["KNOWN_REASONS", "WORKLOADS", "Differential", "Report", "known", "koord_config"]
 
 KUBE = "kube-oracle"
 KOORD = "koord-diff"
@@ -78,16 +81,22 @@ class Differential:
         self.cp, self.workdir, self.families = cp, workdir, families
         workdir.mkdir(parents=True, exist_ok=True)
         self.koord_config = workdir / "koord-scheduler.config.json"
-        self.koord_config.write_text(json.dumps(koord_config(KOORD, cp.kubeconfig_path)))
-        self.kube = KubeScheduler(cp, KUBE, workdir / "kube")
+        spread = "selector-spread" in families
+        self.koord_config.write_text(
+            json.dumps(koord_config(KOORD, cp.kubeconfig_path, selector_spread=spread))
+        )
+        self.kube = KubeScheduler(cp, KUBE, workdir / "kube", plugins=SELECTOR_SPREAD if spread else None)
         self.koord = KoordScheduler(cp, self.koord_config, workdir)
         whole = workdir / "koord-in-process.config.json"
-        whole.write_text(json.dumps(koord_config(KOORD, cp.kubeconfig_path, live=False)))
+        whole.write_text(
+            json.dumps(koord_config(KOORD, cp.kubeconfig_path, live=False, selector_spread=spread))
+        )
         self.in_process = InProcess(whole, families)
         self.ctl: Controllers | None = None
         self.api: Any = None
         self._log_pos = 0  # bytes of kube's log read so far
         self._log = ""  # the complete lines of kube's log read since the case began
+        self._objects: dict[str, list[Obj]] = {}  # the case's workloads (list_workloads)
 
     def __enter__(self) -> Differential:
         self.api = self.cp.api_client()
@@ -123,6 +132,7 @@ class Differential:
         try:
             self._create(case, ns)
             self._sync(core, ns, case.nodes[-1]["metadata"]["name"])
+            self._objects = list_workloads(self.api, ns)
             decided: list[tuple[Obj, Seen, Decision, Decision]] = []
             for pod in case.pending:
                 time.sleep(SETTLE_S)
@@ -163,22 +173,24 @@ class Differential:
             pvcs=self._list(core.list_namespaced_persistent_volume_claim, ns),
             classes=self._list(storage.list_storage_class),
             pdbs=pdbs,
+            workloads=self._objects,
         )
 
     def _create(self, case: Case, ns: str) -> None:
         core = client.CoreV1Api(self.api)
         for obj in case.extra:
-            self._create_extra(obj, ns)
+            create_extra(self.api, obj, ns)
         for node in case.nodes:
             core.create_node(node)
-            # Admission taints a new node not-ready; no node lifecycle controller lifts it here: set the
-            # generated taints (a merge patch replaces the list).
-            core.patch_node(
-                node["metadata"]["name"], {"spec": {"taints": node["spec"].get("taints") or None}}
-            )
-        # The last node event, for _sync: a scheduler that saw it saw every node as created and patched.
-        last = case.nodes[-1]["metadata"]["name"]
-        core.patch_node(last, {"metadata": {"labels": {SYNC_LABEL: "yes"}}})
+        # Admission taints a new node not-ready; no node lifecycle controller lifts it here: set the
+        # generated taints (a merge patch replaces the list) once every node exists. Each update also
+        # makes kube's cache recount, for the node's image summaries, the nodes listing each image (it
+        # counts at a node's add or update): counted with every node there, as koord counts. The last
+        # node's patch is the last node event, for _sync: a scheduler that saw it saw every node.
+        for node in case.nodes:
+            core.patch_node(node["metadata"]["name"], {
+                "metadata": {"labels": {SYNC_LABEL: "yes"}},
+                "spec": {"taints": node["spec"].get("taints") or None}})  # fmt: skip
         for pod in case.bound:
             body = json.loads(json.dumps(pod))
             body["spec"]["schedulerName"] = "diff-none"
@@ -187,25 +199,6 @@ class Differential:
         for pod in case.bound:
             self.ctl.start(ns, pod["metadata"]["name"])
         self.ctl.complete_bindings(ns)
-
-    def _create_extra(self, obj: Obj, ns: str) -> None:
-        kind = obj["kind"]
-        if kind == "PriorityClass":
-            client.SchedulingV1Api(self.api).create_priority_class(obj)
-        elif kind == "PodDisruptionBudget":  # policy/v1beta1 (1.20), which the client has no class for
-            client.CustomObjectsApi(self.api).create_namespaced_custom_object(
-                "policy", "v1beta1", ns, "poddisruptionbudgets", obj
-            )
-        elif kind == "StorageClass":
-            client.StorageV1Api(self.api).create_storage_class(obj)
-        elif kind == "PersistentVolume":
-            if ref := obj["spec"].get("claimRef"):  # pre-bound to a claim of the case's namespace
-                obj = {**obj, "spec": {**obj["spec"], "claimRef": {**ref, "namespace": ns}}}
-            client.CoreV1Api(self.api).create_persistent_volume(obj)
-        elif kind == "PersistentVolumeClaim":
-            client.CoreV1Api(self.api).create_namespaced_persistent_volume_claim(ns, obj)
-        else:
-            raise ValueError(f"kind {kind!r}: the harness does not create it")
 
     def _sync(self, core: Any, ns: str, last: str) -> None:
         """Waits until both schedulers saw every node event: a probe pod each, tolerating everything,
@@ -413,23 +406,8 @@ class Differential:
                 core.delete_node(node["metadata"]["name"])
         for obj in case.extra:
             with contextlib.suppress(ApiException):
-                self._delete_extra(obj, ns)
+                delete_extra(self.api, self.ctl, obj, ns)
         with contextlib.suppress(ApiException):
             core.delete_namespace(ns)
         if self.ctl is not None:
             self.ctl.forget(ns)
-
-    def _delete_extra(self, obj: Obj, ns: str) -> None:
-        name, kind = obj["metadata"]["name"], obj["kind"]
-        if kind == "PriorityClass":
-            client.SchedulingV1Api(self.api).delete_priority_class(name)
-        elif kind == "PodDisruptionBudget":
-            client.CustomObjectsApi(self.api).delete_namespaced_custom_object(
-                "policy", "v1beta1", ns, "poddisruptionbudgets", name
-            )
-        elif kind == "StorageClass":
-            client.StorageV1Api(self.api).delete_storage_class(name)
-        elif kind == "PersistentVolume" and self.ctl is not None:
-            self.ctl.delete_pv(name)
-        elif kind == "PersistentVolumeClaim" and self.ctl is not None:
-            self.ctl.delete_claim(ns, name)

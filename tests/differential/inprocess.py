@@ -3,8 +3,8 @@ profile run on the objects kube saw (a koord `Snapshot` through `scheduler.frame
 against what kube logged for the same attempt: the feasible nodes, the FitError message, each compared
 score plugin's weighted score on every node kube scored, and for an unschedulable pod kube's preemption
 (tests/differential/preemption.py). The profile is the standalone koord's with preemption and volume
-binding on; it reads PDBs, nominated pods and storage objects through a `scheduler.registry.Handle`, as
-koord-scheduler does from its informers.
+binding on; it reads PDBs, nominated pods, storage objects, Services and workload controllers through a
+`scheduler.registry.Handle`, as koord-scheduler does from its informers.
 Imports: standard library, numpy, koord.localcluster, scheduler, tests.differential.
 """
 
@@ -21,6 +21,7 @@ from koord.localcluster.kubescheduler import Attempt
 from scheduler.config import load_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import PreScorePlugin
+from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.runtime import Framework, fit_error_message
 from scheduler.framework.snapshot import Snapshot
@@ -40,7 +41,11 @@ class InProcess:
         self.scored = scored_plugins(families)
         self.pdbs: list[Obj] = []
         self.volumes = VolumeObjects()
-        handle = Handle(pdbs=lambda: self.pdbs, nominated=NominatedPods(), volumes=self.volumes)
+        self.objects = ClusterObjects()
+        self._workloads: dict[str, list[Obj]] = {}
+        handle = Handle(
+            objects=self.objects, pdbs=lambda: self.pdbs, nominated=NominatedPods(), volumes=self.volumes
+        )
         self.framework = build_framework(load_config(config, KNOWN).profiles[0], handle)
 
     def compare(self, report: Report, miss: Any, seen: Seen, kube: Decision, attempt: Attempt) -> None:
@@ -56,6 +61,14 @@ class InProcess:
                 self.volumes.on_delete(kind, old)
             for obj in objs:
                 self.volumes.on_add(kind, obj)
+        if seen.workloads is not self._workloads:  # a new case's Services and controllers
+            for kind, objs in self._workloads.items():
+                for obj in objs:
+                    self.objects.on_delete(kind, obj)
+            for kind, objs in seen.workloads.items():
+                for obj in objs:
+                    self.objects.on_add(kind, obj)
+            self._workloads = seen.workloads
         fw = self.framework
         snap = Snapshot.build(nodes, bound)
         state = CycleState(time.time())
@@ -125,6 +138,9 @@ class InProcess:
             got = dict(zip(names, one.score_all(st, pod, snap, rows).tolist(), strict=True))
             want = attempt.scores.get(kube_plugin, {})
             report.score_comparisons += len(want)
+            report.plugin_scores[kube_plugin] = report.plugin_scores.get(kube_plugin, 0) + len(want)
+            if len(set(want.values())) > 1:
+                report.plugin_varied[kube_plugin] = report.plugin_varied.get(kube_plugin, 0) + 1
             if got != want:
                 diff = {
                     n: (want.get(n), got.get(n))

@@ -21,14 +21,26 @@ from koord.localcluster.procs import spawn_logged, stop_process
 Obj = dict[str, Any]
 
 
-def koord_config(scheduler_name: str, kubeconfig: Path, live: bool = True) -> Obj:
+# 1.20.2 leaves SelectorSpread out of its default profile (the DefaultPodTopologySpread gate, on by
+# default, gives default spreading to PodTopologySpread); the selector-spread family compares it, so
+# both profiles enable it as 1.20 does with the gate off: PreScore, and Score with weight 1.
+SELECTOR_SPREAD: Obj = {
+    "preScore": {"enabled": [{"name": "SelectorSpread"}]},
+    "score": {"enabled": [{"name": "SelectorSpread", "weight": 1}]},
+}
+
+
+def koord_config(
+    scheduler_name: str, kubeconfig: Path, live: bool = True, selector_spread: bool = False
+) -> Obj:
     """koord-scheduler's configuration: kube's (the default profile, every node scored), in `v1beta2`,
     whose defaults are 1.20's with the LeastAllocated score given by NodeResourcesFit (koord runs 1.20's
     profile that way; `v1beta1` names NodeResourcesLeastAllocated, which koord does not register), and
     without LoadAwareScheduling (it needs NodeMetrics; kube has no such plugin). The `live` scheduler's
     copies only decide: no preemption (its victims would be kube's pods; DefaultPreemption is compared
     in-process) and no volume binding (VolumeBinding's Reserve and PreBind would bind the claims kube's
-    copy is to decide on)."""
+    copy is to decide on). With `selector_spread`, SelectorSpread is enabled as in kube's
+    (SELECTOR_SPREAD)."""
     doc: Obj = dict(scheduler_config(kubeconfig, scheduler_name, 1))
     doc["apiVersion"] = "kubescheduler.config.k8s.io/v1beta2"
 
@@ -36,6 +48,9 @@ def koord_config(scheduler_name: str, kubeconfig: Path, live: bool = True) -> Ob
         return {"disabled": [{"name": n} for n in ("LoadAwareScheduling", *names)]}
 
     plugins: Obj = {"filter": off(), "score": off(), "reserve": off()}
+    if selector_spread:
+        plugins["preScore"] = SELECTOR_SPREAD["preScore"]
+        plugins["score"] = {**plugins["score"], **SELECTOR_SPREAD["score"]}
     if live:
         plugins["reserve"] = off("VolumeBinding")
         plugins["preBind"] = {"disabled": [{"name": "VolumeBinding"}]}

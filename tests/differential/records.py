@@ -56,10 +56,20 @@ class Report:
     volume_pods_refused: int = 0
     claims_bound: int = 0
     """Claims unbound when kube's copy came that its PreBind bound (the harness completing the bind)."""
+    plugin_scores: dict[str, int] = field(default_factory=dict)
+    """Per compared kube score plugin: node scores compared."""
+    plugin_varied: dict[str, int] = field(default_factory=dict)
+    """Per compared kube score plugin: pods whose scores kube logged were not all equal."""
     mismatches: list[Mismatch] = field(default_factory=list)
     families: list[str] = field(default_factory=list)
 
     def add(self, other: Report) -> None:
+        for mine, theirs in (
+            (self.plugin_scores, other.plugin_scores),
+            (self.plugin_varied, other.plugin_varied),
+        ):
+            for plugin, n in theirs.items():
+                mine[plugin] = mine.get(plugin, 0) + n
         self.preemptions += other.preemptions
         self.preemption_checks += other.preemption_checks
         self.volume_pods_bound += other.volume_pods_bound
@@ -110,6 +120,8 @@ class Seen:
     pvcs: list[Obj]
     classes: list[Obj]
     pdbs: list[Obj]
+    workloads: dict[str, list[Obj]] = field(default_factory=dict)
+    """Services, RCs, ReplicaSets and StatefulSets by kind (they do not change during a case)."""
 
     def cluster(self, without: frozenset[str] = frozenset()) -> Cluster:
         pods = [p for p in self.bound if p["metadata"]["name"] not in without]

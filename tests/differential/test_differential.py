@@ -16,8 +16,11 @@ pytestmark = [pytest.mark.apiserver, pytest.mark.differential]
 
 # Chosen so that every comparison runs in about the time four seeds took before preemption and local
 # volumes were compared (a preemption waits for kube's retry, a claim for its PreBind's 1 s poll): seed 5
-# preempts (kube deletes a victim) and binds an unbound local-PV claim; all three refuse volume pods.
-SEEDS = (5, 9, 10)
+# preempts (kube deletes a victim) and binds an unbound local-PV claim; all three refuse volume pods;
+# seeds 10 and 14 give ImageLocality, SelectorSpread and NodePreferAvoidPods unequal scores to compare.
+SEEDS = (5, 10, 14)
+# The score plugins only the score-only families exercise (tests/differential/scorefamilies.py).
+SCORE_FAMILY_PLUGINS = ("ImageLocality", "SelectorSpread", "NodePreferAvoidPods")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,8 @@ def test_the_seed_set_exercises_every_comparison(
 ) -> None:
     """The small set is not vacuous: pods bind and fail, kube scores several nodes and those scores are
     compared; kube preempts and its choice is compared with koord's candidates; local-PV pods bind
-    (kube binding a claim at PreBind, the harness completing it) and are refused."""
+    (kube binding a claim at PreBind, the harness completing it) and are refused; ImageLocality,
+    SelectorSpread and NodePreferAvoidPods scores are compared, on pods whose scores differ by node."""
     total = Report()
     for seed in SEEDS:
         total.add(report_of(differential, reports, seed))
@@ -55,3 +59,6 @@ def test_the_seed_set_exercises_every_comparison(
     assert total.scored_pods >= 8 and total.score_comparisons >= 25
     assert total.preemptions >= 1 and total.preemption_checks > total.preemptions
     assert total.volume_pods_bound >= 1 and total.claims_bound >= 1 and total.volume_pods_refused >= 1
+    for plugin in SCORE_FAMILY_PLUGINS:
+        assert total.plugin_scores.get(plugin, 0) >= 25, (plugin, total.plugin_scores)
+        assert total.plugin_varied.get(plugin, 0) >= 3, (plugin, total.plugin_varied)

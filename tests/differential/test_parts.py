@@ -16,7 +16,7 @@ from scheduler.plugins.defaultpreemption.victims import Candidate, Victims
 from tests.differential.checker import Cluster, bound_claim_violations, quantity, violations
 from tests.differential.controllers import pdb_status
 from tests.differential.generator import ENABLED, FAMILIES, SCORED, generate, scored_plugins
-from tests.differential.harness import KNOWN_REASONS, known, koord_config
+from tests.differential.harness import KNOWN_REASONS, WORKLOADS, known, koord_config
 from tests.differential.inprocess import InProcess
 from tests.differential.preemption import compare, tied_best
 
@@ -101,13 +101,9 @@ def test_every_family_has_a_generator() -> None:
     """Disabled families generate their objects too: enabling one is a one-line change."""
     case = generate(11, frozenset(FAMILIES), nodes=8, bound=12, pending=40)
     kinds = {o["kind"] for o in case.extra}
-    assert kinds == {
-        "PriorityClass",
-        "PodDisruptionBudget",
-        "StorageClass",
-        "PersistentVolume",
-        "PersistentVolumeClaim",
-    }
+    storage = {"StorageClass", "PersistentVolume", "PersistentVolumeClaim"}
+    assert {"PriorityClass", "PodDisruptionBudget", *storage, "Service", "ReplicaSet"} <= kinds
+    assert kinds <= {"PriorityClass", "PodDisruptionBudget", *storage, *WORKLOADS}
     specs = [p["spec"] for p in case.pending]
     assert any(c.get("ports") for s in specs for c in s["containers"])
     assert any(
