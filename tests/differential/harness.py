@@ -260,6 +260,7 @@ class Differential:
                 ctl.complete_bindings(ns)
 
         d = self._await(core, ns, name, tick)
+        d.reread_as_retry()
         nominated = (d.pod.get("status") or {}).get("nominatedNodeName")
         if d.node is None and nominated:
             d.nominated = nominated

@@ -109,6 +109,32 @@ class Decision:
     def placed(self) -> str | None:
         return self.node or self.final
 
+    def reread_as_retry(self) -> bool:
+        """A pod first seen bound whose status still names a nominated node and holds its first attempt's
+        Unschedulable condition: kube preempted and its retry bound it before any read saw the failure
+        (the poll outlasted the backoff). Turns it into that failed attempt, bound at its retry
+        (`final`), as if seen in time; True when it did."""
+        status = self.pod.get("status") or {}
+        nominated = status.get("nominatedNodeName")
+        unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        failed = next(
+            (
+                c
+                for c in status.get("conditions") or []
+                if all(c.get(k) == v for k, v in unschedulable.items())
+            ),
+            None,
+        )
+        if self.node is None or not nominated or failed is None:
+            return False
+        self.final, self.node, self.message, self.nominated = (
+            self.node,
+            None,
+            failed.get("message"),
+            nominated,
+        )
+        return True
+
 
 @dataclass
 class Seen:
