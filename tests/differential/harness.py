@@ -354,6 +354,9 @@ class Differential:
         def miss(kind: str, k: Any, c: Any, detail: str = "") -> None:
             report.mismatches.append(Mismatch(seed, name, kind, k, c, detail))
 
+        tried = attempts.get(f"{ns}/{kube.pod['metadata']['name']}") or []
+        if kube.nominated is not None and kube.message is None and tried:  # (Decision.reread_as_retry)
+            kube.message = tried[0].fit_error
         if (kube.node is None) != (koord.node is None):
             miss("outcome", kube.node or kube.message, koord.node or koord.message)
         elif kube.node is None:
@@ -387,7 +390,6 @@ class Differential:
                 report.claims_bound += sum(1 for c, v in now.items() if v and not was.get(c))
             else:
                 report.volume_pods_refused += 1
-        tried = attempts.get(f"{ns}/{kube.pod['metadata']['name']}") or []
         if not tried:
             miss("log", "no attempt logged", None)
             return

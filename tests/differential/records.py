@@ -110,12 +110,15 @@ class Decision:
         return self.node or self.final
 
     def reread_as_retry(self) -> bool:
-        """A pod first seen bound whose status still names a nominated node and holds its first attempt's
-        Unschedulable condition: kube preempted and its retry bound it before any read saw the failure
-        (the poll outlasted the backoff). Turns it into that failed attempt, bound at its retry
-        (`final`), as if seen in time; True when it did."""
+        """A pod first seen bound whose status names a nominated node: kube preempted, and its retry bound
+        it before any read saw the failure (the victims' deletion moves it straight back to the queue,
+        and binding turns its PodScheduled condition True). Turns it into that failed attempt, bound at
+        its retry (`final`), as if seen in time — its FitError `message` is the condition's while it is
+        still there, else None (the harness takes kube's logged one); True when it did."""
         status = self.pod.get("status") or {}
         nominated = status.get("nominatedNodeName")
+        if self.node is None or not nominated:
+            return False
         unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
         failed = next(
             (
@@ -123,10 +126,8 @@ class Decision:
                 for c in status.get("conditions") or []
                 if all(c.get(k) == v for k, v in unschedulable.items())
             ),
-            None,
+            {},
         )
-        if self.node is None or not nominated or failed is None:
-            return False
         self.final, self.node, self.message, self.nominated = (
             self.node,
             None,

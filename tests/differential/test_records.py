@@ -20,9 +20,14 @@ def test_a_preemptor_bound_before_its_failure_was_seen_is_read_as_the_failed_att
     assert (d.node, d.message, d.nominated, d.final, d.placed) == (None, "0/3 nodes", "n1", "n1", "n1")
 
 
+def test_once_binding_turned_its_condition_true_the_message_is_left_to_kubes_log() -> None:
+    d = _bound({"nominatedNodeName": "n1", "conditions": [{"type": "PodScheduled", "status": "True"}]})
+    assert d.reread_as_retry()
+    assert (d.node, d.message, d.nominated, d.final) == (None, None, "n1", "n1")
+
+
 def test_other_bound_pods_stay_as_they_were() -> None:
-    for status in ({}, {"conditions": [FAILED]}, {"nominatedNodeName": "n1"},
-                   {"nominatedNodeName": "n1", "conditions": [{**FAILED, "status": "True"}]}):  # fmt: skip
+    for status in ({}, {"conditions": [FAILED]}):
         d = _bound(status)
         assert not d.reread_as_retry()
         assert (d.node, d.message, d.nominated, d.final) == ("n1", None, None, None)
