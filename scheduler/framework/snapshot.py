@@ -10,7 +10,7 @@ column (a rare full rebuild of the matrices).
 Plugins keep what they derive from Node objects as row-aligned data owned by the snapshot
 (`column` for one value per node, `view` for anything richer): the snapshot re-derives exactly the
 rows it re-copies, so no plugin tracks which nodes changed.
-Imports: numpy, apis (kubeobjects, quantity, pod), scheduler.framework (nonzero, units).
+Imports: numpy, apis (gonum, kubeobjects, quantity, pod), scheduler.framework (nonzero, units).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
+from apis.gonum import wrap_int64
 from apis.kubeobjects import Node, Pod
 from apis.pod import pod_key, pod_requests
 from apis.quantity import parse_resource_list
@@ -89,16 +90,18 @@ class NodeInfo:
             self.remove_pod(info.key, generation)
         self.pods[info.key] = info
         for r, v in info.requests.items():
-            self.requested[r] = self.requested.get(r, 0) + v
-        self.nonzero = (self.nonzero[0] + info.nonzero[0], self.nonzero[1] + info.nonzero[1])
+            self.requested[r] = wrap_int64(self.requested.get(r, 0) + v)
+        nz = self.nonzero
+        self.nonzero = (wrap_int64(nz[0] + info.nonzero[0]), wrap_int64(nz[1] + info.nonzero[1]))
         self.generation = generation
 
     def remove_pod(self, key: str, generation: int) -> PodInfo | None:
         info = self.pods.pop(key, None)
         if info is not None:
             for r, v in info.requests.items():
-                self.requested[r] = self.requested.get(r, 0) - v
-            self.nonzero = (self.nonzero[0] - info.nonzero[0], self.nonzero[1] - info.nonzero[1])
+                self.requested[r] = wrap_int64(self.requested.get(r, 0) - v)
+            nz = self.nonzero
+            self.nonzero = (wrap_int64(nz[0] - info.nonzero[0]), wrap_int64(nz[1] - info.nonzero[1]))
             self.generation = generation
         return info
 

@@ -10,11 +10,12 @@ none); then, unless the pod requests nothing at all (no cpu, memory or ephemeral
 resource named), ``Insufficient <resource>`` for cpu, memory and ephemeral-storage — whatever the pod
 requests of each, so a node already over-requested there rejects it, as 1.20 does (later versions check
 only what the pod requests) — and for each scalar resource the pod names, with
-``request > allocatable - requested`` (a resource the node lacks has allocatable 0). Checked resources
-are those Kubernetes' ``Resource.Add`` keeps: cpu, memory, ephemeral-storage and scalar resources
-(``hugepages-*``, ``attachable-volumes-*``, ``*kubernetes.io/*`` such as ``kubernetes.io/batch-cpu``,
-and extended resources ``domain/name``); other names (``pods`` included) are not checked. Reason order:
-pods, cpu, memory, ephemeral-storage, then scalar resources by name (Go iterates a map there).
+``allocatable < request + requested`` in Go's wrapping int64 (a resource the node lacks has allocatable
+0). Checked resources are those Kubernetes' ``Resource.Add`` keeps: cpu, memory, ephemeral-storage
+and scalar resources (``hugepages-*``, ``attachable-volumes-*``, ``*kubernetes.io/*`` such as
+``kubernetes.io/batch-cpu``, and extended resources ``domain/name``); other names (``pods`` included)
+are not checked. Reason order: pods, cpu, memory, ephemeral-storage, then scalar resources by name (Go
+iterates a map there).
 
 Args (``from_args``, docs/rules/scheduler-basic.md#noderesources-plugin-args): ``ignoredResources`` and
 ``ignoredResourceGroups`` (the part before ``/``) make the Filter skip those *extended* resources
@@ -151,7 +152,8 @@ class NodeResourcesFit:
             j = col.get(r)
             reasons.append(f"Insufficient {r}")
             # A resource no node has: allocatable and requested 0 everywhere.
-            masks.append(np.full(n, v > 0, np.bool_) if j is None else alloc[j] - requested[j] < v)
+            # Go's int64 `allocatable < request + requested`, wrapping as Go's does near the limits.
+            masks.append(np.full(n, v > 0, np.bool_) if j is None else alloc[j] < requested[j] + v)
         failed = masks[0].copy()
         for m in masks[1:]:
             failed |= m

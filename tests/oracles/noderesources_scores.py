@@ -151,7 +151,7 @@ class FitOracle(AllocationScoreOracle):
         for r, request in checked:
             if ignored(r, self.args):
                 continue
-            if request > i64(info.allocatable.get(r, 0) - info.requested.get(r, 0)):
+            if info.allocatable.get(r, 0) < i64(request + info.requested.get(r, 0)):  # Go's fitsRequest
                 reasons.append(f"Insufficient {r}")
         return Status.unschedulable(*reasons, plugin=self.name) if reasons else Status.success()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from apis.gonum import go_div
+from apis.gonum import go_div, wrap_int64
 from apis.pod import pod_requests
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
@@ -203,9 +203,7 @@ class NodeAffinityOracle:
 
 
 # --- node resources -----------------------------------------------------------------------------------
-def i64(x: int) -> int:
-    """``x`` as Go's int64 arithmetic leaves it (wrapped modulo 2^64)."""
-    return (x + 2**63) % 2**64 - 2**63
+i64 = wrap_int64  # Go's int64 arithmetic: the oracles' short name
 
 
 def nonzero_requests(pod: Pod) -> tuple[int, int]:
@@ -258,7 +256,7 @@ class NodeResourcesFitOracle:
 
     def filter(self, state: CycleState, pod: Pod, snapshot: Snapshot, i: int) -> Status:
         """``Too many pods`` when one more pod exceeds allocatable pods, then ``Insufficient <r>`` for each
-        resource fitsRequest checks whose request exceeds allocatable - requested."""
+        resource fitsRequest checks where ``allocatable < request + requested`` (int64)."""
         found = self._pod(state, pod, snapshot)
         if isinstance(found, Status):
             return found
@@ -267,7 +265,7 @@ class NodeResourcesFitOracle:
         if len(info.pods) + 1 > info.allocatable.get("pods", 0):
             reasons.append(noderesources.REASON_TOO_MANY_PODS)
         for r, request in found[0]:
-            if request > i64(info.allocatable.get(r, 0) - info.requested.get(r, 0)):
+            if info.allocatable.get(r, 0) < i64(request + info.requested.get(r, 0)):  # Go's fitsRequest
                 reasons.append(f"Insufficient {r}")
         return Status.unschedulable(*reasons, plugin=self.name) if reasons else Status.success()
 

@@ -1,6 +1,6 @@
 """Oracle for DefaultPreemption (docs/rules/scheduler-preemption.md): kube-scheduler v1.20.2's
 preemption written out plainly over a small cluster of plain records, with a resource-only Filter
-(cpu, memory and pod count, as NodeResourcesFit rejects: ``request > allocatable - requested``, one
+(cpu, memory and pod count, as NodeResourcesFit rejects: ``allocatable < request + requested``, one
 more pod than allowed). Victims are chosen greedily as kube does (remove every lower-priority pod, then
 reprieve most important first, PDB-violating ones before the others); the node by one lexicographic key
 instead of kube's successive narrowing. `check_victims` states by brute force what any victim set kube

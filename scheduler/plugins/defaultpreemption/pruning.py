@@ -9,7 +9,7 @@ is hopeless, and the victim search would return None there, when
   .freeable), or, with NodeResourcesFit among the profile's filters,
 - ``pod_count - lower_pods + 1 > allocatable pods`` (Fit's ``Too many pods``), or
 - for a resource Fit checks for this pod (its PreFilter state: ``ignoredResources`` and
-  ``ignoredResourceGroups`` already applied), ``allocatable - (requested - freeable) < request``.
+  ``ignoredResourceGroups`` already applied), ``allocatable < request + (requested - freeable)``.
 `freeable` may over-count (never under-count), which only prunes less. The arithmetic is the Filter's
 int64 over the snapshot's matrices.
 Imports: numpy, scheduler.framework, scheduler.plugins (noderesources, defaultpreemption.freeable).
@@ -65,7 +65,7 @@ def hopeless(fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot) -> 
             continue
         j_free = view.col.get(r)
         after = requested[j] - free[j_free] if j_free is not None else requested[j]
-        out |= alloc[j] - after < v
+        out |= alloc[j] < after + v  # Fit's int64 test on the node without its lower-priority pods
     return out
 
 

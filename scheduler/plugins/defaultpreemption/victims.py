@@ -9,7 +9,7 @@ and stays if the preemptor still fits, else it is a victim. The candidate's vict
 its PDB violations are the violating pods that stay victims. Given the resources NodeResourcesFit
 checks (`fit`), a reprieve the node's resources cannot hold is a victim without running the filters
 (docs/rules/scheduler-preemption.md#pruning): Fit would reject it, so the filters would.
-Imports: standard library, apis (pod), scheduler.framework, scheduler.plugins.defaultpreemption.
+Imports: standard library, apis (gonum, pod), scheduler.framework, scheduler.plugins.defaultpreemption.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from apis.gonum import wrap_int64
 from apis.pod import parse_time, status
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Pod
@@ -60,11 +61,11 @@ def importance_order(pods: Iterable[Pod], now: float) -> list[Pod]:
 
 def fit_holds(info: NodeInfo, fit: Sequence[tuple[str, int]]) -> bool:
     """Whether NodeResourcesFit's Filter could pass on `info` (nominated pods only add usage): one
-    more pod allowed, and each checked resource's ``allocatable - requested`` at least the request."""
+    more pod allowed, and for each checked resource ``allocatable >= request + requested`` (Go's int64)."""
     alloc, requested = info.allocatable, info.requested
     if len(info.pods) + 1 > alloc.get("pods", 0):
         return False
-    return all(alloc.get(r, 0) - requested.get(r, 0) >= v for r, v in fit)
+    return all(alloc.get(r, 0) >= wrap_int64(v + requested.get(r, 0)) for r, v in fit)  # Fit's int64 test
 
 
 def select_victims_on_node(
