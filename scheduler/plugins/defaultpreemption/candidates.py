@@ -4,7 +4,7 @@
   with ``preemptionPolicy: Never``; a pod already nominated to a node waits while a lower-priority pod
   there is terminating (has a ``deletionTimestamp``), unless that node is now
   UNSCHEDULABLE_AND_UNRESOLVABLE for it.
-- `potential_rows` (docs/rules/scheduler-preemption.md#candidate-nodes): the nodes whose filter status
+- `potential_array` (docs/rules/scheduler-preemption.md#candidate-nodes): the nodes whose filter status
   is not UNSCHEDULABLE_AND_UNRESOLVABLE (a node without a status counts too).
 - `dry_run` (docs/rules/scheduler-preemption.md#sampling): the potential nodes from a random offset,
   wrapping round, until some candidate violates no budget and the candidates number
@@ -53,14 +53,10 @@ def eligible(pod: Pod, snapshot: Snapshot, statuses: Mapping[str, Status]) -> bo
     )
 
 
-def potential_rows(snapshot: Snapshot, statuses: Mapping[str, Status]) -> list[int]:
-    return potential_array(snapshot, statuses).tolist()  # type: ignore[no-any-return]
-
-
 def potential_array(snapshot: Snapshot, statuses: Mapping[str, Status]) -> IntArray:
-    """`potential_rows` as an array. A cycle's statuses are a few distinct objects shared by many
-    nodes, so their codes are read once per object, and the names are only looked up when some node
-    is unresolvable."""
+    """The rows of the nodes where preemption might help (see the module docstring). A cycle's
+    statuses are a few distinct objects shared by many nodes, so their codes are read once per object,
+    and the names are only looked up when some node is unresolvable."""
     values = statuses.values()
     distinct = dict(zip(map(id, values), values, strict=True))
     bad = {k for k, st in distinct.items() if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE}

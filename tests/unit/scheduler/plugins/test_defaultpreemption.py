@@ -12,7 +12,7 @@ import pytest
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.defaultpreemption import DefaultPreemptionArgs, PreemptionResult
-from scheduler.plugins.defaultpreemption.candidates import eligible, pick_one, potential_rows
+from scheduler.plugins.defaultpreemption.candidates import eligible, pick_one, potential_array
 from scheduler.plugins.defaultpreemption.victims import Candidate, Victims
 from tests.unit.scheduler.plugins._preemption_support import (
     HIGH,
@@ -397,7 +397,7 @@ def test_nodes_where_preemption_might_help() -> None:
         "node2": Status.unresolvable("node(s) didn't match node selector"),
         "node3": Status.unschedulable("Insufficient cpu"),
     }
-    assert potential_rows(snap, statuses) == [0, 2, 3]  # node4 has no status: tried as well
+    assert potential_array(snap, statuses).tolist() == [0, 2, 3]  # node4 has no status: tried as well
 
 
 # --- args ----------------------------------------------------------------------------------------
