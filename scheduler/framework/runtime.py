@@ -280,7 +280,8 @@ class Framework:
         if not st.is_success():
             return ScheduleResult(None, st, len(feasible), n, rejections)
         scores = self.score_all(state, pod, snapshot, feasible)
-        best = int(feasible[select_best(scores, self.rng)])
+        names = snapshot.names
+        best = int(feasible[select_best(scores, self.rng, _Rows(names, feasible))])
         return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), n, rejections)
 
     def post_filter(
@@ -369,14 +370,31 @@ class _Points:
         return out
 
 
-def select_best(scores: IntArray, rng: random.Random | None) -> int:
+def select_best(scores: IntArray, rng: random.Random | None, names: Sequence[str] | None = None) -> int:
     """The index of a highest score: uniformly among equal ones with `rng` (one draw, and only when
-    there is a tie), else the first."""
+    there is a tie), else the first. `names[k]` names the node of `scores[k]`: tied nodes are then
+    taken in name order, so the choice does not depend on the order of the snapshot's rows (which
+    follow the node list, docs/architecture.md#ties-between-nodes)."""
     first = int(np.argmax(scores))
-    if rng is None:
-        return first
     ties = np.flatnonzero(scores == scores[first])
-    return first if len(ties) == 1 else int(ties[rng.randrange(len(ties))])
+    if len(ties) == 1:
+        return first
+    if names is not None:
+        ties = np.array(sorted(ties.tolist(), key=lambda k: names[k]), np.int64)
+    return int(ties[0]) if rng is None else int(ties[rng.randrange(len(ties))])
+
+
+class _Rows(Sequence[str]):
+    """`names[rows[k]]` as a sequence, without building the list (only tied entries are read)."""
+
+    def __init__(self, names: Sequence[str], rows: IntArray) -> None:
+        self.names, self.rows = names, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, k: Any) -> Any:
+        return self.names[int(self.rows[k])]
 
 
 def _filter_rows(

@@ -122,6 +122,52 @@ class RowView(Protocol):
         ...
 
 
+class ResizableRowView(RowView, Protocol):
+    """A `RowView` that follows nodes added and removed in place. `resize` puts the view's row-aligned
+    data in the new layout (`change.array`/`change.list` do the moving) and drops what the removed rows
+    contributed; the snapshot then calls `refresh(snapshot, change.added)`. A view without `resize`
+    is rebuilt instead (correct, O(n))."""
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RowChange:
+    """How a snapshot's rows moved when nodes were added or removed in place (no full rebuild).
+
+    `take[i]` is the old row whose data new row i keeps, or -1 for a row that holds a new node
+    (`added`, ascending; views get `refresh` for them after `resize`). `removed`: old rows whose node
+    left (their data is dropped; views keeping aggregates over rows subtract them). `moves`: the
+    (old, new) pairs of surviving rows whose index changed. `old_n`/`n`: row counts before/after."""
+
+    take: I64
+    removed: tuple[int, ...]
+    moves: tuple[tuple[int, int], ...]
+    added: tuple[int, ...]
+    old_n: int
+    n: int
+
+    def array(self, old: npt.NDArray[Any], fill: Any = 0) -> npt.NDArray[Any]:
+        """`old` (rows on its last axis) in the new layout; new rows hold `fill`. O(n) in C."""
+        out = old.take(np.maximum(self.take, 0), axis=-1)
+        if self.added:
+            out[..., list(self.added)] = fill
+        return out
+
+    def list(self, old: list[Any], fill: Any = None) -> None:
+        """Moves `old`'s items to the new layout in place, O(moves + added + removed): every moved
+        item is read before any is written, so chains of moves are safe. New rows hold `fill`."""
+        moved = [(new, old[o]) for o, new in self.moves]
+        if self.n < len(old):
+            del old[self.n :]
+        else:
+            old.extend([fill] * (self.n - len(old)))
+        for new, item in moved:
+            old[new] = item
+        for i in self.added:
+            old[i] = fill
+
+
 V = TypeVar("V", bound=RowView)
 
 

@@ -338,3 +338,13 @@ class ErrsAtPreFilter:
 def test_a_pre_filter_error_is_reported_as_it_is() -> None:
     res = Framework([ErrsAtPreFilter()]).schedule(CycleState(0), POD, Snapshot.build([node("a")]))
     assert res.status.code == Code.ERROR and res.status.message() == "lister failed"
+
+
+def test_ties_are_taken_in_name_order_whatever_the_row_order() -> None:
+    scores = np.array([9, 1, 9, 9], np.int64)
+    names = ["d", "a", "b", "c"]  # rows not in name order: the tied nodes in name order are b, c, d
+    assert select_best(scores, None, names) == 2  # "b", not row 0's "d"
+    rows_picked = [names[select_best(scores, random.Random(s), names)] for s in range(20)]
+    shuffled = ["c", "a", "d", "b"]  # the same nodes on other rows, the same scores per node
+    by_node = np.array([9, 1, 9, 9], np.int64)
+    assert [shuffled[select_best(by_node, random.Random(s), shuffled)] for s in range(20)] == rows_picked
