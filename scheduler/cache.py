@@ -249,27 +249,36 @@ class SchedulerCache:
     def update_snapshot(self, snapshot: Snapshot) -> None:
         """Brings `snapshot` up to date with the cache (known nodes only, assumed pods included).
 
-        Same node set as at this snapshot's last sync: re-copies only the NodeInfos changed since
-        (`snapshot.refresh`), found by walking the generation-ordered NodeInfos back from the newest —
-        O(changed). Nodes added or removed, or a snapshot never synced here (or rebuilt by someone
-        else): `snapshot.rebuild` of every known node. The snapshot gets *copies* of the NodeInfos
+        NodeInfos changed since this snapshot's last sync are found by walking the generation-ordered
+        NodeInfos back from the newest — O(changed) — and re-copied (`snapshot.refresh`). When nodes
+        joined or left since, the difference between the snapshot's node set and the cache's (a set
+        difference in C) goes to `snapshot.apply_nodes`, which moves O(1) rows per node. A snapshot
+        never synced here (or rebuilt by someone else) is rebuilt from every known node, rows in a
+        random order drawn from its own generator, so they are a uniform permutation from the start
+        (docs/scheduler-scale.md#node-list). The snapshot gets *copies* of the NodeInfos
         (`copy_node_info`): later cache changes never mutate what it holds."""
         with self._lock:
             synced = self._synced.get(snapshot)
-            if (
-                synced is None
-                or synced[1] != self._node_set_version
-                or synced[2] != snapshot.layout
-                or len(snapshot.index) != len(self._known)
-            ):
-                snapshot.rebuild([copy_node_info(self._infos[n]) for n in self._known])
+            if synced is None or synced[2] != snapshot.layout:
+                infos = [copy_node_info(self._infos[n]) for n in sorted(self._known)]  # sorted: repeatable
+                snapshot.rng.shuffle(infos)
+                snapshot.rebuild(infos)
             else:
                 changed: list[NodeInfo] = []
                 for info in reversed(self._infos.values()):
                     if info.generation <= synced[0]:
                         break
                     if info.name in self._known:
-                        changed.append(copy_node_info(info))
-                if changed:
-                    snapshot.refresh(changed)
+                        changed.append(info)
+                if synced[1] != self._node_set_version:
+                    held = snapshot.index.keys()
+                    joined = self._known - held
+                    left = sorted(held - self._known)
+                    snapshot.apply_nodes(
+                        [copy_node_info(self._infos[n]) for n in sorted(joined)],
+                        left,
+                        [copy_node_info(i) for i in changed if i.name not in joined],
+                    )
+                elif changed:
+                    snapshot.refresh([copy_node_info(i) for i in changed])
             self._synced[snapshot] = (self._generation, self._node_set_version, snapshot.layout)

@@ -1,7 +1,12 @@
-"""The scheduling snapshot: every node of the cluster in a stable order (row i is node i in every
-array), its pods, and int64 matrices of allocatable and requested resources, so plugins can filter and
-score a pod against all nodes in one numpy pass. The matrices are resource-major, ``(resources, nodes)``:
+"""The scheduling snapshot: every node of the cluster, one per row (row i is node i in every array),
+its pods, and int64 matrices of allocatable and requested resources, so plugins can filter and score a
+pod against all nodes in one numpy pass. The matrices are resource-major, ``(resources, nodes)``:
 ``allocatable[col["cpu"]]`` is one contiguous array over every node.
+
+Rows are a uniformly random permutation of the nodes, kept so in O(1) per node joining or leaving
+(`apply_nodes`, scheduler.framework.rows, docs/scheduler-scale.md#node-list): the matrices are views
+of length n into buffers with spare capacity, and every view follows a `RowChange`. `build` (scenario
+files, tests) orders rows by node name; `Snapshot(infos)` and `rebuild` keep the order they are given.
 
 Resource values are in snapshot units (scheduler.framework.units). Every row also carries its pods'
 non-zero cpu and memory requests (`nonzero`, scheduler.framework.nonzero). A new resource name adds a
@@ -10,11 +15,13 @@ column (a rare full rebuild of the matrices).
 Plugins keep what they derive from Node objects as row-aligned data owned by the snapshot
 (`column` for one value per node, `view` for anything richer): the snapshot re-derives exactly the
 rows it re-copies, so no plugin tracks which nodes changed.
-Imports: numpy, apis (gonum, kubeobjects, quantity, pod), scheduler.framework (nonzero, units).
+Imports: the standard library, numpy, apis (gonum, kubeobjects, quantity, pod), scheduler.framework
+(nonzero, rows, units).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
@@ -27,6 +34,8 @@ from apis.kubeobjects import Node, Pod
 from apis.pod import pod_key, pod_requests
 from apis.quantity import parse_resource_list
 from scheduler.framework.nonzero import nonzero_requests
+from scheduler.framework.rows import RowChange as RowChange  # re-exported: views import it from here
+from scheduler.framework.rows import move_rows
 from scheduler.framework.units import to_values
 
 I64 = npt.NDArray[np.int64]
@@ -131,43 +140,6 @@ class ResizableRowView(RowView, Protocol):
     def resize(self, snapshot: Snapshot, change: RowChange) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class RowChange:
-    """How a snapshot's rows moved when nodes were added or removed in place (no full rebuild).
-
-    `take[i]` is the old row whose data new row i keeps, or -1 for a row that holds a new node
-    (`added`, ascending; views get `refresh` for them after `resize`). `removed`: old rows whose node
-    left (their data is dropped; views keeping aggregates over rows subtract them). `moves`: the
-    (old, new) pairs of surviving rows whose index changed. `old_n`/`n`: row counts before/after."""
-
-    take: I64
-    removed: tuple[int, ...]
-    moves: tuple[tuple[int, int], ...]
-    added: tuple[int, ...]
-    old_n: int
-    n: int
-
-    def array(self, old: npt.NDArray[Any], fill: Any = 0) -> npt.NDArray[Any]:
-        """`old` (rows on its last axis) in the new layout; new rows hold `fill`. O(n) in C."""
-        out = old.take(np.maximum(self.take, 0), axis=-1)
-        if self.added:
-            out[..., list(self.added)] = fill
-        return out
-
-    def list(self, old: list[Any], fill: Any = None) -> None:
-        """Moves `old`'s items to the new layout in place, O(moves + added + removed): every moved
-        item is read before any is written, so chains of moves are safe. New rows hold `fill`."""
-        moved = [(new, old[o]) for o, new in self.moves]
-        if self.n < len(old):
-            del old[self.n :]
-        else:
-            old.extend([fill] * (self.n - len(old)))
-        for new, item in moved:
-            old[new] = item
-        for i in self.added:
-            old[i] = fill
-
-
 V = TypeVar("V", bound=RowView)
 
 
@@ -188,22 +160,34 @@ class NodeColumn:
         for i in rows:
             self.values[i] = self.fn(snapshot.infos[i].node)
 
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        self.values = change.array(self.values)
+
 
 class Snapshot:
     """Columnar view of the nodes for scheduling cycles. `layout` changes whenever rows or columns
-    change; the views registered with `view` follow every change themselves."""
+    change; the views registered with `view` follow every change themselves. `rng` (seeded by `seed`,
+    so runs repeat) places the nodes that join (docs/scheduler-scale.md#node-list)."""
 
-    def __init__(self, infos: Iterable[NodeInfo] = (), resources: Iterable[str] = BASE_RESOURCES) -> None:
+    def __init__(
+        self, infos: Iterable[NodeInfo] = (), resources: Iterable[str] = BASE_RESOURCES, seed: int = 0
+    ) -> None:
+        self.rng = random.Random(seed)
         self.layout = 0
         self.infos: list[NodeInfo] = []
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.resources: tuple[str, ...] = ()
         self.col: dict[str, int] = {}
-        self.allocatable: I64 = np.zeros((0, 0), np.int64)  # (resources, nodes)
-        self.requested: I64 = np.zeros((0, 0), np.int64)  # (resources, nodes)
-        self.pod_count: I64 = np.zeros(0, np.int64)
-        self.nonzero: I64 = np.zeros((2, 0), np.int64)  # the pods' non-zero cpu (row 0) and memory (row 1)
+        # Buffers with spare rows; the public matrices are their first n rows (`_expose`).
+        self._alloc: I64 = np.zeros((0, 0), np.int64)
+        self._req: I64 = np.zeros((0, 0), np.int64)
+        self._count: I64 = np.zeros(0, np.int64)
+        self._nonzero: I64 = np.zeros((2, 0), np.int64)
+        self.allocatable: I64 = self._alloc  # (resources, nodes)
+        self.requested: I64 = self._req  # (resources, nodes)
+        self.pod_count: I64 = self._count
+        self.nonzero: I64 = self._nonzero  # the pods' non-zero cpu (row 0) and memory (row 1)
         self.nodes: list[Node] = []  # the Node object each row was last copied from
         self._views: dict[Hashable, RowView] = {}
         self.rebuild(list(infos), resources)
@@ -214,7 +198,8 @@ class Snapshot:
 
     @classmethod
     def build(cls, nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]] = ()) -> Snapshot:
-        """A snapshot of nodes and the pods assigned to them (pods on unknown nodes are ignored).
+        """A snapshot of nodes and the pods assigned to them (pods on unknown nodes are ignored), rows in
+        node name order.
 
         Takes the objects as a scenario file or a test writes them (any JSON object; typed ones pass):
         this is their boundary, as the informers are the cluster's."""
@@ -224,11 +209,11 @@ class Snapshot:
             node = infos.get(info.node_name)
             if node is not None:
                 node.add_pod(info, 0)
-        return cls(infos.values())
+        return cls(sorted(infos.values(), key=lambda i: i.name))
 
     def rebuild(self, infos: list[NodeInfo], resources: Iterable[str] = BASE_RESOURCES) -> None:
-        """New rows (sorted by node name) and columns; copies every row."""
-        self.infos = sorted(infos, key=lambda i: i.name)
+        """New rows (in the order given) and columns; copies every row and rebuilds every view."""
+        self.infos = list(infos)
         self.names = [i.name for i in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
         names = {*resources, *BASE_RESOURCES}  # cpu and memory always have a column
@@ -237,31 +222,56 @@ class Snapshot:
             names.update(info.requested)
         self.resources = tuple(sorted(names))
         self.col = {r: j for j, r in enumerate(self.resources)}
-        n, r = len(self.infos), len(self.resources)
-        self.allocatable = np.zeros((r, n), np.int64)
-        self.requested = np.zeros((r, n), np.int64)
-        self.pod_count = np.zeros(n, np.int64)
-        self.nonzero = np.zeros((2, n), np.int64)
+        n = len(self.infos)
+        self._allocate(len(self.resources), n + max(16, n // 8))
         self.nodes = [info.node for info in self.infos]
         for i in range(n):
             self._copy_row(i)
+        self._expose()
         self.layout += 1
         for v in self._views.values():
             v.rebuild(self)
 
+    def _allocate(self, r: int, capacity: int) -> None:
+        self._alloc = np.zeros((r, capacity), np.int64)
+        self._req = np.zeros((r, capacity), np.int64)
+        self._count = np.zeros(capacity, np.int64)
+        self._nonzero = np.zeros((2, capacity), np.int64)
+
+    def _grow(self, n: int) -> None:
+        """Room for `n` rows, keeping the current rows: capacity doubles, so growth is amortised O(1)."""
+        capacity = self._count.shape[0]
+        if n <= capacity:
+            return
+        old = (self._alloc, self._req, self._count, self._nonzero)
+        self._allocate(len(self.resources), max(n, 2 * capacity, 16))
+        for new, kept in zip((self._alloc, self._req, self._count, self._nonzero), old, strict=True):
+            new[..., :capacity] = kept
+
+    def _expose(self) -> None:
+        n = len(self.infos)
+        self.allocatable = self._alloc[:, :n]
+        self.requested = self._req[:, :n]
+        self.pod_count = self._count[:n]
+        self.nonzero = self._nonzero[:, :n]
+
     def _copy_row(self, i: int) -> None:
         info = self.infos[i]
         col = self.col
-        alloc, req = self.allocatable, self.requested
+        alloc, req = self._alloc, self._req
         alloc[:, i] = 0
         req[:, i] = 0
         for r, v in info.allocatable.items():
             alloc[col[r], i] = v
         for r, v in info.requested.items():
             req[col[r], i] = v
-        self.pod_count[i] = len(info.pods)
-        self.nonzero[:, i] = info.nonzero
+        self._count[i] = len(info.pods)
+        self._nonzero[:, i] = info.nonzero
         self.nodes[i] = info.node
+
+    def _has_columns(self, infos: Iterable[NodeInfo]) -> bool:
+        col = self.col
+        return all(r in col for info in infos for r in (*info.allocatable, *info.requested))
 
     def refresh(self, changed: Iterable[NodeInfo]) -> None:
         """Re-copies the rows of changed NodeInfos already in the snapshot (same node set). A resource
@@ -269,24 +279,72 @@ class Snapshot:
         infos = list(changed)
         for info in infos:
             self.infos[self.index[info.name]] = info
-        col = self.col
-        if any(r not in col for info in infos for r in (*info.allocatable, *info.requested)):
+        if not self._has_columns(infos):
             self.rebuild(self.infos, self.resources)
             return
-        rows = [self.index[info.name] for info in infos]
-        # rows whose Node object is new (not only their pods), against the one each row was copied from
-        replaced = [i for i in rows if self.infos[i].node is not self.nodes[i]]
-        for i in rows:
-            self._copy_row(i)
+        rows, replaced = self._recopy([self.index[info.name] for info in infos])
         for v in self._views.values():
             if v.reads_pods:
                 v.refresh(self, rows)
             elif replaced:
                 v.refresh(self, replaced)
 
+    def _recopy(self, rows: list[int]) -> tuple[list[int], list[int]]:
+        """Re-copies `rows`; returns them and those whose Node object is new (not only their pods),
+        against the one each row was copied from."""
+        replaced = [i for i in rows if self.infos[i].node is not self.nodes[i]]
+        for i in rows:
+            self._copy_row(i)
+        return rows, replaced
+
+    def apply_nodes(
+        self, added: Sequence[NodeInfo], removed: Iterable[str] = (), changed: Sequence[NodeInfo] = ()
+    ) -> RowChange:
+        """Nodes joined (`added`), left (`removed`, by name) or changed, in place: O(1) rows moved per
+        node (scheduler.framework.rows.move_rows: the rows stay a uniformly random permutation), then
+        each view's `resize` (or `rebuild`, for a view without one) and `refresh` of the new and
+        changed rows. An added node already present counts as changed. A resource name without a
+        column rebuilds everything, rows kept in their new order (docs/scheduler-scale.md#node-list)."""
+        fresh = {info.name: info for info in added if info.name not in self.index}
+        changed = [*changed, *(info for info in added if info.name not in fresh)]
+        removed = [name for name in removed if name in self.index]
+        if not fresh and not removed:
+            self.refresh(changed)
+            return RowChange(np.arange(self.n, dtype=np.int64), (), (), (), self.n, self.n)
+        change = move_rows(self.names, self.index, removed, list(fresh), self.rng)
+        change.list(self.infos)
+        change.list(self.nodes)
+        for i in change.added:
+            self.infos[i] = fresh[self.names[i]]
+        for info in changed:
+            self.infos[self.index[info.name]] = info
+        if not self._has_columns([*fresh.values(), *changed]):
+            self.rebuild(self.infos, self.resources)
+            return change
+        self._grow(change.n)
+        if change.moves:
+            olds, news = zip(*change.moves, strict=True)
+            for buf in (self._alloc, self._req, self._count, self._nonzero):
+                buf[..., list(news)] = buf[..., list(olds)]  # the right side is a copy: chains are safe
+        rows, replaced = self._recopy([self.index[info.name] for info in changed])
+        for i in change.added:
+            self._copy_row(i)
+        self._expose()
+        self.layout += 1
+        for v in self._views.values():
+            resize = getattr(v, "resize", None)
+            if resize is None:
+                v.rebuild(self)  # a view that cannot follow: correct, O(n)
+                continue
+            resize(self, change)
+            some = sorted({*change.added, *(rows if v.reads_pods else replaced)})
+            if some:
+                v.refresh(self, some)
+        return change
+
     def view(self, key: Hashable, make: Callable[[], V]) -> V:
         """The view registered under `key`, made (and built) on first use; kept up to date with every
-        later `rebuild`/`refresh`. Keys name the plugin and what it keeps."""
+        later `rebuild`/`refresh`/`apply_nodes`. Keys name the plugin and what it keeps."""
         found = self._views.get(key)
         if found is None:
             made = make()

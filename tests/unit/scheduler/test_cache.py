@@ -148,8 +148,9 @@ def test_node_removal_with_pods(cache: SchedulerCache) -> None:
     assert snap.names == ["n2"] and [n["metadata"]["name"] for n in cache.list_nodes()] == ["n2"]
     cache.add_node(node("n1", cpu="2"))  # back: its pods are attached again
     cache.update_snapshot(snap)
-    assert snap.names == ["n1", "n2"] and snap.pod_count.tolist() == [2, 0]
-    assert snap.allocatable[snap.col["cpu"], 0] == 2000
+    n1, n2 = snap.index["n1"], snap.index["n2"]  # rows follow no name order in the live path
+    assert sorted(snap.names) == ["n1", "n2"] and (snap.pod_count[n1], snap.pod_count[n2]) == (2, 0)
+    assert snap.allocatable[snap.col["cpu"], n1] == 2000
     cache.remove_node("n1")
     cache.remove_pod(pod("a"))
     cache.forget_pod(pod("b"))
@@ -196,7 +197,8 @@ def rows(snap: Snapshot) -> dict[str, tuple[dict[str, int], dict[str, int], int,
 
 def assert_matches_scratch(cache: SchedulerCache, snap: Snapshot) -> None:
     scratch = Snapshot.build(cache.list_nodes(), cache.list_pods())
-    assert snap.names == scratch.names
+    assert sorted(snap.names) == scratch.names  # the live rows are a permutation of the nodes
+    assert snap.index == {name: i for i, name in enumerate(snap.names)}
     assert rows(snap) == rows(scratch)
     for i, info in enumerate(snap.infos):
         assert snap.nodes[i] is info.node  # the Node object the row was copied from
@@ -306,16 +308,18 @@ def test_update_snapshot_copies_only_changed_rows(monkeypatch: pytest.MonkeyPatc
     assert_matches_scratch(cache, snap)
 
 
-def test_node_set_change_rebuilds(monkeypatch: pytest.MonkeyPatch, cache: SchedulerCache) -> None:
+def test_node_set_change_moves_rows_in_place(monkeypatch: pytest.MonkeyPatch, cache: SchedulerCache) -> None:
     snap = Snapshot()
     cache.update_snapshot(snap)
     counts = count_copies(monkeypatch, snap)
     cache.add_node(node("n3"))
-    cache.update_snapshot(snap)
-    assert counts["rebuilds"] == 1 and snap.names == ["n1", "n2", "n3"]
+    cache.update_snapshot(snap)  # the new node's row only: no rebuild, no other row copied
+    assert counts == {"rows": 1, "infos": 1, "rebuilds": 0} and sorted(snap.names) == ["n1", "n2", "n3"]
     cache.remove_node("n1")
-    cache.update_snapshot(snap)
-    assert counts["rebuilds"] == 2 and snap.names == ["n2", "n3"]
+    cache.add_pod(pod("late", "n2"))
+    cache.update_snapshot(snap)  # a row leaves, a changed one is re-copied
+    assert counts == {"rows": 2, "infos": 2, "rebuilds": 0} and sorted(snap.names) == ["n2", "n3"]
+    assert_matches_scratch(cache, snap)
 
 
 def test_new_resource_in_refresh_keeps_every_changed_row(cache: SchedulerCache) -> None:
