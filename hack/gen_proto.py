@@ -25,7 +25,7 @@ if str(REPO_ROOT) not in sys.path:
 from koord import generated  # noqa: E402  -- needs the repository root on sys.path
 
 PROTO_DIR = Path("proto/koord/v1")
-PROTO_FILES: tuple[Path, ...] = (PROTO_DIR / "metrichub.proto",)
+PROTO_FILES: tuple[Path, ...] = (PROTO_DIR / "metrichub.proto", PROTO_DIR / "shardbinder.proto")
 
 
 def generated_names(proto: Path) -> tuple[Path, ...]:

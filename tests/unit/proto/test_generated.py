@@ -34,6 +34,10 @@ def test_fresh_generation_equals_committed_files(gen_proto: ModuleType) -> None:
         "proto/koord/v1/metrichub_pb2_grpc.py",
         "proto/koord/v1/metrichub_pb2.pyi",
         "proto/koord/v1/metrichub_pb2_grpc.pyi",
+        "proto/koord/v1/shardbinder_pb2.py",
+        "proto/koord/v1/shardbinder_pb2_grpc.py",
+        "proto/koord/v1/shardbinder_pb2.pyi",
+        "proto/koord/v1/shardbinder_pb2_grpc.pyi",
     }
     for name, content in fresh.items():
         committed = (REPO_ROOT / name).read_bytes()
@@ -47,6 +51,8 @@ def test_check_reports_a_stale_file(gen_proto: ModuleType, tmp_path: Path) -> No
     for name in ("metrichub.proto", "metrichub_pb2.py", "metrichub_pb2_grpc.py", "metrichub_pb2.pyi"):
         src = REPO_ROOT / "proto" / "koord" / "v1" / name
         (tmp_path / "proto" / "koord" / "v1" / name).write_bytes(src.read_bytes())
+    shardbinder = REPO_ROOT / "proto" / "koord" / "v1" / "shardbinder.proto"
+    (tmp_path / "proto" / "koord" / "v1" / "shardbinder.proto").write_bytes(shardbinder.read_bytes())
     stale = tmp_path / "proto" / "koord" / "v1" / "metrichub_pb2.py"
     stale.write_bytes(stale.read_bytes() + b"# edited\n")
     problems = gen_proto.check(tmp_path)
