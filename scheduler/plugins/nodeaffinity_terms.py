@@ -31,7 +31,7 @@ import numpy.typing as npt
 from apis.jsonfields import as_mapping
 from apis.labelselector import is_label_value, is_qualified_name
 from scheduler.framework.interfaces import BoolArray
-from scheduler.framework.snapshot import NodeInfo, Snapshot
+from scheduler.framework.snapshot import NodeInfo, RowChange, Snapshot
 
 FIELD_NODE_NAME: Final = "metadata.name"
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT = "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"
@@ -183,6 +183,11 @@ class LabelColumn:
             self.codes[i] = self._code(snapshot.infos[i])
         if len(self.values) > 2 * snapshot.n + 64:  # values no row carries any more piled up: drop them
             self.rebuild(snapshot)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        """Nodes joined or left (docs/scheduler-scale.md#node-list): the codes follow their rows; new
+        rows are refreshed next."""
+        self.codes = change.array(self.codes, -1)
 
     def mask(self, req: LabelReq) -> BoolArray:
         """The rows whose label satisfies ``req``."""

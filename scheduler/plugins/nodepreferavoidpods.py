@@ -31,7 +31,7 @@ from apis.gojson_kinds import BoolKind, DecodeError, StrKind, TimeKind
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import IntArray, Pod
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE
 
 NAME: Final = "NodePreferAvoidPods"
@@ -140,6 +140,14 @@ class AvoidSets:
             self.ids[i] = self._intern(avoided_controllers(snapshot.infos[i].node))
         if len(self.sets) > 64 + snapshot.n // 8:  # sets no row uses any more piled up: drop them
             self.rebuild(snapshot)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        """Nodes joined or left (docs/scheduler-scale.md#node-list): the ids follow their rows; new rows
+        are refreshed next."""
+        self.ids = change.array(self.ids)
+        if change.n != change.old_n:
+            self.all_max = np.full(change.n, MAX_NODE_SCORE, np.int64)
+            self.all_max.setflags(write=False)
 
 
 class NodePreferAvoidPods:

@@ -38,7 +38,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import IntArray, Pod
 from scheduler.framework.nonzero import nonzero_requests
 from scheduler.framework.rowresults import RowResults
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE
 from scheduler.framework.units import to_values
 from scheduler.plugins.noderesources_args import (
@@ -239,6 +239,11 @@ class AllocationScores:
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         self.results.changed(rows)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        """Nodes joined or left (docs/scheduler-scale.md#node-list): kept results are dropped (each is
+        one vectorised evaluation away), not moved row by row."""
+        self.results = RowResults(change.n)
 
     def scores(self, strategy: Strategy, snapshot: Snapshot, pod: tuple[int, ...]) -> IntArray:
         """Every row's score (kept: callers must not modify it)."""

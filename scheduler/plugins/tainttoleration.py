@@ -33,7 +33,7 @@ import numpy.typing as npt
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, IntArray, Pod
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.normalizescore import default_normalize_score
 
@@ -143,6 +143,11 @@ class Signatures:
             self.ids[i] = self._intern(node_filtered_taints(snapshot.infos[i].node, self.effects))
         if len(self.sigs) > 64 + snapshot.n // 8:  # signatures no row uses any more piled up: drop them
             self.rebuild(snapshot)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        """Nodes joined or left (docs/scheduler-scale.md#node-list): the ids follow their rows; new rows
+        are refreshed next."""
+        self.ids = change.array(self.ids)
 
 
 class TaintToleration:
