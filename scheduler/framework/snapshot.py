@@ -225,9 +225,9 @@ class Snapshot:
         n = len(self.infos)
         self._allocate(len(self.resources), n + max(16, n // 8))
         self.nodes = [info.node for info in self.infos]
+        self._expose()
         for i in range(n):
             self._copy_row(i)
-        self._expose()
         self.layout += 1
         for v in self._views.values():
             v.rebuild(self)
@@ -256,17 +256,18 @@ class Snapshot:
         self.nonzero = self._nonzero[:, :n]
 
     def _copy_row(self, i: int) -> None:
+        """Row i from its NodeInfo, written through the public matrices (views of the buffers)."""
         info = self.infos[i]
         col = self.col
-        alloc, req = self._alloc, self._req
+        alloc, req = self.allocatable, self.requested
         alloc[:, i] = 0
         req[:, i] = 0
         for r, v in info.allocatable.items():
             alloc[col[r], i] = v
         for r, v in info.requested.items():
             req[col[r], i] = v
-        self._count[i] = len(info.pods)
-        self._nonzero[:, i] = info.nonzero
+        self.pod_count[i] = len(info.pods)
+        self.nonzero[:, i] = info.nonzero
         self.nodes[i] = info.node
 
     def _has_columns(self, infos: Iterable[NodeInfo]) -> bool:
@@ -303,11 +304,14 @@ class Snapshot:
         """Nodes joined (`added`), left (`removed`, by name) or changed, in place: O(1) rows moved per
         node (scheduler.framework.rows.move_rows: the rows stay a uniformly random permutation), then
         each view's `resize` (or `rebuild`, for a view without one) and `refresh` of the new and
-        changed rows. An added node already present counts as changed. A resource name without a
+        changed rows. An added node already present counts as changed (a removed one is new again);
+        changed nodes not in the snapshot are ignored. A resource name without a
         column rebuilds everything, rows kept in their new order (docs/scheduler-scale.md#node-list)."""
-        fresh = {info.name: info for info in added if info.name not in self.index}
-        changed = [*changed, *(info for info in added if info.name not in fresh)]
-        removed = [name for name in removed if name in self.index]
+        removed = list(dict.fromkeys(name for name in removed if name in self.index))
+        gone = set(removed)
+        fresh = {info.name: info for info in added if info.name not in self.index or info.name in gone}
+        known = [*changed, *(info for info in added if info.name not in fresh)]
+        changed = [info for info in known if info.name in self.index and info.name not in gone]
         if not fresh and not removed:
             self.refresh(changed)
             return RowChange(np.arange(self.n, dtype=np.int64), (), (), (), self.n, self.n)
@@ -326,10 +330,10 @@ class Snapshot:
             olds, news = zip(*change.moves, strict=True)
             for buf in (self._alloc, self._req, self._count, self._nonzero):
                 buf[..., list(news)] = buf[..., list(olds)]  # the right side is a copy: chains are safe
+        self._expose()
         rows, replaced = self._recopy([self.index[info.name] for info in changed])
         for i in change.added:
             self._copy_row(i)
-        self._expose()
         self.layout += 1
         for v in self._views.values():
             resize = getattr(v, "resize", None)
