@@ -48,9 +48,14 @@ log = logging.getLogger(__name__)
 class ShardHeartbeat:
     """One shard's membership in group ``group`` (the scheduler name) of namespace ``namespace``.
 
+    ``api`` is a ``kubernetes.client.ApiClient``, whose server and credentials the heartbeat uses on a
+    client of its own; or a ``CoordinationV1Api``, used as it is.
+
     ``leader_lease`` names the group's leader Lease (today's ``koord-scheduler``), whose holder hosts
     the arbiter. ``address`` is published on our Lease for the others to reach our arbiter; set it
-    (``publish``) only while this shard serves one. ``run(stop)`` blocks until ``stop``.
+    (``publish``) only while this shard serves one. ``run(stop)`` blocks until ``stop``, then deletes our
+    Lease unless ``delete_on_stop`` is false (the others then see us leave a lease duration later, as
+    after a crash).
     """
 
     def __init__(
@@ -66,13 +71,18 @@ class ShardHeartbeat:
         on_change: Callable[[list[str]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         margin: float | None = None,
+        delete_on_stop: bool = True,
     ) -> None:
         if not identity:
             raise ValueError("identity must not be empty")
         if not lease_duration > interval > 0:
             raise ValueError(f"lease_duration ({lease_duration}) must exceed interval ({interval}) > 0")
-        self._client = dedicated_client(api)
-        self._leases: Any = client.CoordinationV1Api(self._client)
+        self._client: Any = None
+        if hasattr(api, "read_namespaced_lease"):  # a CoordinationV1Api (or a test's), used as it is
+            self._leases: Any = api
+        else:
+            self._client = dedicated_client(api)
+            self._leases = client.CoordinationV1Api(self._client)
         self.namespace, self.group, self.identity = namespace, group, identity
         self.name = lease_name(identity)
         self.leader_lease = leader_lease
@@ -81,6 +91,7 @@ class ShardHeartbeat:
         self.margin = min(2.0, (lease_duration - interval) / 2) if margin is None else float(margin)
         self._on_change = on_change
         self._clock = clock
+        self.delete_on_stop = delete_on_stop
         self._lock = threading.Lock()
         self._observed: dict[str, Observed] = {}
         self._members: list[str] = []
@@ -127,9 +138,11 @@ class ShardHeartbeat:
                 self.beat()
                 if stop.wait(self.interval):
                     break
-            self._delete()
+            if self.delete_on_stop:
+                self._delete()
         finally:
-            self._client.close()
+            if self._client is not None:
+                self._client.close()
 
     def beat(self) -> None:
         """One round: renew, list, read the leader, recompute; never raises."""
