@@ -204,6 +204,48 @@ def pod_passes_filters_on_node(
     return filters_on_node(framework, state, pod, info, resources)
 
 
+class NominatedRows:
+    """The rows of `snapshot` holding a nominated pod relevant to `pod`, and each one's check with
+    them added (kube's first pass of ``PodPassesFiltersOnNode``). PreFilter runs once more, on a new
+    state (`pre_filter_state`), at the first check; when it fails (only an unstable plugin can, the
+    cycle's PreFilter passed) every row passes. Satisfies scheduler.framework.sampling's
+    NominatedCheck."""
+
+    def __init__(
+        self, framework: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, nominated: NominatedPods
+    ) -> None:
+        self.framework, self.pod, self.snapshot, self.now = framework, pod, snapshot, state.now
+        self.pods: dict[int, list[Pod]] = {}
+        for node in nominated.nodes():
+            i = snapshot.index.get(node)
+            if i is None:
+                continue
+            pods = nominated.for_node(node)
+            if _relevant(pod, pods):
+                self.pods[i] = pods
+        self._base: CycleState | Status | None = None
+
+    @property
+    def rows(self) -> dict[int, list[Pod]]:
+        return self.pods
+
+    def check(self, i: int) -> Status | None:
+        """Row i's status with its relevant nominated pods added; None when that passes."""
+        if self._base is None:
+            self._base = pre_filter_state(self.framework, self.pod, self.snapshot, self.now)
+        if isinstance(self._base, Status):
+            return None
+        snapshot = self.snapshot
+        try:
+            added = with_nominated(self.framework, self._base, self.pod, snapshot.infos[i], self.pods[i])
+        except ExtensionError as e:
+            return Status.error(e.status.message(), plugin=e.status.plugin)
+        if added is None:
+            return None
+        st = filters_on_node(self.framework, added[0], self.pod, added[1], snapshot.resources)
+        return None if st.is_success() else st
+
+
 def filter_with_nominated(
     framework: Framework,
     state: CycleState,
@@ -215,33 +257,14 @@ def filter_with_nominated(
 ) -> tuple[IntArray, Rejections]:
     """`Framework.filter_all`'s result corrected for nominated pods. `feasible` and `rejections` are the
     filters' result on the snapshot (kube's second pass, without nominated pods); each node with a
-    relevant nominated pod is evaluated once more with them added (the first pass), and when that
-    fails its status is the first pass's. `state` is the cycle's: it gives the clock, and PreFilter
-    runs once more on a new state (`pre_filter_state`) only when some node has a relevant nominated
-    pod. Cost: then one one-row evaluation per such node."""
+    relevant nominated pod is evaluated once more with them added (the first pass, `NominatedRows`),
+    and when that fails its status is the first pass's. `state` is the cycle's: it gives the clock.
+    Cost: one one-row evaluation per node with a relevant nominated pod."""
+    check = NominatedRows(framework, state, pod, snapshot, nominated)
     rows: list[tuple[int, Status]] = []
-    base: CycleState | None = None
-    for node in nominated.nodes():
-        i = snapshot.index.get(node)
-        if i is None:
-            continue
-        pods = nominated.for_node(node)
-        if not _relevant(pod, pods):
-            continue
-        if base is None:
-            found = pre_filter_state(framework, pod, snapshot, state.now)
-            if isinstance(found, Status):  # the cycle's PreFilter passed: only an unstable plugin
-                return feasible, rejections
-            base = found
-        try:
-            added = with_nominated(framework, base, pod, snapshot.infos[i], pods)
-        except ExtensionError as e:
-            rows.append((i, Status.error(e.status.message(), plugin=e.status.plugin)))
-            continue
-        if added is None:
-            continue
-        st = filters_on_node(framework, added[0], pod, added[1], snapshot.resources)
-        if not st.is_success():
+    for i in check.rows:
+        st = check.check(i)
+        if st is not None:
             rows.append((i, st))
     if not rows:
         return feasible, rejections

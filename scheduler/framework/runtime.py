@@ -10,7 +10,9 @@ histogram sorted as strings; no scoring when a single node is feasible; a score 
 of the plugins' scores; among equal top scores one node is drawn uniformly at random, as kube's
 `selectHost` does (docs/architecture.md#ties-between-nodes), from the framework's `rng`: seeded, the
 draws repeat, so `koord simulate` stays reproducible. Without an `rng` the first of the tied nodes in
-name order wins (the oracles' and unit tests' deterministic mode).
+name order wins (the oracles' and unit tests' deterministic mode). With `percentage_of_nodes_to_score`
+set, Filter stops at kube's number of feasible nodes, from a start that rotates pod after pod
+(scheduler.framework.sampling, docs/architecture.md#sampling-nodes); unset, every node is filtered.
 Imports: standard library, numpy, scheduler.framework.
 """
 
@@ -46,6 +48,7 @@ from scheduler.framework.interfaces import (
     ScoreAllPlugin,
     ScorePlugin,
 )
+from scheduler.framework.sampling import filter_window, num_feasible_nodes_to_find
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 
@@ -118,13 +121,19 @@ class Framework:
         rng: random.Random | None = None,
         points: Mapping[str, Sequence[str]] | None = None,
         nominated: NominatedPods | None = None,
+        percentage_of_nodes_to_score: int | None = None,
     ) -> None:
         """`observer(plugin, extension_point, seconds)` receives every Filter and Score call's duration;
         `rng` draws among equal top scores (None: the first in name order). `points` names the plugins
         of each extension point in order (a profile's lists); without it, or for a point it does not
         list, every plugin implementing the point runs there, in `plugins` order. `nominated`: the
         scheduler's nominated pods, which every node's Filter counts
-        (docs/rules/scheduler-preemption.md#nominated-pods)."""
+        (docs/rules/scheduler-preemption.md#nominated-pods). `percentage_of_nodes_to_score`: None
+        filters every node; 0..100 samples as kube-scheduler does (docs/architecture.md#sampling-nodes)."""
+        if percentage_of_nodes_to_score is not None and not 0 <= percentage_of_nodes_to_score <= 100:
+            raise ValueError(f"percentageOfNodesToScore={percentage_of_nodes_to_score}: must be in 0..100")
+        self.percentage = percentage_of_nodes_to_score
+        self.next_start = 0  # kube's nextStartNodeIndex: where the next pod's Filter walk begins
         self.plugins = list(plugins)
         self.nominated = nominated
         self.observer = observer
@@ -259,6 +268,32 @@ class Framework:
             return result
         if not st.is_success():  # an error: reported as it is
             return ScheduleResult(None, st, evaluated=n)
+        k = n if self.percentage is None else num_feasible_nodes_to_find(n, self.percentage)
+        if k < n:
+            feasible, rejections, evaluated = self._filter_sampled(state, pod, snapshot, k)
+        else:
+            feasible, rejections = self._filter_every(state, pod, snapshot)
+            evaluated = n
+        error = rejections.first_error()
+        if error is not None:
+            return ScheduleResult(None, error, evaluated=evaluated, rejections=rejections)
+        if len(feasible) == 0:
+            msg = fit_error_message(n, rejections.as_dict().values())
+            result = ScheduleResult(None, Status.unschedulable(msg), evaluated=n, rejections=rejections)
+            result.nominated = self.post_filter(state, pod, snapshot, rejections)
+            return result
+        if len(feasible) == 1:
+            only = snapshot.names[int(feasible[0])]
+            return ScheduleResult(only, Status.success(), 1, evaluated, rejections)
+        st = self._pre_score(state, pod, snapshot, feasible)
+        if not st.is_success():
+            return ScheduleResult(None, st, len(feasible), evaluated, rejections)
+        scores = self.score_all(state, pod, snapshot, feasible)
+        names = snapshot.names
+        best = int(feasible[select_best(scores, self.rng, _Rows(names, feasible))])
+        return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), evaluated, rejections)
+
+    def _filter_every(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> tuple[IntArray, Rejections]:
         feasible, rejections = self.filter_all(state, pod, snapshot)
         if self.nominated:  # only nodes holding a nominated pod are evaluated again
             from scheduler.framework.nominated import filter_with_nominated  # (it imports this module)
@@ -266,23 +301,29 @@ class Framework:
             feasible, rejections = filter_with_nominated(
                 self, state, pod, snapshot, feasible, rejections, self.nominated
             )
-        error = rejections.first_error()
-        if error is not None:
-            return ScheduleResult(None, error, evaluated=n, rejections=rejections)
-        if len(feasible) == 0:
-            msg = fit_error_message(n, rejections.as_dict().values())
-            result = ScheduleResult(None, Status.unschedulable(msg), evaluated=n, rejections=rejections)
-            result.nominated = self.post_filter(state, pod, snapshot, rejections)
-            return result
-        if len(feasible) == 1:
-            return ScheduleResult(snapshot.names[int(feasible[0])], Status.success(), 1, n, rejections)
-        st = self._pre_score(state, pod, snapshot, feasible)
-        if not st.is_success():
-            return ScheduleResult(None, st, len(feasible), n, rejections)
-        scores = self.score_all(state, pod, snapshot, feasible)
-        names = snapshot.names
-        best = int(feasible[select_best(scores, self.rng, _Rows(names, feasible))])
-        return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), n, rejections)
+        return feasible, rejections
+
+    def _filter_sampled(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, k: int
+    ) -> tuple[IntArray, Rejections, int]:
+        """Filter until k feasible rows are found from the rotating start: the rows, their statuses,
+        and how many rows were processed. With none found it is the full pass, to the status: every
+        row was processed, and the FitError and PostFilter see exactly what they see without sampling."""
+        n = snapshot.n
+        start = self.next_start % n
+        check = None
+        if self.nominated:
+            from scheduler.framework.nominated import NominatedRows  # (it imports this module)
+
+            check = NominatedRows(self, state, pod, snapshot, self.nominated)
+        win = filter_window(
+            self.filters, self._filter_all, self.observer, state, pod, snapshot, k, start, check
+        )
+        if len(win.feasible) == 0:
+            feasible, rejections = self._filter_every(state, pod, snapshot)
+            return feasible, rejections, n
+        self.next_start = (start + win.processed) % n
+        return win.feasible, Rejections(win.which, tuple(win.statuses), snapshot.names), win.processed
 
     def post_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, rejections: Rejections
