@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,6 @@ _ROOT = _UNUSED_ROOT | {
 # Root fields parsed and validated, not acted on yet: what koord does instead.
 _NOT_YET = {
     "parallelism": "parallelism (binds run on --bind-workers threads)",
-    "percentageOfNodesToScore": "percentageOfNodesToScore (koord-scheduler scores every feasible node)",
 }
 _PROFILE = frozenset({"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"})
 _LEADER_UNUSED = frozenset({"leaseDuration", "renewDeadline", "retryPeriod"})
@@ -94,6 +93,8 @@ class Profile:
     disabled: Mapping[str, frozenset[str]] = field(default_factory=dict)
     args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
+    """The profile's percentageOfNodesToScore, else the root one; None (both unset): every node is
+    filtered and scored (docs/architecture.md#sampling-nodes)."""
     explicit: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """The plugins the document itself enables, per point (the rest come from the defaults)."""
 
@@ -113,7 +114,7 @@ class SchedulerConfig:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     version: str = DEFAULT_VERSION
     parallelism: int = 16
-    percentage_of_nodes_to_score: int = 0
+    percentage_of_nodes_to_score: int | None = None  # the root field; profiles carry what applies
     pod_initial_backoff_seconds: int = 1
     pod_max_backoff_seconds: int = 10
     ignored: tuple[str, ...] = ()
@@ -212,8 +213,6 @@ class _ProfileParser:
         pct = spec.get("percentageOfNodesToScore")
         if pct is not None and (not isinstance(pct, int) or isinstance(pct, bool) or not 0 <= pct <= 100):
             raise ConfigError(f"{path}.percentageOfNodesToScore={pct!r}: must be an integer in 0..100")
-        if pct is not None:
-            self.ignored[f"{path}.{_NOT_YET['percentageOfNodesToScore']}"] = None
         allowed = points_of(self.version)
         given = _obj(spec.get("plugins") or {}, f"{path}.plugins")
         for point in given:
@@ -324,12 +323,22 @@ def parse_config(
             f"plugins koord-scheduler does not have: {'; '.join(skipped)}. Remove them from the "
             "configuration, or start with --ignore-unknown-plugins to skip them"
         )
+    pct = (
+        None
+        if root.get("percentageOfNodesToScore") is None
+        else _int(root, "percentageOfNodesToScore", 0, 0, 100)
+    )
+    if pct is not None:  # a profile's own value wins
+        profiles = tuple(
+            p if p.percentage_of_nodes_to_score is not None else replace(p, percentage_of_nodes_to_score=pct)
+            for p in profiles
+        )
     return SchedulerConfig(
         profiles,
         leader,
         version,
         _int(root, "parallelism", 16, 1),
-        _int(root, "percentageOfNodesToScore", 0, 0, 100),
+        pct,
         initial,
         maximum,
         tuple({**ignored, **parser.ignored}),

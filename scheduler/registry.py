@@ -254,7 +254,8 @@ def build_framework(
     rng: random.Random | None = None,
 ) -> Framework:
     """The profile's Framework; `rng` draws among equal top scores (None: first in name order). Its
-    Filters count the handle's nominated pods (docs/rules/scheduler-preemption.md#nominated-pods)."""
+    Filters count the handle's nominated pods (docs/rules/scheduler-preemption.md#nominated-pods) and
+    stop at the profile's percentageOfNodesToScore when set (docs/architecture.md#sampling-nodes)."""
     h = handle or Handle()
     plugins: dict[str, Plugin] = {}
     for name in profile.plugins:
@@ -263,7 +264,15 @@ def build_framework(
             raise ConfigError(f"profile {profile.scheduler_name!r}: plugin {name!r} is not registered")
         plugins[name] = factory(profile.args.get(name, {}), h)
     points, weights = profile_points(profile, plugins)
-    fw = Framework(list(plugins.values()), weights, observer, rng, points, nominated=h.nominated)
+    fw = Framework(
+        list(plugins.values()),
+        weights,
+        observer,
+        rng,
+        points,
+        nominated=h.nominated,
+        percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
+    )
     for plugin in plugins.values():
         if isinstance(plugin, DefaultPreemption):
             plugin.attach(fw)
