@@ -8,7 +8,9 @@ An accepted pod counts until the informer shows it bound (it then counts as boun
 twice), until its shard says its API bind failed (``forget``), or until ``ttl`` seconds pass without
 either, as the scheduler cache's assumed pods expire (a shard that died between the two steps). A
 retried bind of an accepted pod to the same node is accepted again without counting twice; to another
-node it moves. A pod the informer shows bound elsewhere is rejected (another scheduler took it).
+node it moves if the same shard asks (its own API bind failed), and is rejected if another shard asks
+(the pod changed owner while its old shard was binding it: only one of them may). A pod the informer
+shows bound elsewhere is rejected (another scheduler took it).
 
 Nodes and pods are kept in the snapshot's own NodeInfo/PodInfo (scheduler.framework.snapshot), keyed by
 pod UID, so the sums wrap in int64 exactly as the shards' snapshots do.
@@ -45,6 +47,7 @@ class Decision:
 class _Accepted:
     node: str
     expires: float
+    shard: str
 
 
 class Ledger:
@@ -145,6 +148,8 @@ class Ledger:
                     held.expires = self._clock() + self.ttl
                     self._accepted[req.uid] = held
                     return self._accept()
+                if held.shard != req.shard:  # the pod changed owner while its old shard was binding it
+                    return self._rejected(f"pod {req.key} is being bound to {held.node} by {held.shard}")
                 self._detach(req.uid)
                 del self._accepted[req.uid]
             row = self._nodes.get(req.node)
@@ -152,7 +157,7 @@ class Ledger:
             if not ok or row is None:
                 return self._rejected(f"node {req.node}: {reason}")
             row.add_pod(PodInfo(req.uid, {}, dict(req.requests), (0, 0)), self._next())
-            self._accepted[req.uid] = _Accepted(req.node, self._clock() + self.ttl)
+            self._accepted[req.uid] = _Accepted(req.node, self._clock() + self.ttl, req.shard)
             return self._accept()
 
     def forget(self, uid: str) -> bool:

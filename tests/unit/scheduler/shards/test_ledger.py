@@ -94,13 +94,16 @@ def test_retry_is_idempotent_and_a_move_releases_the_old_node() -> None:
     led.set_node(node("n", cpu="1"))
     led.set_node(node("m", cpu="1"))
     a = pod("a", "ua")
-    assert led.bind(request_of(a, "n")).accepted
-    assert led.bind(request_of(a, "n")).accepted  # the same pod again: not counted twice
+    assert led.bind(request_of(a, "n", "shard-a")).accepted
+    assert led.bind(request_of(a, "n", "shard-a")).accepted  # the same pod again: not counted twice
     row = led.row("n")
     assert row is not None and row.requested["cpu"] == 1000 and len(row.pods) == 1
-    assert led.bind(request_of(a, "m")).accepted
+    assert led.bind(request_of(a, "m", "shard-a")).accepted
     row = led.row("n")
     assert row is not None and row.requested.get("cpu", 0) == 0 and not row.pods
+    # Another shard (the pod changed owner mid-bind) may not take it elsewhere while it is held.
+    d = led.bind(request_of(a, "n", "shard-b"))
+    assert not d.accepted and d.reason == "pod ns/a is being bound to m by shard-a"
 
 
 def test_informer_bound_pod_replaces_the_accepted_one() -> None:

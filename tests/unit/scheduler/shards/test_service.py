@@ -19,6 +19,7 @@ from scheduler.shards.client import (
     ArbitratedBinder,
     CoalescingArbiter,
 )
+from scheduler.shards.host import ArbiterHost
 from scheduler.shards.ledger import Ledger
 from scheduler.shards.service import ShardBinderServer, from_message, serve, to_message
 from tests.unit.scheduler.shards.test_ledger import CHECKED, node, pod
@@ -169,3 +170,27 @@ def test_coalescing_arbiter_passes_errors_to_every_caller() -> None:
         assert st.code == Code.ERROR
     finally:
         co.close()
+
+
+def test_arbiter_host_serves_while_leading_and_withdraws() -> None:
+    published: list[str] = []
+    host = ArbiterHost(published.append, listen="127.0.0.1:0", advertise="127.0.0.1", warmup=0)
+    host.set_pod(pod("early", "ue", node_name="n0"))  # not leading: ignored
+    address = host.start([node("n0", cpu="2")], [pod("x", "ux", node_name="n0")])
+    assert published == [address] and address == host.address
+    c = ArbiterClient(lambda: published[-1])
+    try:
+        assert c.bind(request_of(pod("a", "ua"), "n0", "s")).accepted  # x's 1 cpu + a's 1 cpu
+        assert not c.bind(request_of(pod("b", "ub"), "n0", "s")).accepted
+        host.remove_pod(pod("x", "ux", node_name="n0"))
+        assert c.bind(request_of(pod("b", "ub"), "n0", "s")).accepted
+        host.set_node(node("n1"))
+        assert c.bind(request_of(pod("c", "uc"), "n1", "s")).accepted
+        host.remove_node("n1")
+        assert not c.bind(request_of(pod("d", "ud"), "n1", "s")).accepted
+    finally:
+        c.close()
+        host.stop()
+    assert published[-1] == "" and host.ledger is None and host.address == ""
+    host.stop()  # idempotent
+    assert published.count("") == 1
