@@ -4,7 +4,8 @@ deadline per call; ``ArbitratedBinder`` is the scheduler's Binder for a sharded 
 first, then the API bind through the wrapped binder (the existing APIBinder). A rejection, an arbiter
 that cannot be reached, or no arbiter at all is an unsuccessful Status, which the scheduler's
 failed-bind path turns into forget + Unreserve + requeue with backoff; an API bind that fails after the
-arbiter accepted gives the room back (Forget).
+arbiter accepted gives the room back (Forget). ``LocalFirstArbiter`` lets the shard hosting the arbiter
+ask its ledger in-process.
 Imports: grpc, apis.pod, proto.koord.v1 (shardbinder), scheduler.framework.status, scheduler.shards
 (arbiter, ledger, service), the standard library.
 """
@@ -29,7 +30,13 @@ from scheduler.shards.arbiter import BindRequest, request_of
 from scheduler.shards.ledger import Decision
 from scheduler.shards.service import to_message
 
-__all__ = ["ArbiterClient", "ArbiterUnavailableError", "ArbitratedBinder", "CoalescingArbiter"]
+__all__ = [
+    "ArbiterClient",
+    "ArbiterUnavailableError",
+    "ArbitratedBinder",
+    "CoalescingArbiter",
+    "LocalFirstArbiter",
+]
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +174,29 @@ class _Arbiter(Protocol):
     def bind(self, req: BindRequest) -> Decision: ...
 
     def forget(self, uid: str, shard: str = "") -> bool: ...
+
+
+class _Ledger(Protocol):
+    def bind(self, req: BindRequest) -> Decision: ...
+
+    def forget(self, uid: str) -> bool: ...
+
+
+class LocalFirstArbiter:
+    """The shard hosting the arbiter asks its own ledger in-process (no gRPC round trip); the others,
+    and this one when it does not host it, go through ``remote``. ``local()`` is the hosted ledger or
+    None (``ArbiterHost.ledger``)."""
+
+    def __init__(self, local: Callable[[], _Ledger | None], remote: _Arbiter) -> None:
+        self._local, self.remote = local, remote
+
+    def bind(self, req: BindRequest) -> Decision:
+        led = self._local()
+        return led.bind(req) if led is not None else self.remote.bind(req)
+
+    def forget(self, uid: str, shard: str = "") -> bool:
+        led = self._local()
+        return led.forget(uid) if led is not None else self.remote.forget(uid, shard)
 
 
 class ArbitratedBinder:

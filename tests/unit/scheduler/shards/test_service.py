@@ -18,6 +18,7 @@ from scheduler.shards.client import (
     ArbiterUnavailableError,
     ArbitratedBinder,
     CoalescingArbiter,
+    LocalFirstArbiter,
 )
 from scheduler.shards.host import ArbiterHost
 from scheduler.shards.ledger import Ledger
@@ -194,3 +195,20 @@ def test_arbiter_host_serves_while_leading_and_withdraws() -> None:
     assert published[-1] == "" and host.ledger is None and host.address == ""
     host.stop()  # idempotent
     assert published.count("") == 1
+
+
+def test_local_first_arbiter_skips_grpc_on_the_host() -> None:
+    ledger = Ledger()
+    ledger.set_node(node("n0", cpu="1"))
+    hosted: list[Ledger | None] = [ledger]
+    remote = ArbiterClient(lambda: "127.0.0.1:1", timeout=0.3)  # unreachable: must not be asked
+    arb = LocalFirstArbiter(lambda: hosted[0], remote)
+    try:
+        assert arb.bind(request_of(pod("a", "ua"), "n0", "s")).accepted
+        assert not arb.bind(request_of(pod("b", "ub"), "n0", "s")).accepted
+        assert arb.forget("ua") and ledger.pending() == 0
+        hosted[0] = None  # no longer the host: remote, which fails here
+        with pytest.raises(ArbiterUnavailableError):
+            arb.bind(request_of(pod("b", "ub"), "n0", "s"))
+    finally:
+        remote.close()
