@@ -28,6 +28,7 @@ from apis.pod import is_terminated, pod_key
 from scheduler.framework.snapshot import NodeInfo, PodInfo, Snapshot
 
 Clock = Callable[[], float]
+NODE_LOG_LIMIT = 4096  # node joins and leaves remembered for snapshots synced since (at least)
 
 
 @dataclass(slots=True)
@@ -64,6 +65,10 @@ class SchedulerCache:
         self._infos: OrderedDict[str, NodeInfo] = OrderedDict()
         self._known: set[str] = set()  # names of nodes the informer reported
         self._node_set_version = 0  # bumped whenever `_known` changes
+        # The node whose membership changed at each version from `_node_log_base` on: a snapshot
+        # synced since then learns which nodes joined or left in O(changes)
+        self._node_log: list[str] = []
+        self._node_log_base = 0
         self._pods: dict[str, _PodState] = {}
         self._assumed: set[str] = set()
         # snapshot -> (generation, node set version, layout) it was last synced at
@@ -105,7 +110,7 @@ class SchedulerCache:
             info.set_node(node, self._next_generation(info))
             if name not in self._known:
                 self._known.add(name)
-                self._node_set_version += 1
+                self._log_node(name)
 
     def update_node(self, node: Node) -> None:
         self.add_node(node)
@@ -117,12 +122,32 @@ class SchedulerCache:
             if name not in self._known:
                 return
             self._known.discard(name)
-            self._node_set_version += 1
+            self._log_node(name)
             info = self._infos[name]
             if info.pods:
                 info.set_node({"metadata": {"name": name}}, self._next_generation(info))
             else:
                 del self._infos[name]
+
+    def _log_node(self, name: str) -> None:
+        self._node_set_version += 1
+        self._node_log.append(name)
+        if len(self._node_log) > 2 * NODE_LOG_LIMIT:  # snapshots synced before the cut use a set difference
+            del self._node_log[:NODE_LOG_LIMIT]
+            self._node_log_base += NODE_LOG_LIMIT
+
+    def _node_set_changes(self, snapshot: Snapshot, since: int) -> tuple[list[str], list[str]]:
+        """The known nodes `snapshot` lacks and the nodes it holds that are no longer known, sorted (so
+        the snapshot's draws repeat): from the log of changes since version `since` when it reaches
+        back that far, else by set difference (O(nodes), in C)."""
+        held = snapshot.index
+        if since >= self._node_log_base:
+            touched = set(self._node_log[since - self._node_log_base :])
+            joined = [n for n in touched if n in self._known and n not in held]
+            left = [n for n in touched if n not in self._known and n in held]
+        else:
+            joined, left = list(self._known.difference(held)), list(held.keys() - self._known)
+        return sorted(joined), sorted(left)
 
     # --- pods: informer path -------------------------------------------------------------------
 
@@ -251,8 +276,8 @@ class SchedulerCache:
 
         NodeInfos changed since this snapshot's last sync are found by walking the generation-ordered
         NodeInfos back from the newest — O(changed) — and re-copied (`snapshot.refresh`). When nodes
-        joined or left since, the difference between the snapshot's node set and the cache's (a set
-        difference in C) goes to `snapshot.apply_nodes`, which moves O(1) rows per node. A snapshot
+        joined or left since, those nodes (from the log of node-set changes: O(changes)) go to
+        `snapshot.apply_nodes`, which moves O(1) rows per node. A snapshot
         never synced here (or rebuilt by someone else) is rebuilt from every known node, rows in a
         random order drawn from its own generator, so they are a uniform permutation from the start
         (docs/scheduler-scale.md#node-list). The snapshot gets *copies* of the NodeInfos
@@ -271,13 +296,12 @@ class SchedulerCache:
                     if info.name in self._known:
                         changed.append(info)
                 if synced[1] != self._node_set_version:
-                    held = snapshot.index.keys()
-                    joined = self._known - held
-                    left = sorted(held - self._known)
+                    joined, left = self._node_set_changes(snapshot, synced[1])
+                    new = set(joined)
                     snapshot.apply_nodes(
-                        [copy_node_info(self._infos[n]) for n in sorted(joined)],
+                        [copy_node_info(self._infos[n]) for n in joined],
                         left,
-                        [copy_node_info(i) for i in changed if i.name not in joined],
+                        [copy_node_info(i) for i in changed if i.name not in new],
                     )
                 elif changed:
                     snapshot.refresh([copy_node_info(i) for i in changed])

@@ -39,15 +39,18 @@ class RowChange:
     n: int
 
     def array(self, old: npt.NDArray[Any], fill: Any = 0) -> npt.NDArray[Any]:
-        """`old` (rows on its last axis) in the new layout; new rows hold `fill`. O(n) in C."""
-        out = old.take(np.maximum(self.take, 0), axis=-1) if old.shape[-1] else self._empty(old)
+        """`old` (rows on its last axis) in the new layout (a new array); new rows hold `fill`. O(n) in
+        C: the rows that stay put are copied as one block (several times faster than a gather of
+        every row), then the moved ones."""
+        out = np.empty((*old.shape[:-1], self.n), old.dtype)
+        keep = min(old.shape[-1], self.n)
+        out[..., :keep] = old[..., :keep]
+        if self.moves:
+            olds, news = zip(*self.moves, strict=True)
+            out[..., list(news)] = old[..., list(olds)]
         if self.added:
             out[..., list(self.added)] = fill
         return out
-
-    def _empty(self, old: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        # nothing to take from (every row is new): `take` would index an empty axis
-        return np.zeros((*old.shape[:-1], self.n), old.dtype)
 
     def list(self, old: list[Any], fill: Any = None) -> None:
         """Moves `old`'s items to the new layout in place, O(moves + added + removed): every moved

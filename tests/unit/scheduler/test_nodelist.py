@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import scheduler.cache as cache_mod
 from apis.kubeobjects import Node, Pod
 from scheduler.cache import SchedulerCache
 from scheduler.framework.rows import RowChange, move_rows
@@ -242,3 +243,30 @@ def test_the_cache_shuffles_first_then_moves_rows_in_place() -> None:
     assert len(moved) <= 2 and plain.values == again.names and plain.rebuilds == 2
     assert again.pod_count[again.index["n5"]] == 1 and again.layout > 1
     assert_consistent(again, {i.name: i for i in again.infos})
+
+
+@pytest.mark.parametrize("limit", [1, 3, 1000])
+def test_the_cache_finds_joins_and_leaves_from_its_log_or_by_set_difference(
+    monkeypatch: pytest.MonkeyPatch, limit: int
+) -> None:
+    """A snapshot synced after the log was cut falls back to a set difference: same rows either way."""
+    monkeypatch.setattr(cache_mod, "NODE_LOG_LIMIT", limit)
+    rng = random.Random(limit)
+    cache = SchedulerCache()
+    often, rarely = Snapshot(seed=1), Snapshot(seed=2)
+    for step in range(120):
+        name = rng.choice(NAMES)
+        if rng.random() < 0.5:
+            cache.add_node(node(name, label=f"s{step}"))
+        else:
+            cache.remove_node(name)
+        cache.update_snapshot(often)
+        if step % 9 == 0:
+            cache.update_snapshot(rarely)
+    cache.update_snapshot(rarely)
+    known = {n["metadata"]["name"]: n for n in cache.list_nodes()}
+    for snap in (often, rarely):
+        assert sorted(snap.names) == sorted(known)
+        assert all(snap.infos[snap.index[n]].node is known[n] for n in known)
+        assert_consistent(snap, {i.name: i for i in snap.infos})
+    assert len(cache._node_log) <= 2 * limit
