@@ -134,8 +134,9 @@ class RowView(Protocol):
 class ResizableRowView(RowView, Protocol):
     """A `RowView` that follows nodes added and removed in place. `resize` puts the view's row-aligned
     data in the new layout (`change.array`/`change.list` do the moving) and drops what the removed rows
-    contributed; the snapshot then calls `refresh(snapshot, change.added)`. A view without `resize`
-    is rebuilt instead (correct, O(n))."""
+    contributed; the snapshot then calls `refresh` with `change.added` (joined, in one call with the
+    rows re-copied in the same update, ascending). A view without `resize` is rebuilt instead
+    (correct, O(n)). docs/scheduler-scale.md#node-list"""
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None: ...
 
