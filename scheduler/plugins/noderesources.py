@@ -44,7 +44,7 @@ noderesources_args, noderesources_scoring).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Self
 
@@ -99,6 +99,44 @@ def pre_filter_state(pod: Pod) -> PreFilterState:
     return PreFilterState(hit[0], dict(hit[1]))
 
 
+def fit_failures(
+    checked: Sequence[tuple[str, int]],
+    n: int,
+    allocatable: Callable[[str], IntArray | None],
+    requested: Callable[[str], IntArray],
+    pod_count: IntArray,
+    pods_allocatable: IntArray,
+) -> list[tuple[str, BoolArray]]:
+    """The Filter's rule over `n` nodes, each reason with the nodes it fails (reason order): ``Too many
+    pods`` where ``pod_count + 1 > pods_allocatable``, ``Insufficient <r>`` where ``allocatable(r) <
+    requested(r) + request`` in Go's wrapping int64 (``allocatable(r)`` None: no node has ``r``, so
+    every node fails when the pod requests it). The one form of the rule: the Filter, preemption's
+    pruning (the node less its lower-priority pods) and victim search, and the shards' arbiter
+    (`insufficient`, one node) all call it."""
+    out = [(REASON_TOO_MANY_PODS, pod_count + 1 > pods_allocatable)]
+    for r, v in checked:
+        a = allocatable(r)
+        out.append((f"Insufficient {r}", np.full(n, v > 0, np.bool_) if a is None else a < requested(r) + v))
+    return out
+
+
+def insufficient(
+    allocatable: Mapping[str, int],
+    requested: Mapping[str, int],
+    pods: int,
+    checked: Sequence[tuple[str, int]],
+) -> list[str]:
+    """`fit_failures` on one node given as dicts (a resource it lacks has allocatable 0): the reasons
+    it fails, in order; empty when the pod fits."""
+
+    def one(m: Mapping[str, int]) -> Callable[[str], IntArray]:
+        return lambda r: np.array([m.get(r, 0)], np.int64)
+
+    pods_alloc = np.array([allocatable.get("pods", 0)], np.int64)
+    found = fit_failures(checked, 1, one(allocatable), one(requested), np.array([pods], np.int64), pods_alloc)
+    return [reason for reason, failed in found if failed[0]]
+
+
 def ignored(name: str, args: FitArgs) -> bool:
     """Whether ``ignoredResources``/``ignoredResourceGroups`` skip ``name`` (extended resources only)."""
     if not is_extended_resource(name):
@@ -146,14 +184,15 @@ class NodeResourcesFit:
             return FilterResult(np.zeros(n, np.int32), (s,))
         alloc, requested, col = snapshot.allocatable, snapshot.requested, snapshot.col
         pods = col.get("pods")
-        reasons = [REASON_TOO_MANY_PODS]
-        masks: list[BoolArray] = [snapshot.pod_count + 1 > (alloc[pods] if pods is not None else 0)]
-        for r, v in s.checked:
-            j = col.get(r)
-            reasons.append(f"Insufficient {r}")
-            # A resource no node has: allocatable and requested 0 everywhere.
-            # Go's int64 `allocatable < request + requested`, wrapping as Go's does near the limits.
-            masks.append(np.full(n, v > 0, np.bool_) if j is None else alloc[j] < requested[j] + v)
+        found = fit_failures(
+            s.checked, n,
+            lambda r: alloc[col[r]] if r in col else None,
+            lambda r: requested[col[r]],
+            snapshot.pod_count,
+            alloc[pods] if pods is not None else np.zeros(n, np.int64),
+        )  # fmt: skip
+        reasons = [reason for reason, _ in found]
+        masks: list[BoolArray] = [m for _, m in found]
         failed = masks[0].copy()
         for m in masks[1:]:
             failed |= m

@@ -17,11 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from apis.gonum import wrap_int64
 from apis.kubeobjects import Pod
 from apis.pod import pod_key
 from scheduler.framework.snapshot import NodeInfo
-from scheduler.plugins.noderesources import REASON_TOO_MANY_PODS, pre_filter_state
+from scheduler.plugins.noderesources import insufficient, pre_filter_state
 
 __all__ = ["BindRequest", "checked_of", "decide", "request_of"]
 
@@ -60,11 +59,7 @@ def decide(row: NodeInfo | None, requests: Mapping[str, int], checked: tuple[str
     their summed requests), else ``(False, reasons)`` with Fit's reasons joined by ``", "``."""
     if row is None or not row.node:
         return False, REASON_UNKNOWN_NODE
-    alloc, requested = row.allocatable, row.requested
-    reasons: list[str] = []
-    if len(row.pods) + 1 > alloc.get("pods", 0):
-        reasons.append(REASON_TOO_MANY_PODS)
-    for r in checked:
-        if alloc.get(r, 0) < wrap_int64(requested.get(r, 0) + requests.get(r, 0)):
-            reasons.append(f"Insufficient {r}")
+    reasons = insufficient(
+        row.allocatable, row.requested, len(row.pods), [(r, requests.get(r, 0)) for r in checked]
+    )
     return (False, ", ".join(reasons)) if reasons else (True, "")

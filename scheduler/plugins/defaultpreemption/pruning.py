@@ -25,7 +25,7 @@ from scheduler.framework.nominated import priority
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.defaultpreemption.freeable import VIEW_KEY, FreeableView
-from scheduler.plugins.noderesources import PRE_FILTER_KEY, NodeResourcesFit, PreFilterState
+from scheduler.plugins.noderesources import PRE_FILTER_KEY, NodeResourcesFit, PreFilterState, fit_failures
 
 
 def freeable_view(snapshot: Snapshot) -> FreeableView:
@@ -53,19 +53,22 @@ def hopeless(fw: Framework, state: CycleState, pod: Pod, snapshot: Snapshot) -> 
         return out
     alloc, requested, col = snapshot.allocatable, snapshot.requested, snapshot.col
     pods = col.get("pods")
-    out |= snapshot.pod_count - lower + 1 > (alloc[pods] if pods is not None else 0)
+    pods_alloc = alloc[pods] if pods is not None else np.zeros(snapshot.n, np.int64)
     checked = fit_checks(fw, state)
-    if checked is None:  # Fit's PreFilter did not run: prune on the pod count only
-        return out
-    for r, v in checked:
-        j = col.get(r)
-        if j is None:  # no node has the resource: Fit rejects every node when the pod requests it
-            if v > 0:
-                out[:] = True
-            continue
+
+    def after(r: str) -> IntArray:  # the node's requests without its lower-priority pods
         j_free = view.col.get(r)
-        after = requested[j] - free[j_free] if j_free is not None else requested[j]
-        out |= alloc[j] < after + v  # Fit's int64 test on the node without its lower-priority pods
+        row: IntArray = requested[col[r]]
+        return row - free[j_free] if j_free is not None else row
+
+    # Fit's rule on every node without its lower-priority pods (Fit's PreFilter did not run: the pod
+    # count only)
+    found = fit_failures(
+        checked or (), snapshot.n, lambda r: alloc[col[r]] if r in col else None, after,
+        snapshot.pod_count - lower, pods_alloc,
+    )  # fmt: skip
+    for _, failed in found:
+        out |= failed
     return out
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from apis.gonum import wrap_int64
 from apis.pod import parse_time, status
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Pod
@@ -31,6 +30,7 @@ from scheduler.framework.nominated import (
 from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import NodeInfo, PodInfo
 from scheduler.plugins.defaultpreemption.pdb import PDB, filter_pods_with_pdb_violation
+from scheduler.plugins.noderesources import insufficient
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +62,7 @@ def importance_order(pods: Iterable[Pod], now: float) -> list[Pod]:
 def fit_holds(info: NodeInfo, fit: Sequence[tuple[str, int]]) -> bool:
     """Whether NodeResourcesFit's Filter could pass on `info` (nominated pods only add usage): one
     more pod allowed, and for each checked resource ``allocatable >= request + requested`` (Go's int64)."""
-    alloc, requested = info.allocatable, info.requested
-    if len(info.pods) + 1 > alloc.get("pods", 0):
-        return False
-    return all(alloc.get(r, 0) >= wrap_int64(v + requested.get(r, 0)) for r, v in fit)  # Fit's int64 test
+    return not insufficient(info.allocatable, info.requested, len(info.pods), fit)
 
 
 def select_victims_on_node(
