@@ -1,6 +1,7 @@
 """Scheduler throughput: N nodes with NodeMetrics and P pending pods through the real scheduling loop
 (queue, incremental snapshot, default profile, Reserve, assume, bind pool) with an in-process binder
-that records decisions. Every node is filtered and scored for every pod (no sampling).
+that records decisions. Every node is filtered and scored for every pod (no sampling). The nodes,
+NodeMetrics and pods come from bench/_scheduler_world.py (shared with bench/scheduler_scale.py).
 
 The oracle scheduler (tests/oracles: every plugin's readable per-node form, run node by node by the
 same Framework) is too slow for all P pods, so it runs from an identical start over the first
@@ -20,15 +21,16 @@ import random
 import sys
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # the oracles live under tests/
     sys.path.insert(0, str(REPO))
 
+from apis.kubeobjects import Node, Pod  # noqa: E402
 from apis.nodemetric import NodeMetric  # noqa: E402
+from bench._scheduler_world import NOW, make_world  # noqa: E402
 from scheduler.cache import SchedulerCache  # noqa: E402
 from scheduler.framework.status import Status  # noqa: E402
 from scheduler.queue import SchedulingQueue  # noqa: E402
@@ -36,97 +38,16 @@ from scheduler.registry import Handle, build_framework, default_profile  # noqa:
 from scheduler.scheduler import Decision, Scheduler, freeze_heap  # noqa: E402
 from tests.oracles.framework import oracle_framework  # noqa: E402
 
-NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
-GI = 1024**3
-
 
 class RecordingBinder:
     def __init__(self) -> None:
         self.bound: dict[str, str] = {}
         self.lock = threading.Lock()
 
-    def bind(self, pod: dict[str, Any], node: str) -> Status:
+    def bind(self, pod: Pod, node: str) -> Status:
         with self.lock:
             self.bound[pod["metadata"]["name"]] = node
         return Status.success()
-
-
-def make_world(
-    n_nodes: int, n_pods: int, seed: int
-) -> tuple[list[dict[str, Any]], list[NodeMetric], list[dict[str, Any]]]:
-    rnd = random.Random(seed)
-    nodes, metrics = [], []
-    stamp = NOW.timestamp() - 20
-    for i in range(n_nodes):
-        name = f"node-{i:05d}"
-        cpu, mem = rnd.choice([(32, 128), (64, 256), (16, 64)])
-        nodes.append(
-            {
-                "metadata": {"name": name, "labels": {"zone": f"z{i % 3}", "kubernetes.io/hostname": name}},
-                "spec": {},
-                "status": {
-                    "allocatable": {
-                        "cpu": str(cpu),
-                        "memory": f"{mem}Gi",
-                        "pods": "110",
-                        "kubernetes.io/batch-cpu": str(cpu * 400),
-                        "kubernetes.io/batch-memory": f"{mem // 3}Gi",
-                    }
-                },
-            }
-        )
-        used_cpu = int(cpu * 1000 * rnd.uniform(0.05, 0.55))
-        used_mem = int(mem * GI * rnd.uniform(0.1, 0.7))
-        metrics.append(
-            NodeMetric.from_dict(
-                {
-                    "metadata": {"name": name},
-                    "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 60}},
-                    "status": {
-                        "updateTime": datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                        "nodeMetric": {
-                            "nodeUsage": {"resources": {"cpu": f"{used_cpu}m", "memory": str(used_mem)}}
-                        },
-                    },
-                }
-            )
-        )
-    pods = []
-    for k in range(n_pods):
-        batch = k % 3 == 0
-        cpu_m = rnd.choice([100, 250, 500, 1000, 2000])
-        mem_mi = rnd.choice([128, 256, 512, 1024, 2048])
-        if batch:
-            res = {
-                "requests": {
-                    "kubernetes.io/batch-cpu": str(cpu_m),
-                    "kubernetes.io/batch-memory": f"{mem_mi}Mi",
-                }
-            }
-            extra = {"priorityClassName": "koord-batch", "priority": 5000}
-        else:
-            res = {
-                "requests": {"cpu": f"{cpu_m}m", "memory": f"{mem_mi}Mi"},
-                "limits": {"cpu": f"{cpu_m * 2}m", "memory": f"{mem_mi}Mi"},
-            }
-            extra = {"priority": 9000}
-        pods.append(
-            {
-                "metadata": {
-                    "name": f"pod-{k:05d}",
-                    "namespace": "bench",
-                    "uid": f"uid-{k:05d}",
-                    "labels": {},
-                },
-                "spec": {
-                    "schedulerName": "koord-scheduler",
-                    "containers": [{"name": "c", "resources": res}],
-                    **extra,
-                },
-                "status": {"phase": "Pending"},
-            }
-        )
-    return nodes, metrics, pods
 
 
 def run(
@@ -145,7 +66,7 @@ def run(
     la = next(p for p in fw.plugins if p.name == "LoadAwareScheduling")
     cache = SchedulerCache(clock=clock)
     for node in nodes:
-        cache.add_node(node)
+        cache.add_node(cast(Node, node))
     for m in metrics:
         la.on_node_metric(m.metadata["name"], m)  # type: ignore[attr-defined]
     decisions: list[Decision] = []
@@ -162,7 +83,7 @@ def run(
     )
     freeze_heap()  # as SchedulerService.start does once its informers have synced
     for pod in pods:
-        queue.add(pod)
+        queue.add(cast(Pod, pod))
     order: list[tuple[str, str | None]] = []
     t0 = time.perf_counter()
     for _ in range(len(pods)):
