@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
@@ -48,6 +45,7 @@ from scheduler.framework.interfaces import (
     ScoreAllPlugin,
     ScorePlugin,
 )
+from scheduler.framework.results import Rejections, RowNames, ScheduleResult, fit_error_message, select_best
 from scheduler.framework.sampling import filter_window, num_feasible_nodes_to_find
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
@@ -55,59 +53,7 @@ from scheduler.framework.status import Code, Status
 if TYPE_CHECKING:  # nominated.py builds on this module
     from scheduler.framework.nominated import NominatedPods
 
-
-@dataclass(frozen=True, slots=True)
-class Rejections:
-    """Which nodes the filters rejected and why, kept as arrays: `which[i]` indexes `statuses` (-1 =
-    not rejected). Expanding it to a per-node dict costs O(rejected), so that happens only on demand."""
-
-    which: npt.NDArray[np.int32]
-    statuses: tuple[Status, ...]
-    names: Sequence[str]
-
-    @classmethod
-    def none(cls, names: Sequence[str] = ()) -> Rejections:
-        return cls(np.full(len(names), -1, np.int32), (), names)
-
-    def as_dict(self) -> dict[str, Status]:
-        return {self.names[int(i)]: self.statuses[self.which[i]] for i in np.flatnonzero(self.which >= 0)}
-
-    def _used(self) -> list[Status]:
-        return [self.statuses[k] for k in np.unique(self.which[self.which >= 0]).tolist()]
-
-    def plugins(self) -> set[str]:
-        """Plugins that rejected at least one node."""
-        return {st.plugin for st in self._used()}
-
-    def first_error(self) -> Status | None:
-        if not any(st.code == Code.ERROR for st in self.statuses):
-            return None
-        return next((st for st in self._used() if st.code == Code.ERROR), None)
-
-
-@dataclass(slots=True)
-class ScheduleResult:
-    """`node` is the chosen node, or None with `status` saying why (per-node reasons in `rejections`)."""
-
-    node: str | None
-    status: Status
-    feasible: int = 0
-    evaluated: int = 0
-    rejections: Rejections = field(default_factory=Rejections.none)
-    nominated: str | None = None  # node a PostFilter plugin nominated the pod to
-
-    @property
-    def diagnosis(self) -> dict[str, Status]:
-        return self.rejections.as_dict()
-
-
-def fit_error_message(num_nodes: int, statuses: Iterable[Status]) -> str:
-    """kube-scheduler's FitError text: reasons counted over nodes, `"<count> <reason>"` sorted."""
-    hist: Counter[str] = Counter()
-    for st in statuses:
-        hist.update(st.reasons)
-    parts = sorted(f"{count} {reason}" for reason, count in hist.items())
-    return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
+__all__ = ["Framework", "Rejections", "ScheduleResult", "fit_error_message", "select_best"]
 
 
 class Framework:
@@ -290,7 +236,7 @@ class Framework:
             return ScheduleResult(None, st, len(feasible), evaluated, rejections)
         scores = self.score_all(state, pod, snapshot, feasible)
         names = snapshot.names
-        best = int(feasible[select_best(scores, self.rng, _Rows(names, feasible))])
+        best = int(feasible[select_best(scores, self.rng, RowNames(names, feasible))])
         return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), evaluated, rejections)
 
     def _filter_every(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> tuple[IntArray, Rejections]:
@@ -409,33 +355,6 @@ class _Points:
                 )
             out.append(p)
         return out
-
-
-def select_best(scores: IntArray, rng: random.Random | None, names: Sequence[str] | None = None) -> int:
-    """The index of a highest score: uniformly among equal ones with `rng` (one draw, and only when
-    there is a tie), else the first. `names[k]` names the node of `scores[k]`: tied nodes are then
-    taken in name order, so the choice does not depend on the order of the snapshot's rows (which
-    follow the node list, docs/architecture.md#ties-between-nodes)."""
-    first = int(np.argmax(scores))
-    ties = np.flatnonzero(scores == scores[first])
-    if len(ties) == 1:
-        return first
-    if names is not None:
-        ties = np.array(sorted(ties.tolist(), key=lambda k: names[k]), np.int64)
-    return int(ties[0]) if rng is None else int(ties[rng.randrange(len(ties))])
-
-
-class _Rows(Sequence[str]):
-    """`names[rows[k]]` as a sequence, without building the list (only tied entries are read)."""
-
-    def __init__(self, names: Sequence[str], rows: IntArray) -> None:
-        self.names, self.rows = names, rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, k: Any) -> Any:
-        return self.names[int(self.rows[k])]
 
 
 def _filter_rows(
