@@ -135,7 +135,9 @@ class InProcessPreemptionAPI:
 
 def scheduling_loop(sched: Scheduler, stop: threading.Event, rec: Recorder, profile: str | None) -> None:
     """SchedulerService.run's loop (scheduler/main.py), marking this thread's CPU at the window's edges."""
-    prof = cProfile.Profile() if profile else None
+    # The thread's own CPU time, not wall time: waits for the GIL or the lock held by the informer
+    # would otherwise be charged to whatever function was running.
+    prof = cProfile.Profile(time.thread_time) if profile else None
     if prof is not None:
         prof.enable()
     ticks = 0
@@ -195,6 +197,8 @@ def run(cfg: Settings) -> dict[str, Any]:
     if cfg.percentage is not None:
         profile = dataclasses.replace(profile, percentage_of_nodes_to_score=cfg.percentage)
     fw = build_framework(profile, Handle(), rng=random.Random(cfg.seed))
+    if cfg.percentage is not None and getattr(fw, "percentage", None) != cfg.percentage:
+        raise SystemExit("--percentage: this Framework does not take percentageOfNodesToScore")
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
     rec = Recorder()
     informer = Informer()
