@@ -4,7 +4,9 @@ A rule's result over every row depends on its input (a pod's requests, estimate,
 data. ``RowResults`` keeps one result array per recent input key; the view that owns the rows reports
 each row it rewrites (``changed``), and an entry read after such changes has exactly those rows
 recomputed by the same rule, over just those rows. Every value therefore equals a fresh evaluation.
-Imports: numpy.
+When nodes join or leave in place (``resize``, a snapshot ``RowChange``) every entry and the pending
+rows follow the new layout; the owner then reports the new rows as changed.
+Imports: numpy, scheduler.framework.rows (RowChange).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
+
+from scheduler.framework.rows import RowChange
 
 Rows = npt.NDArray[np.intp]
 #: ``rule(None)`` evaluates every row; ``rule(rows)`` only ``rows`` (ascending, distinct), in that order;
@@ -26,6 +30,7 @@ class RowResults:
     """Result arrays by input key, least recently used dropped beyond ``limit``."""
 
     def __init__(self, n: int, budget: int = 4_000_000) -> None:
+        self.budget = budget
         self.limit = max(4, min(64, budget // max(n, 1)))  # entries of n values each
         self.entries: dict[Hashable, tuple[npt.NDArray[Any], int]] = {}  # key → (values, log length)
         self.log: list[int] = []
@@ -40,6 +45,28 @@ class RowResults:
             self.log.extend(rows)
             if len(self.log) > LOG_LIMIT:
                 self.reset()
+
+    def resize(self, change: RowChange) -> None:
+        """Nodes joined or left: every entry moves to the new layout (new rows hold 0 until the owner
+        reports them changed) and the pending rows are renumbered, those of removed rows dropped."""
+        self.limit = max(4, min(64, self.budget // max(change.n, 1)))
+        while len(self.entries) > self.limit:
+            del self.entries[next(iter(self.entries))]
+        if not self.entries:
+            self.log.clear()
+            return
+        seen_of: npt.NDArray[np.int64] | None = None
+        if self.log:
+            new_of = np.full(change.old_n, -1, np.int64)  # old row -> new row (-1: removed)
+            kept = change.take >= 0
+            new_of[change.take[kept]] = np.flatnonzero(kept)
+            mapped = new_of[np.array(self.log, np.int64)]
+            survives = mapped >= 0
+            # an entry had seen the first `seen` log items: it has seen as many of the kept ones
+            seen_of = np.concatenate(([0], np.cumsum(survives)))
+            self.log = mapped[survives].tolist()
+        for key, (values, seen) in self.entries.items():
+            self.entries[key] = (change.array(values, 0), 0 if seen_of is None else int(seen_of[seen]))
 
     def get(self, key: Hashable, rule: Rule) -> npt.NDArray[Any]:
         """The result of ``rule`` for ``key`` over every row (kept: callers must not modify it)."""

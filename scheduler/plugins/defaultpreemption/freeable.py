@@ -16,6 +16,9 @@ columns) chooses the levels afresh.
 The snapshot tells a view which rows changed, not which pods: each row keeps the ids of the PodInfos
 it counted, a refresh compares them with the row's pods (dict and set operations in C, over the pods
 of the changed rows only) and applies the difference: O(1) item updates per pod added or removed.
+Nodes joining or leaving in place (``resize``) move the rows' sums (one numpy take) and keep the levels:
+a removed node's pods leave as if deleted one by one (a level may be left empty or marked inexact with
+one priority left: still an upper bound, as after any refresh); a new node's pods come by `refresh`.
 Imports: standard library, numpy, scheduler.framework.
 """
 
@@ -28,6 +31,7 @@ from typing import Final
 import numpy as np
 
 from scheduler.framework.nominated import priority
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import I64, PodInfo, Snapshot
 
 MAX_LEVELS: Final = 32
@@ -91,6 +95,14 @@ class FreeableView:
                 pi = pods[key]
                 self._add(i, pi, priority(pi.pod))
             self._ids[i] = ids
+        self._changed()
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        self.sums = change.array(self.sums, 0)
+        change.list(self._counted)
+        change.list(self._ids)
+        for i in change.added:
+            self._counted[i], self._ids[i] = {}, {}
         self._changed()
 
     # -- queries -------------------------------------------------------------------------------------

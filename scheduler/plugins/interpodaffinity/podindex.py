@@ -10,6 +10,8 @@ date row by row, so a cycle costs O(distinct terms) plus O(matching pods), never
   ``PodsWithAffinity``). Pods of one workload share their terms, so a group is tested against the
   incoming pod once and its rows counted in one numpy call.
 A re-copied row re-parses only the pods whose object changed (pod objects are replaced, never mutated).
+Nodes joining or leaving in place (``resize``) cost the removed rows' pods (they leave every index) and
+the moved rows' pods (their entries follow the row), never a pass over the cluster.
 Imports: numpy, scheduler.framework, scheduler.plugins.interpodaffinity.terms.
 """
 
@@ -23,6 +25,7 @@ import numpy as np
 
 from apis.labelselector import OP_EXISTS, OP_IN
 from scheduler.framework.interfaces import IntArray, Pod
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
@@ -104,6 +107,19 @@ class PodIndex:
             for key, pi in pods.items():
                 if key not in current:
                     self._add(self._entry(key, i, pi.pod, None))
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        for r in change.removed:
+            for e in list(self.rows[r].values()):
+                self._remove(e)
+        for old, new in change.moves:
+            for e in self.rows[old].values():
+                e.row = new
+                for g in _groups_of(e.terms):
+                    self._rows.pop(g, None)  # its cached rows hold the old row
+        change.list(self.rows)
+        for i in change.added:
+            self.rows[i] = {}
 
     @staticmethod
     def _entry(key: str, row: int, pod: Pod, old: Existing | None) -> Existing:

@@ -11,7 +11,8 @@ value has magnitude at most ``EXACT_LIMIT`` and capacities and usages are non-ne
 int64 sums and float64 conversions equal Go's and Python's, and, for an estimate that is ``exact`` too,
 every result is a small integer (a Filter code, a score in [0, 100]) that ``RESULT_DTYPE`` holds. Such
 rows are all but a few; the others (``big``) are evaluated from a Python-int ``Block`` of just those
-rows, by the same rules.
+rows, by the same rules. Nodes joining or leaving in place (``resize``) move the arrays (numpy takes)
+and the rows' lists (O(moved rows)); the new rows are derived by the snapshot's ``refresh``.
 Imports: the standard library, numpy, scheduler.framework.snapshot, scheduler.plugins.loadaware.
 """
 
@@ -27,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework.rowresults import RowResults
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.assign_cache import AssignCache
@@ -174,6 +176,17 @@ class Block:
         out._views()
         return out
 
+    def resize(self, change: RowChange) -> None:
+        """The rows in ``change``'s layout (new rows zero: the caller writes them)."""
+        self.n = change.n
+        self.ints, self.bools = change.array(self.ints, 0), change.array(self.bools, False)
+        self.update_time = change.array(self.update_time, math.nan)
+        self.flags = change.array(self.flags, False)
+        self._views()
+        self.has_node_metric, self.no_update_time = self.flags[0], self.flags[3]
+        self.active = [self.flags[1], self.flags[2]]
+        self._expired = None
+
     def write(self, i: int, x: Row) -> None:
         """Row ``i`` (of an int64 block)."""
         self.ints[:, i] = _ints(x, True)
@@ -278,6 +291,22 @@ class LoadRows:
         infos = snapshot.infos
         for i in rows:
             self._set(i, self._row(i, infos[i].name, infos[i].node))
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        """The rows follow the new layout; new rows hold a placeholder until ``refresh`` derives them."""
+        change.list(self.names, "")
+        for i in change.added:
+            self.names[i] = snapshot.names[i]
+        change.list(self._static)
+        zero = (0,) * len(self.resources)
+        change.list(self.rows, make_row(zero, (zero, zero), (False, False), (zero, zero), zero, zero,
+                                        False, False, math.nan))  # fmt: skip
+        if self.big:
+            new_of = {old: new for old, new in change.moves}
+            gone = set(change.removed)
+            self.big = sorted(new_of.get(i, i) for i in self.big if i not in gone)
+        self.block.resize(change)
+        self.results.resize(change)
 
     def refresh_names(self, snapshot: Snapshot, names: Iterable[str]) -> None:
         """Rows of nodes whose metric or assigned pods changed (names not in the snapshot are skipped)."""

@@ -7,7 +7,8 @@ cycle never scans every pod. ``counts(namespace, selector)`` is, for each row, t
 that namespace, not being deleted (no ``deletionTimestamp``), whose labels the selector matches — what
 kube-scheduler's ``countPodsMatchSelector``/``countMatchingPods`` compute node by node. The first call
 for a selector walks the pods of its narrowest posting list; later calls patch only the rows changed
-since (``RowResults``).
+since (``RowResults``). Nodes joining or leaving in place (``resize``) cost their own pods and the
+moved rows' pods, not a pass over the cluster.
 
 ``CodeColumn`` keeps ``fn(Node)`` as small integer codes per row (-1 for "": no value).
 Imports: numpy, apis (jsonfields, kubeobjects, labelselector), scheduler.framework.
@@ -26,6 +27,7 @@ from apis.kubeobjects import Node
 from apis.labelselector import OP_EXISTS, OP_IN, Requirement
 from scheduler.framework.listers import Requirements, labels_of, matches, namespace_of
 from scheduler.framework.rowresults import RowResults
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import PodInfo, Snapshot
 
 I64 = npt.NDArray[np.int64]
@@ -93,6 +95,23 @@ class PodIndex:
                 if key not in kept:
                     self._add(i, key, pi)
         self.results.changed(rows)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        """The removed rows' pods leave every index; the moved rows' pods follow their row."""
+        for r in change.removed:
+            for s, _ in self.rows[r].values():
+                if s >= 0:
+                    self._release(s)
+        slot_row = self.slot_row
+        for old, new in change.moves:
+            for s, _ in self.rows[old].values():
+                if s >= 0:
+                    slot_row[s] = new
+        change.list(self.rows)
+        for i in change.added:
+            self.rows[i] = {}
+        self.n = change.n
+        self.results.resize(change)
 
     def _add(self, row: int, key: str, info: PodInfo) -> None:
         pod = info.pod
@@ -228,3 +247,6 @@ class CodeColumn:
             self.codes[i] = self._code(snapshot.infos[i].node)
         if len(self.values) > 2 * snapshot.n + 64:
             self.rebuild(snapshot)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        self.codes = change.array(self.codes, -1)

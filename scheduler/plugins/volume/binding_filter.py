@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.volume.common import labels_of
 from scheduler.plugins.volume.matching import (
@@ -61,6 +62,10 @@ class LabelIndex:
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         for i in rows:
             self.codes[i] = self._code(snapshot.infos[i].node)
+        self._rows = None
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        self.codes = change.array(self.codes, -1)
         self._rows = None
 
     def rows_of(self, values: frozenset[str]) -> I64:

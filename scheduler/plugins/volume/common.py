@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from apis.jsonfields import as_mapping
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 
 Obj = Mapping[str, Any]
@@ -88,6 +89,19 @@ class PodVolumesView:
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         for i in rows:
             self._row(snapshot, i)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        """Rows follow nodes joining and leaving (O(moved rows)); new rows come by `refresh`."""
+        with_volumes = self.with_volumes
+        moved_in = [new for old, new in change.moves if old in with_volumes]
+        with_volumes.difference_update(change.removed)
+        with_volumes.difference_update(old for old, _ in change.moves)
+        with_volumes.update(moved_in)
+        with_volumes.difference_update(change.added)
+        change.list(self.rows)
+        change.list(self.derived)
+        for i in change.added:
+            self.rows[i], self.derived[i] = [], {}
 
 
 def pod_volumes_view(snapshot: Snapshot) -> PodVolumesView:

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.volumes import CSI_NODE, PV, PVC, STORAGE_CLASS, VolumeObjects, pvc_class
@@ -161,6 +162,14 @@ class _LimitsView:
         csi_nodes = self.volumes.objects(CSI_NODE)
         for i in rows:
             self._row(snapshot, i, csi_nodes)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        """Rows follow nodes joining and leaving; new rows come by `refresh`."""
+        change.list(self.rows)
+        for i in change.added:
+            self.rows[i] = {}
+        self.has_limits = change.array(self.has_limits, False)
+        self.arrays = {key: change.array(arr, -1) for key, arr in self.arrays.items()}
 
     def current(self, snapshot: Snapshot) -> _LimitsView:
         if self.csi_version != self.volumes.kind_versions[CSI_NODE]:

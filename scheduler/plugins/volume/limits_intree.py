@@ -27,6 +27,7 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.volumes import PV, PVC, STORAGE_CLASS, VolumeObjects
@@ -208,6 +209,9 @@ class _LimitColumn:
     def refresh(self, snapshot: Snapshot, rows: Any) -> None:
         for i in rows:
             self.values[i] = self.plugin.limit(snapshot.infos[i])
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        self.values = change.array(self.values, 0)
 
 
 class EBSLimits(InTreeVolumeLimits):

@@ -1,0 +1,58 @@
+"""RowResults follow rows moved in place (`resize`): kept entries, and rows reported changed before the
+resize but not yet recomputed, give after it exactly what the rule gives evaluated afresh over the
+new rows. The row changes come from tests/unit/scheduler/_rowchange.py's independent simulation."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import numpy.typing as npt
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.framework.rowresults import RowResults, Rows
+from scheduler.framework.snapshot import NodeInfo
+from tests.unit.scheduler._rowchange import simulate
+
+
+def info(name: str) -> NodeInfo:
+    return NodeInfo.of({"metadata": {"name": name}, "status": {"allocatable": {}}})  # type: ignore[typeddict-item]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 8), st.data())
+def test_kept_results_follow_rows_moved_in_place(n: int, data: st.DataObject) -> None:
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    infos = [info(f"n{i}") for i in range(n)]
+    values = {x.name: rng.randint(-50, 50) for x in infos}  # each node's datum
+    results = RowResults(n, budget=data.draw(st.sampled_from([1, 40, 4_000_000])))
+    keys = [0, 1, 2, 3, 4, 5]
+
+    def rule_for(key: int) -> object:
+        def rule(rows: Rows | None) -> npt.NDArray[np.int64]:
+            pick = range(len(infos)) if rows is None else rows.tolist()
+            return np.array([[values[infos[i].name] * key, key] for i in pick], np.int64).reshape(-1, 2).T
+
+        return rule
+
+    def check() -> None:
+        for key in data.draw(st.lists(st.sampled_from(keys), max_size=4)):
+            got = results.get(key, rule_for(key))  # type: ignore[arg-type]
+            want = rule_for(key)(None)  # type: ignore[operator]
+            assert got.shape == want.shape and got.tolist() == want.tolist()
+
+    check()
+    for step in range(data.draw(st.integers(1, 5))):
+        if infos and data.draw(st.booleans()):  # a row rewritten, reported, not yet read
+            i = data.draw(st.integers(0, len(infos) - 1))
+            values[infos[i].name] = rng.randint(-50, 50)
+            results.changed((i,))
+        gone = rng.sample([x.name for x in infos], min(data.draw(st.integers(0, 2)), len(infos)))
+        new = [info(f"m{step}-{j}") for j in range(data.draw(st.integers(0, 2)))]
+        for x in new:
+            values[x.name] = rng.randint(-50, 50)
+        infos, change = simulate(infos, gone, new, rng)
+        results.resize(change)
+        results.changed(change.added)  # the owner's refresh of the new rows
+        check()
