@@ -3,9 +3,10 @@ controllers (config, NodeSLO, NodeMetric, NodeResource) running only while this 
 `koordinator-manager`, `/metrics` `/healthz` `/readyz`, the admission webhooks on every replica (with
 --webhook-addr; manager.webhook), and — unless `--no-enable-scheduler` — the embedded koord-scheduler,
 which reads node metrics from this manager's hub over loopback and schedules only while this replica
-leads. Leader-only work (controllers, embedded scheduler, hub Endpoints) checks before each write that
-the lease cannot have expired by the elector's own clock; losing the lease stops it and the replica
-campaigns again, while the process, its hub, webhooks and probes stay up
+leads (with --scheduler-sharding every replica runs one shard of it, the leader hosting the shards'
+arbiter: docs/shards.md#wiring). Leader-only work (controllers, embedded scheduler, hub Endpoints)
+checks before each write that the lease cannot have expired by the elector's own clock; losing the
+lease stops it and the replica campaigns again, while the process, its hub, webhooks and probes stay up
 (docs/architecture.md#leader-election).
 
 The one place that may import the scheduler (its public entry point, scheduler.main).
@@ -73,6 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the embedded scheduler skips (with a warning) configured plugins it does not have",
     )
+    # The embedded scheduler's sharding flags: scheduler.shards.wiring.add_shard_flags's with the prefix,
+    # declared here so parsing needs no scheduler import.
+    p.add_argument("--scheduler-sharding", action=argparse.BooleanOptionalAction, default=False,
+                   help="each replica schedules its share of the pending pods (docs/shards.md)")  # fmt: skip
+    p.add_argument("--scheduler-shard-arbiter-addr", default="",
+                   help="the leader's shard arbiter address (<advertise host>:10261)")  # fmt: skip
+    p.add_argument("--scheduler-shard-advertise-host", default="",
+                   help="the host replicas dial for the arbiter ($POD_IP, else 127.0.0.1)")  # fmt: skip
+    p.add_argument("--scheduler-shard-lease-duration", type=float, default=15.0,
+                   help="seconds a shard's Lease stays live without renewal (15)")  # fmt: skip
     p.add_argument("--enable-leader-election", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--leader-election-namespace", default=DEFAULT_CONFIG_NAMESPACE)
     p.add_argument("--metrics-addr", default=":8080", help="/metrics (and /healthz, /readyz) address (:8080)")
@@ -194,30 +205,45 @@ def _start_scheduler(
     args: argparse.Namespace,
     hub_port: int,
     stop: threading.Event,
-    leading: Callable[[], bool],
+    leadership: Leadership,
     token_file: Path,
     registry: CollectorRegistry,
     hub_ca: Path | None = None,
 ) -> Any:
     """The embedded scheduler; its metrics join the manager's /metrics (``registry``). It reads the hub
     over loopback, with TLS (trusting ``hub_ca``) when the hub serves TLS; it schedules, binds and
-    writes only while ``leading()`` holds."""
+    writes only while this replica leads, or, sharded, on every replica while its shard Lease holds,
+    the leader hosting the arbiter (docs/shards.md#wiring)."""
     from kube.client import api_client, guard_writes
     from scheduler.config import load_config
-    from scheduler.main import SchedulerService
+    from scheduler.main import SchedulerService, Sharding, shard_options
     from scheduler.registry import KNOWN
 
     config = load_config(args.scheduler_config, KNOWN, args.scheduler_ignore_unknown_plugins)
     api = api_client(args.kubeconfig, qps=500, burst=1000, connections=48)
-    guard_writes(api, leading)
+    opts = shard_options(
+        args, "scheduler-", namespace=args.leader_election_namespace, identity=leadership.identity,
+        group=config.profiles[0].scheduler_name, leader_lease=LEASE_NAME,
+    )  # fmt: skip
+    if opts is not None and not args.enable_leader_election:
+        raise ValueError("--scheduler-sharding needs leader election: the leader hosts the shards' arbiter")
+    sharding = Sharding(api, opts) if opts is not None else None
+    leading = leadership.is_leading
+    guard_writes(api, leading if sharding is None else sharding.heartbeat.is_member)
     service = SchedulerService(
         api, config, hub_addr=f"127.0.0.1:{hub_port}", hub_token_file=token_file, registry=registry,
-        hub_ca=hub_ca, leading=leading,
+        hub_ca=hub_ca, leading=leading if sharding is None else None, sharding=sharding,
     )  # fmt: skip
+    if sharding is not None:
+        leadership.on_start(sharding.started_leading)
+        leadership.on_stop(sharding.stopped_leading)
+        if leadership.is_leading():  # the elector may have called back before the hooks were added
+            sharding.started_leading()
     service.start(stop)
+    active = leading if sharding is None else (lambda: True)
     # Supervised (docs/architecture.md#supervised-threads): a cycle that raised ended the embedded
     # scheduler for good while the manager led on and /healthz said nothing.
-    supervise("scheduler", lambda s: service.run(s, leading), stop, on_crash=service.metrics.on_thread_crash)
+    supervise("scheduler", lambda s: service.run(s, active), stop, on_crash=service.metrics.on_thread_crash)
     return service
 
 
@@ -342,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 leadership.started_leading()
             if args.enable_scheduler:
-                service = _start_scheduler(args, port, stop, is_leading, token_file, registry, hub_ca)
+                service = _start_scheduler(args, port, stop, leadership, token_file, registry, hub_ca)
                 print("koord-manager: embedded koord-scheduler started", flush=True)
         except (KubeConfigError, ConfigError, TimeoutError, ValueError, OSError, RuntimeError) as e:
             print(f"koord-manager: {e}", file=sys.stderr)  # GatewayError (a RuntimeError): webhook Secret

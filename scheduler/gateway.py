@@ -4,7 +4,10 @@ Event per bound pod, off the bind threads), reports
 unschedulable pods (PodScheduled=False with the reasons, and a FailedScheduling Event), and routes
 informer events:
 pending pods of this scheduler to the queue; assigned pods, nodes and NodeMetrics to the cache and
-the plugins; and every change that can unblock pods to the queue as a ClusterEvent.
+the plugins; and every change that can unblock pods to the queue as a ClusterEvent. Sharded
+(docs/shards.md#wiring), only the pending pods this shard owns are queued, a membership change moves
+the pods whose owner changed, and node and pod events also reach the arbiter's ledger while this shard
+hosts it.
 
 Pods, nodes and NodeMetrics are typed with apis.kubeobjects; the informers are where the JSON becomes them.
 Imports: the kubernetes client, kube (informer, events), apis, scheduler.
@@ -16,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +42,8 @@ from scheduler.framework.volumes import VolumeObjects
 from scheduler.metricsource import FreshestMerger
 from scheduler.plugins.defaultpreemption import PreemptionAPI, PreemptionResult, apply_preemption
 from scheduler.scheduler import Scheduler
+from scheduler.shards.admission import ShardGate
+from scheduler.shards.host import ArbiterHost
 
 log = logging.getLogger(__name__)
 CR_SOURCE = "cr"
@@ -250,8 +256,20 @@ class EventRouter:
         self._pod_hooks = [p for p in plugins if isinstance(p, PodEventHandler)]
         self._metric_hooks = [p for p in plugins if isinstance(p, NodeMetricEventHandler)]
         self.merger = FreshestMerger(self._node_metric)
+        # Sharded only (docs/shards.md#wiring): which pending pods this shard owns, and the arbiter's
+        # host that hears every node and pod event (a no-op unless it serves). None: unsharded.
+        self.gate: ShardGate | None = None
+        self.host: ArbiterHost | None = None
+        self._moves: AbstractContextManager[object] = nullcontext()
 
-    def _ours(self, pod: Pod) -> bool:
+    def shard(self, gate: ShardGate, host: ArbiterHost) -> None:
+        """Turn sharding on (before the informers start)."""
+        self.gate, self.host = gate, host
+        # Membership changes (heartbeat thread) and pod events (informer thread) decide and move pods
+        # under one lock, so a pod is never both dropped by one and queued by the other.
+        self._moves = threading.Lock()
+
+    def _schedulable(self, pod: Pod) -> bool:
         spec = pod.get("spec") or {}
         meta = pod.get("metadata") or {}
         return (
@@ -260,8 +278,36 @@ class EventRouter:
             and not is_terminated(pod)
         )
 
+    def _ours(self, pod: Pod) -> bool:
+        return self._schedulable(pod) and (self.gate is None or self.gate.admits(pod))
+
+    def reshard(self, members: list[str], pods: Collection[Pod]) -> tuple[int, int]:
+        """A membership change (docs/shards.md#partition): ``pods`` is the informer's store; the pending
+        pods of this scheduler whose owner changed leave the queue (and the nominated pods) or join it.
+        Returns (dropped, added)."""
+        if self.gate is None:
+            return 0, 0
+        with self._moves:
+            pending = [p for p in pods if not _assigned(p) and self._schedulable(p)]
+            moves = self.gate.update(members, pending)
+            for pod in moves.drop:
+                with self.s.lock:
+                    self.s.nominated.delete(pod)
+                self.s.queue.delete(pod)
+            for pod in moves.add:
+                with self.s.lock:
+                    self.s.nominated.add(pod)
+                self.s.queue.add(pod)
+        return len(moves.drop), len(moves.add)
+
     # --- pods -------------------------------------------------------------------------------------------
     def pod_add(self, pod: Pod) -> None:
+        with self._moves:
+            self._pod_add(pod)
+
+    def _pod_add(self, pod: Pod) -> None:
+        if self.host is not None:
+            self.host.set_pod(pod)
         if _assigned(pod):
             with self.s.lock:
                 self.s.cache.add_pod(pod)
@@ -273,6 +319,12 @@ class EventRouter:
             self.s.queue.add(pod)
 
     def pod_update(self, old: Pod, new: Pod) -> None:
+        with self._moves:
+            self._pod_update(old, new)
+
+    def _pod_update(self, old: Pod, new: Pod) -> None:
+        if self.host is not None:
+            self.host.set_pod(new)
         if _assigned(new):
             if not _assigned(old):
                 self.s.queue.delete(old)  # bound: it leaves the queue and enters the cache
@@ -291,6 +343,12 @@ class EventRouter:
             self.s.queue.delete(old)
 
     def pod_delete(self, pod: Pod) -> None:
+        with self._moves:
+            self._pod_delete(pod)
+
+    def _pod_delete(self, pod: Pod) -> None:
+        if self.host is not None:
+            self.host.remove_pod(pod)
         # A pod the scheduler assumed may be gone before the informer saw it bound (a relist finds it
         # deleted, last known pending): it is let go like a bound one, or the cache would hold it until
         # its assumption expired and the plugins' per-pod state (Reserve's) for good.
@@ -309,14 +367,20 @@ class EventRouter:
 
     # --- nodes ------------------------------------------------------------------------------------------
     def node_add(self, node: Node) -> None:
+        if self.host is not None:
+            self.host.set_node(node)
         self.s.cache.add_node(node)
         self.s.on_event(ClusterEvent("Node", "Add"))
 
     def node_update(self, old: Node, new: Node) -> None:
+        if self.host is not None:
+            self.host.set_node(new)
         self.s.cache.update_node(new)
         self.s.on_event(ClusterEvent("Node", "Update"))
 
     def node_delete(self, node: Node) -> None:
+        if self.host is not None:
+            self.host.remove_node(node["metadata"]["name"])
         self.s.cache.remove_node(node)
 
     # --- node metrics (CR informer; the hub watcher feeds the same merger) -------------------------------

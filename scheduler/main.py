@@ -5,10 +5,12 @@ on every replica, so a standby has a warm cache; only while `active()` is true â
 the Lease â€” does it pop and schedule pods, and its binder checks `leading()` before every bind, so
 binding stops once the elector's own clock says the lease may have expired. Standalone, it takes its
 own Lease `koord-scheduler` and, after losing it, stands by and campaigns again
-(docs/architecture.md#leader-election); embedded, the manager passes its own leadership.
+(docs/architecture.md#leader-election); embedded, the manager passes its own leadership. With
+sharding on (docs/shards.md#wiring) every replica schedules its own share of the pending pods, leader or
+not, binds through the group's arbiter, and the leader hosts that arbiter.
 
 Upstream koord-scheduler's argument lists are accepted (kube.goflags; docs/flags.md).
-Imports: argparse, prometheus_client, kube, scheduler.
+Imports: argparse, prometheus_client, apis, kube, scheduler.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
 from apis.constants import DEFAULT_CONFIG_NAMESPACE
+from apis.kubeobjects import Node
 from apis.version import koord_version
 from kube import upstreamflags
 from kube.client import KubeConfigError, api_client, guard_writes
 from kube.goflags import add_klog_and_gate_flags, parse_go_args
 from kube.httpserver import ProbeServer
+from kube.informer import Informer
 from kube.leaderelection import LeaderElector
 from kube.supervise import SupervisedThread, supervise
 from scheduler.cache import SchedulerCache
@@ -59,7 +63,13 @@ from scheduler.plugins.volume.api import KubeVolumeBinderAPI
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, Handle, build_framework
 from scheduler.scheduler import Binder, Scheduler, freeze_heap
+from scheduler.shards.wiring import ShardCollector, Sharding, ShardOptions, add_shard_flags, shard_options
 from scheduler.watches import informers
+
+__all__ = [
+    "LeaderGatedBinder", "SchedulerService", "ShardOptions", "Sharding", "add_shard_flags", "main",
+    "shard_options",
+]  # fmt: skip
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 log = logging.getLogger("koord-scheduler")
@@ -82,7 +92,8 @@ class LeaderGatedBinder:
 
 class SchedulerService:
     """Every profile of the configuration (one queue, one cache, a framework per schedulerName), the
-    queue's backoff from it. ``leading`` (when given) gates every bind (``LeaderGatedBinder``)."""
+    queue's backoff from it. ``leading`` (when given) gates every bind (``LeaderGatedBinder``);
+    ``sharding`` (when given) makes it one shard of its group: its Binder chain replaces that gate."""
 
     def __init__(
         self,
@@ -95,11 +106,14 @@ class SchedulerService:
         hub_token_file: Path | None = None,
         hub_ca: Path | None = None,
         leading: Callable[[], bool] | None = None,
+        sharding: Sharding | None = None,
     ) -> None:
         self.api = api
+        self.sharding = sharding
         config = config if isinstance(config, SchedulerConfig) else SchedulerConfig((config,))
         names = [p.scheduler_name for p in config.profiles]
-        self.metrics = SchedulerMetrics(registry or CollectorRegistry(), names[0])
+        registry = registry or CollectorRegistry()
+        self.metrics = SchedulerMetrics(registry, names[0])
         # Services and workload controllers, for the spreading plugins' default selectors.
         self.objects = ClusterObjects()
         # Ties between equal top scores are drawn at random, as kube-scheduler does
@@ -121,7 +135,12 @@ class SchedulerService:
         }
         self.reporter = UnschedulableReporter(api, names)
         self.scheduled = ScheduledReporter(api, names)
-        binder = APIBinder(api, on_bound=self.scheduled)
+        binder: Binder = APIBinder(api, on_bound=self.scheduled)
+        if sharding is not None:
+            binder = sharding.binder(binder)
+            ShardCollector(sharding, registry)
+        elif leading is not None:
+            binder = LeaderGatedBinder(binder, leading)
         queue = SchedulingQueue(
             initial_backoff=config.pod_initial_backoff_seconds, max_backoff=config.pod_max_backoff_seconds
         )
@@ -129,7 +148,7 @@ class SchedulerService:
             frameworks,
             SchedulerCache(),
             queue,
-            binder if leading is None else LeaderGatedBinder(binder, leading),
+            binder,
             bind_workers=bind_workers,
             on_unschedulable=self.reporter,
             on_decision=self.metrics.on_decision,
@@ -137,6 +156,8 @@ class SchedulerService:
         # Victims are deleted off the scheduling thread, on the unschedulable reporter's pool.
         self.scheduler.on_post_filter = Preemptor(self.scheduler, KubePreemptionAPI(api), self.reporter.pool)
         self.router = EventRouter(self.scheduler, names, self.objects, self.pdbs, self.volumes)
+        if sharding is not None:
+            self.router.shard(sharding.gate, sharding.host)
         self.hub: HubWatcher | None = None
         if hub_addr:
             self.hub = HubWatcher(
@@ -148,8 +169,16 @@ class SchedulerService:
     def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         """Starts informers (waits for their first list) and the hub watcher, supervised: restarted
         with backoff whenever it raises (docs/architecture.md#supervised-threads)."""
-        start_informers(informers(self.router, self.api), stop, sync_timeout)
+        watched = {inf.name: inf for inf in informers(self.router, self.api)}
+        start_informers(list(watched.values()), stop, sync_timeout)
         freeze_heap()
+        if self.sharding is not None:
+            nodes = cast("Informer[Node]", watched["nodes"])
+            pods = cast("Informer[Pod]", watched["pods"])
+            self.sharding.attach(
+                lambda: (list(nodes.store().values()), list(pods.store().values())),
+                self.router.reshard, stop, on_crash=self.metrics.on_thread_crash,
+            )  # fmt: skip
         if self.hub is not None:
             watcher = supervise("hub-watcher", self.hub.run, stop, on_crash=self.metrics.on_thread_crash)
             self._threads.append(watcher)
@@ -175,6 +204,8 @@ class SchedulerService:
             self.hub.stop()
         self.scheduler.queue.close()
         self.scheduler.wait_for_binds()
+        if self.sharding is not None:
+            self.sharding.close()
         self.reporter.close()
         self.scheduled.close()
 
@@ -216,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Every bind is one request: the client limit must exceed the target binding rate.
     p.add_argument("--kube-api-qps", type=float, default=500)
     p.add_argument("--kube-api-burst", type=int, default=1000)
+    add_shard_flags(p)
     add_klog_and_gate_flags(p, "koord-scheduler")
     return p
 
@@ -264,6 +296,14 @@ def main(argv: list[str] | None = None) -> int:
             burst=args.kube_api_burst,
             connections=args.bind_workers + 16,
         )
+        elect, lease_namespace, lease_name = leader_election(args, config)
+        identity = args.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        opts = shard_options(
+            args, "", namespace=lease_namespace, group=config.profiles[0].scheduler_name,
+            identity=identity, leader_lease=lease_name,
+        )  # fmt: skip
+        if opts is not None and not elect:
+            raise ValueError("--sharding needs leader election: the leader hosts the group's arbiter")
     except (ConfigError, KubeConfigError, OSError, ValueError) as e:
         print(f"koord-scheduler: {e}", file=sys.stderr)
         return 1
@@ -288,16 +328,23 @@ def main(argv: list[str] | None = None) -> int:
     token = Path(args.hub_token_file) if args.hub_token_file else None
     if token is None and SERVICE_ACCOUNT_TOKEN.exists():
         token = SERVICE_ACCOUNT_TOKEN
-    elect, lease_namespace, lease_name = leader_election(args, config)
     leading = threading.Event()
     elector: LeaderElector | None = None
+    sharding = Sharding(api, opts) if opts is not None else None
     if elect:
-        identity = args.leader_elect_identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+        def started_leading() -> None:
+            leading.set()
+            if sharding is not None:
+                sharding.started_leading()
 
         def stopped_leading() -> None:
             leading.clear()
+            if sharding is not None:
+                sharding.stopped_leading()
             if not stop.is_set():
-                log.warning("lost the lease: scheduling stopped, standing by to campaign again")
+                what = "the shard arbiter" if sharding is not None else "scheduling"
+                log.warning("lost the lease: %s stopped, standing by to campaign again", what)
 
         # The elector talks over a client of its own (kube.client.dedicated_client), never queued
         # behind binds.
@@ -306,14 +353,17 @@ def main(argv: list[str] | None = None) -> int:
             namespace=lease_namespace,
             name=lease_name,
             identity=identity,
-            on_started_leading=leading.set,
+            on_started_leading=started_leading,
             on_stopped_leading=stopped_leading,
         )
 
     def is_leading() -> bool:
         return elector is None or (leading.is_set() and elector.is_leading())
 
-    guard_writes(api, is_leading)
+    if sharding is None:
+        guard_writes(api, is_leading)
+    else:  # every shard writes (binds, statuses, events) while its own Lease holds
+        guard_writes(api, sharding.heartbeat.is_member, "not a shard member")
     service = SchedulerService(
         api,
         config,
@@ -322,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         bind_workers=args.bind_workers,
         hub_token_file=token,
         hub_ca=Path(args.hub_ca) if args.hub_ca else None,
-        leading=is_leading,
+        leading=is_leading if sharding is None else None,
+        sharding=sharding,
     )
     service.start(stop)
     synced.set()
@@ -335,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         t = threading.Thread(target=elector.run_forever, args=(stop,), name="leader-election", daemon=True)
         t.start()
-        service.run(stop, active=is_leading)
+        service.run(stop, active=is_leading if sharding is None else lambda: True)
         t.join(timeout=15)
     service.close()
     if probes is not None:

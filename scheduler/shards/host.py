@@ -58,16 +58,24 @@ class ArbiterHost:
         return f"{self.advertise}:{server.port}" if server is not None else ""
 
     def start(self, nodes: Iterable[Node], pods: Iterable[Pod]) -> str:
-        """Serve a ledger of ``nodes`` and the bound ``pods``; returns the published address."""
+        """Serve a ledger of ``nodes`` and the bound ``pods`` (iterated once, after the ledger starts
+        hearing forwarded events); returns the published address."""
         with self._lock:
             if self._server is not None:
                 return f"{self.advertise}:{self._server.port}"
             ledger = Ledger(ttl=self.ttl, warmup=self.warmup)
+            # Forwarded events reach the new ledger from now on, before ``nodes``/``pods`` are read
+            # (they may be lazy: read now), so no change between that read and serving is missed; it
+            # refuses binds while warming up, so a half-filled ledger decides nothing.
+            self._ledger = ledger
             for n in nodes:
                 ledger.set_node(n)
             ledger.sync_pods(pods)
-            self._server = serve(ledger, self.listen)
-            self._ledger = ledger
+            try:
+                self._server = serve(ledger, self.listen)
+            except BaseException:
+                self._ledger = None
+                raise
             address = f"{self.advertise}:{self._server.port}"
         self._publish(address)
         log.info("shard arbiter serving at %s", address)
