@@ -240,6 +240,7 @@ def run(cfg: Settings) -> dict[str, Any]:
         stop.wait(max(0.0, rec.window[1] - time.monotonic()))
         cpu1 = time.process_time()
         pending_at_end = len(pending)
+        backlog_at_end = informer.events.qsize()
         offering.clear()
         # Drain: the window's pods still pending get up to `drain` seconds (their latency, if they never
         # bind, is counted up to the end of it).
@@ -285,6 +286,7 @@ def run(cfg: Settings) -> dict[str, Any]:
         "pod_deletes": driver.pod_deletes,
         "pending_at_end": pending_at_end,
         "unbound_after_drain": rec.window_pending(pending),
+        "informer_backlog_at_end": backlog_at_end,
         "keeps_up": pending_at_end <= cfg.rate * 1.0 and not timed_out and not errors,
         "timed_out": timed_out,
         "error": errors[0] if errors else None,

@@ -19,9 +19,9 @@ KEYS = {
     "nodes", "offered_pods_per_s", "pods_per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms", "cpu_ms_per_pod",
     "sched_cpu_ms_per_pod", "informer_cpu_ms_per_pod", "driver_cpu_ms_per_pod", "unschedulable",
     "unschedulable_attempts", "preemption_victims", "node_events", "metric_updates", "pod_deletes",
-    "pending_at_end", "unbound_after_drain", "keeps_up", "timed_out", "error", "rate", "seconds", "warmup",
-    "node_churn", "percentage", "rich_share", "bind_workers", "prefilled_pods", "pod_lifetime_s", "setup_s",
-    "rss_mib", "loadavg_1m",
+    "pending_at_end", "unbound_after_drain", "informer_backlog_at_end", "keeps_up", "timed_out", "error",
+    "rate", "seconds", "warmup", "node_churn", "percentage", "rich_share", "bind_workers", "prefilled_pods",
+    "pod_lifetime_s", "setup_s", "rss_mib", "loadavg_1m",
 }  # fmt: skip
 
 
