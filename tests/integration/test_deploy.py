@@ -40,6 +40,7 @@ CHART_SCHEDULER_CONFIG = DEPLOY.parent / "tests/data/upstream/chart-v1.8.0/koord
 NS = "koordinator-system"
 KUBECTL = shutil.which("kubectl")
 EMBEDDED_BINDING = "koord-manager-embedded-scheduler"
+EMBEDDED_SHARDS_BINDING = "koord-manager-shards"
 Obj = dict[str, Any]
 
 # kube-apiserver 1.20 serves PodDisruptionBudget only as policy/v1beta1. The manifests keep policy/v1
@@ -183,12 +184,16 @@ class Installer:
             self.apply_tree(OVERLAY)
             # Switching a default install to the (self-contained) overlay: `kubectl apply` does not
             # prune, so the overlay's README step removes the embedded scheduler's binding.
-            crbs = client.RbacAuthorizationV1Api(self.api)
-            try:
-                crbs.delete_cluster_role_binding(EMBEDDED_BINDING)
-            except ApiException as e:
-                if e.status != 404:
-                    raise
+            rbac = client.RbacAuthorizationV1Api(self.api)
+            for delete in (
+                lambda: rbac.delete_cluster_role_binding(EMBEDDED_BINDING),
+                lambda: rbac.delete_namespaced_role_binding(EMBEDDED_SHARDS_BINDING, NS),
+            ):
+                try:
+                    delete()
+                except ApiException as e:
+                    if e.status != 404:
+                        raise
         self.mode = mode
 
     def install_service_monitor_crd(self) -> None:
@@ -383,8 +388,7 @@ MANAGER = [
     ("list", "secrets", "", "", False), ("delete", "nodes", "", "n", False),
     ("create", "nodes", "", "", False),
     ("patch", "nodemetrics/status", "", "n", False),
-    ("update", "leases", NS, "koord-scheduler", False),
-    ("delete", "leases", NS, "koordinator-manager", False),
+    ("update", "leases", "kube-system", "kube-scheduler", False),
     ("create", "subjectaccessreviews", "", "", False), ("update", "deployments", NS, "koord-manager", False),
 ]  # fmt: skip
 
@@ -393,6 +397,10 @@ MANAGER_EMBEDDED = [
     ("create", "pods/binding", "default", "p"), ("patch", "pods/status", "default", "p"),
     ("delete", "pods", "default", "p"),  # preemption's victims
     ("list", "poddisruptionbudgets", "", ""), ("update", "persistentvolumeclaims", "default", "c"),
+    # the embedded scheduler's shard Leases (docs/shards.md#deploy): every Lease of the namespace
+    ("list", "leases", NS, ""), ("watch", "leases", NS, ""),
+    ("patch", "leases", NS, "koord-scheduler-shard-x"), ("delete", "leases", NS, "koord-scheduler-shard-x"),
+    ("update", "leases", NS, "koord-scheduler"),
 ]  # fmt: skip
 
 SCHEDULER = [
@@ -404,6 +412,11 @@ SCHEDULER = [
     ("create", "events", "default", "", True), ("patch", "events", "default", "e", True),
     ("create", "leases", NS, "", True), ("get", "leases", NS, "koord-scheduler", True),
     ("update", "leases", NS, "koord-scheduler", True),
+    # scheduler/shards/heartbeat.py: its own shard Lease, the group's by label (docs/shards.md#deploy)
+    ("list", "leases", NS, "", True), ("watch", "leases", NS, "", True),
+    ("get", "leases", NS, "koord-scheduler-shard-x", True),
+    ("patch", "leases", NS, "koord-scheduler-shard-x", True),
+    ("delete", "leases", NS, "koord-scheduler-shard-x", True),
     # the spreading plugins' selectors, preemption (PDBs, victims), the volume plugins and VolumeBinding
     *[(v, r, "", "", True) for r in ("services", "replicationcontrollers", "replicasets", "statefulsets",
                                       "poddisruptionbudgets", "persistentvolumes", "persistentvolumeclaims",
@@ -420,7 +433,7 @@ SCHEDULER = [
     ("update", "pods", "default", "p", False), ("delete", "persistentvolumes", "", "pv", False),
     ("create", "pods/eviction", "default", "p", False), ("update", "nodemetrics", "", "n", False),
     ("create", "nodeslos", "", "", False), ("get", "secrets", "default", "s", False),
-    ("update", "leases", NS, "koordinator-manager", False), ("create", "tokenreviews", "", "", False),
+    ("update", "leases", "kube-system", "kube-scheduler", False), ("create", "tokenreviews", "", "", False),
 ]  # fmt: skip
 
 
