@@ -6,6 +6,11 @@ each row it rewrites (``changed``), and an entry read after such changes has exa
 recomputed by the same rule, over just those rows. Every value therefore equals a fresh evaluation.
 When nodes join or leave in place (``resize``, a snapshot ``RowChange``) every entry and the pending
 rows follow the new layout; the owner then reports the new rows as changed.
+
+``follow_rows`` moves any row-aligned array a view owns to a change's layout in place: O(moved and
+new rows) while its buffer has room (spare rows are kept past the end), an O(n) copy into a buffer
+with spare rows otherwise (amortised O(1) per row added), instead of ``RowChange.array``'s O(n) copy
+every time (docs/scheduler-scale.md#node-list).
 Imports: numpy, scheduler.framework.rows (RowChange).
 """
 
@@ -24,6 +29,53 @@ Rows = npt.NDArray[np.intp]
 #: rows are the last axis of the result.
 Rule = Callable[[Rows | None], npt.NDArray[Any]]
 LOG_LIMIT: Final = 1 << 14  # rewritten rows remembered before every entry is dropped instead
+_PYTHON_REMAP: Final = 512  # pending rows renumbered in Python (beyond: with numpy, O(rows))
+
+
+def _buffer(arr: npt.NDArray[Any]) -> npt.NDArray[Any] | None:
+    """The array owning `arr`'s memory when `arr` is a prefix of its rows (last axis) with every other
+    axis whole, else None."""
+    if arr.base is None:
+        return arr if arr.flags.c_contiguous else None
+    base = arr.base
+    if (
+        isinstance(base, np.ndarray)
+        and base.base is None
+        and base.flags.c_contiguous
+        and base.dtype == arr.dtype
+        and base.shape[:-1] == arr.shape[:-1]
+        and base.strides == arr.strides
+        and base.ctypes.data == arr.ctypes.data
+    ):
+        return base
+    return None
+
+
+def follow_rows(arr: npt.NDArray[Any], change: RowChange, fill: Any = 0) -> npt.NDArray[Any]:
+    """`arr` (rows on its last axis) in `change`'s layout, new rows holding `fill`: the same values as
+    ``change.array(arr, fill)``, but written into `arr`'s own buffer when it has room for ``change.n``
+    rows (O(moved + new rows)); the result is then a view of that buffer, and `arr` itself may have
+    been overwritten, so only the array's owner may call this. Without room: one copy into a new
+    buffer with spare rows."""
+    n = change.n
+    buf = _buffer(arr)
+    olds = [o for o, _ in change.moves]
+    news = [w for _, w in change.moves]
+    added = list(change.added)
+    if buf is not None and buf.shape[-1] >= n:
+        moved = buf[..., olds]  # a copy: every moved row is read before any is written
+        out = buf[..., :n]
+    else:
+        spare = np.empty((*arr.shape[:-1], n + max(16, n // 8)), arr.dtype)
+        out = spare[..., :n]
+        keep = min(arr.shape[-1], n)
+        out[..., :keep] = arr[..., :keep]
+        moved = arr[..., olds]
+    if news:
+        out[..., news] = moved
+    if added:
+        out[..., added] = fill
+    return out
 
 
 class RowResults:
@@ -55,18 +107,24 @@ class RowResults:
         if not self.entries:
             self.log.clear()
             return
-        seen_of: npt.NDArray[np.int64] | None = None
-        if self.log:
-            new_of = np.full(change.old_n, -1, np.int64)  # old row -> new row (-1: removed)
-            kept = change.take >= 0
-            new_of[change.take[kept]] = np.flatnonzero(kept)
-            mapped = new_of[np.array(self.log, np.int64)]
-            survives = mapped >= 0
-            # an entry had seen the first `seen` log items: it has seen as many of the kept ones
-            seen_of = np.concatenate(([0], np.cumsum(survives)))
-            self.log = mapped[survives].tolist()
+        first = min(seen for _, seen in self.entries.values())  # the log before it is read by none
+        log = self.log[first:]
+        if len(log) <= _PYTHON_REMAP:  # O(moves + log) in Python
+            new_of = dict(change.moves)
+            gone = set(change.removed)
+            kept = [r not in gone for r in log]
+            self.log = [new_of.get(r, r) for r, k in zip(log, kept, strict=True) if k]
+            seen_of = np.concatenate(([0], np.cumsum(np.array(kept, np.bool_), dtype=np.int64)))
+        else:  # O(n + log) in C
+            new_at = np.full(change.old_n, -1, np.int64)  # old row -> new row (-1: removed)
+            survivors = change.take >= 0
+            new_at[change.take[survivors]] = np.flatnonzero(survivors)
+            mapped = new_at[np.array(log, np.int64)]
+            self.log = mapped[mapped >= 0].tolist()
+            seen_of = np.concatenate(([0], np.cumsum(mapped >= 0, dtype=np.int64)))
+        # an entry had seen the first `seen` log items: it has seen as many of the kept ones
         for key, (values, seen) in self.entries.items():
-            self.entries[key] = (change.array(values, 0), 0 if seen_of is None else int(seen_of[seen]))
+            self.entries[key] = (follow_rows(values, change), int(seen_of[seen - first]))
 
     def get(self, key: Hashable, rule: Rule) -> npt.NDArray[Any]:
         """The result of ``rule`` for ``key`` over every row (kept: callers must not modify it)."""
