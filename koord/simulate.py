@@ -27,6 +27,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "CPUEvict": ("agent.qosmanager.simulate_evict", "simulate_cpu"),
     "NodeSLO": ("manager.controllers.simulate_nodeslo", "simulate"),
     "ColocationProfile": ("manager.webhook.simulate_profile", "simulate"),
+    "Coscheduling": ("scheduler.plugins.coscheduling.scenario", "simulate"),
 }
 
 
