@@ -20,7 +20,7 @@ from apis.rfc3339 import parse_rfc3339
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import Pod
 from scheduler.framework.status import Code, Status
-from scheduler.plugins.coscheduling.args import CoschedulingArgs
+from scheduler.plugins.coscheduling.args import ArgsError, CoschedulingArgs
 from scheduler.plugins.coscheduling.plugin import Coscheduling, WaitingPod
 from scheduler.plugins.coscheduling.podgroup_status import settle
 
@@ -71,7 +71,10 @@ class SimulatedWaitingPods:
 
 
 def simulate(scenario: Mapping[str, Any]) -> dict[str, Any]:
-    args = CoschedulingArgs.from_args(_mapping(scenario.get("args"), "args"))
+    try:
+        args = CoschedulingArgs.from_args(_mapping(scenario.get("args"), "args"))
+    except ArgsError as e:
+        raise ValueError(f"args: {e}") from None
     now = _time(scenario.get("now"))
     operation = scenario.get("operation", "steps")
     if operation == "steps":

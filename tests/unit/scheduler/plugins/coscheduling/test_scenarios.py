@@ -23,8 +23,8 @@ def test_the_kind_is_registered() -> None:
 
 
 def test_there_are_enough_scenarios() -> None:
-    assert len(SCENARIOS) >= 40
-    assert len([p for p in SCENARIOS if p.name.startswith("upstream-")]) >= 10
+    assert len(SCENARIOS) >= 55
+    assert len([p for p in SCENARIOS if p.name.startswith("upstream-")]) >= 20
 
 
 def test_every_rule_section_has_a_scenario() -> None:
