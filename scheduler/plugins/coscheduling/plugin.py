@@ -217,8 +217,9 @@ class Coscheduling:
         """Records the group's binding members (once per round) and allows its waiting pods."""
         if not gang.group_info.binding_members:
             gang.group_info.binding_members = d.binding_members(self.cache, gang)
+        group = frozenset(gang.gang_group)
         for waiting in self.waiting.waiting_pods():
-            if d.in_group(gang.gang_group, waiting.pod):
+            if d.in_group(group, waiting.pod):
                 waiting.allow(NAME)
 
     # --- binding ---------------------------------------------------------------------------------------
@@ -235,8 +236,9 @@ class Coscheduling:
 
     # --- helpers ---------------------------------------------------------------------------------------
     def _reject(self, group: Iterable[str], message: str) -> None:
+        members = frozenset(group)
         for waiting in self.waiting.waiting_pods():
-            if d.in_group(group, waiting.pod):
+            if d.in_group(members, waiting.pod):
                 waiting.reject(NAME, message)
 
 
