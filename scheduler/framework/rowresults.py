@@ -7,10 +7,8 @@ recomputed by the same rule, over just those rows. Every value therefore equals 
 When nodes join or leave in place (``resize``, a snapshot ``RowChange``) every entry and the pending
 rows follow the new layout; the owner then reports the new rows as changed.
 
-``follow_rows`` moves any row-aligned array a view owns to a change's layout in place: O(moved and
-new rows) while its buffer has room (spare rows are kept past the end), an O(n) copy into a buffer
-with spare rows otherwise (amortised O(1) per row added), instead of ``RowChange.array``'s O(n) copy
-every time (docs/scheduler-scale.md#node-list).
+Row-aligned arrays follow a change through ``RowChange.array`` (in place while the array's buffer has
+room, docs/scheduler-scale.md#node-list).
 Imports: numpy, scheduler.framework.rows (RowChange).
 """
 
@@ -30,52 +28,6 @@ Rows = npt.NDArray[np.intp]
 Rule = Callable[[Rows | None], npt.NDArray[Any]]
 LOG_LIMIT: Final = 1 << 14  # rewritten rows remembered before every entry is dropped instead
 _PYTHON_REMAP: Final = 512  # pending rows renumbered in Python (beyond: with numpy, O(rows))
-
-
-def _buffer(arr: npt.NDArray[Any]) -> npt.NDArray[Any] | None:
-    """The array owning `arr`'s memory when `arr` is a prefix of its rows (last axis) with every other
-    axis whole, else None."""
-    if arr.base is None:
-        return arr if arr.flags.c_contiguous else None
-    base = arr.base
-    if (
-        isinstance(base, np.ndarray)
-        and base.base is None
-        and base.flags.c_contiguous
-        and base.dtype == arr.dtype
-        and base.shape[:-1] == arr.shape[:-1]
-        and base.strides == arr.strides
-        and base.ctypes.data == arr.ctypes.data
-    ):
-        return base
-    return None
-
-
-def follow_rows(arr: npt.NDArray[Any], change: RowChange, fill: Any = 0) -> npt.NDArray[Any]:
-    """`arr` (rows on its last axis) in `change`'s layout, new rows holding `fill`: the same values as
-    ``change.array(arr, fill)``, but written into `arr`'s own buffer when it has room for ``change.n``
-    rows (O(moved + new rows)); the result is then a view of that buffer, and `arr` itself may have
-    been overwritten, so only the array's owner may call this. Without room: one copy into a new
-    buffer with spare rows."""
-    n = change.n
-    buf = _buffer(arr)
-    olds = [o for o, _ in change.moves]
-    news = [w for _, w in change.moves]
-    added = list(change.added)
-    if buf is not None and buf.shape[-1] >= n:
-        moved = buf[..., olds]  # a copy: every moved row is read before any is written
-        out = buf[..., :n]
-    else:
-        spare = np.empty((*arr.shape[:-1], n + max(16, n // 8)), arr.dtype)
-        out = spare[..., :n]
-        keep = min(arr.shape[-1], n)
-        out[..., :keep] = arr[..., :keep]
-        moved = arr[..., olds]
-    if news:
-        out[..., news] = moved
-    if added:
-        out[..., added] = fill
-    return out
 
 
 class RowResults:
@@ -124,7 +76,7 @@ class RowResults:
             seen_of = np.concatenate(([0], np.cumsum(mapped >= 0, dtype=np.int64)))
         # an entry had seen the first `seen` log items: it has seen as many of the kept ones
         for key, (values, seen) in self.entries.items():
-            self.entries[key] = (follow_rows(values, change), int(seen_of[seen - first]))
+            self.entries[key] = (change.array(values), int(seen_of[seen - first]))
 
     def get(self, key: Hashable, rule: Rule) -> npt.NDArray[Any]:
         """The result of ``rule`` for ``key`` over every row (kept: callers must not modify it)."""

@@ -38,16 +38,27 @@ class RowChange:
     old_n: int
     n: int
 
-    def array(self, old: npt.NDArray[Any], fill: Any = 0) -> npt.NDArray[Any]:
-        """`old` (rows on its last axis) in the new layout (a new array); new rows hold `fill`. O(n) in
-        C: the rows that stay put are copied as one block (several times faster than a gather of
-        every row), then the moved ones."""
-        out = np.empty((*old.shape[:-1], self.n), old.dtype)
-        keep = min(old.shape[-1], self.n)
-        out[..., :keep] = old[..., :keep]
-        if self.moves:
-            olds, news = zip(*self.moves, strict=True)
-            out[..., list(news)] = old[..., list(olds)]
+    def array(self, arr: npt.NDArray[Any], fill: Any = 0) -> npt.NDArray[Any]:
+        """`arr` (rows on its last axis) in the new layout, new rows holding `fill`. Written into
+        `arr`'s own buffer when it has room for `n` rows (O(moved + new rows)): the result is then a
+        view of that buffer and `arr` itself may have been overwritten, so only the array's owner may
+        call this. Without room: one copy into a new buffer with spare rows past the end (amortised
+        O(1) per row added)."""
+        n = self.n
+        buf = _buffer(arr)
+        olds = [o for o, _ in self.moves]
+        news = [w for _, w in self.moves]
+        if buf is not None and buf.shape[-1] >= n:
+            moved = buf[..., olds]  # a copy: every moved row is read before any is written
+            out = buf[..., :n]
+        else:
+            spare = np.empty((*arr.shape[:-1], n + max(16, n // 8)), arr.dtype)
+            out = spare[..., :n]
+            keep = min(arr.shape[-1], n)
+            out[..., :keep] = arr[..., :keep]
+            moved = arr[..., olds]
+        if news:
+            out[..., news] = moved
         if self.added:
             out[..., list(self.added)] = fill
         return out
@@ -113,3 +124,22 @@ def move_rows(
         old_n,
         n,
     )
+
+
+def _buffer(arr: npt.NDArray[Any]) -> npt.NDArray[Any] | None:
+    """The array owning `arr`'s memory when `arr` is a prefix of its rows (last axis) with every other
+    axis whole, else None."""
+    if arr.base is None:
+        return arr if arr.flags.c_contiguous else None
+    base = arr.base
+    if (
+        isinstance(base, np.ndarray)
+        and base.base is None
+        and base.flags.c_contiguous
+        and base.dtype == arr.dtype
+        and base.shape[:-1] == arr.shape[:-1]
+        and base.strides == arr.strides
+        and base.ctypes.data == arr.ctypes.data
+    ):
+        return base
+    return None

@@ -180,15 +180,11 @@ class Snapshot:
         self.index: dict[str, int] = {}
         self.resources: tuple[str, ...] = ()
         self.col: dict[str, int] = {}
-        # Buffers with spare rows; the public matrices are their first n rows (`_expose`).
-        self._alloc: I64 = np.zeros((0, 0), np.int64)
-        self._req: I64 = np.zeros((0, 0), np.int64)
-        self._count: I64 = np.zeros(0, np.int64)
-        self._nonzero: I64 = np.zeros((2, 0), np.int64)
-        self.allocatable: I64 = self._alloc  # (resources, nodes)
-        self.requested: I64 = self._req  # (resources, nodes)
-        self.pod_count: I64 = self._count
-        self.nonzero: I64 = self._nonzero  # the pods' non-zero cpu (row 0) and memory (row 1)
+        # The first n rows of buffers with spare rows (`_allocate`, `RowChange.array`).
+        self.allocatable: I64 = np.zeros((0, 0), np.int64)  # (resources, nodes)
+        self.requested: I64 = np.zeros((0, 0), np.int64)  # (resources, nodes)
+        self.pod_count: I64 = np.zeros(0, np.int64)
+        self.nonzero: I64 = np.zeros((2, 0), np.int64)  # the pods' non-zero cpu (row 0) and memory (row 1)
         self.nodes: list[Node] = []  # the Node object each row was last copied from
         self._views: dict[Hashable, RowView] = {}
         self.rebuild(list(infos), resources)
@@ -224,37 +220,22 @@ class Snapshot:
         self.resources = tuple(sorted(names))
         self.col = {r: j for j, r in enumerate(self.resources)}
         n = len(self.infos)
-        self._allocate(len(self.resources), n + max(16, n // 8))
+        self._allocate(len(self.resources), n)
         self.nodes = [info.node for info in self.infos]
-        self._expose()
         for i in range(n):
             self._copy_row(i)
         self.layout += 1
         for v in self._views.values():
             v.rebuild(self)
 
-    def _allocate(self, r: int, capacity: int) -> None:
-        self._alloc = np.zeros((r, capacity), np.int64)
-        self._req = np.zeros((r, capacity), np.int64)
-        self._count = np.zeros(capacity, np.int64)
-        self._nonzero = np.zeros((2, capacity), np.int64)
-
-    def _grow(self, n: int) -> None:
-        """Room for `n` rows, keeping the current rows: capacity doubles, so growth is amortised O(1)."""
-        capacity = self._count.shape[0]
-        if n <= capacity:
-            return
-        old = (self._alloc, self._req, self._count, self._nonzero)
-        self._allocate(len(self.resources), max(n, 2 * capacity, 16))
-        for new, kept in zip((self._alloc, self._req, self._count, self._nonzero), old, strict=True):
-            new[..., :capacity] = kept
-
-    def _expose(self) -> None:
-        n = len(self.infos)
-        self.allocatable = self._alloc[:, :n]
-        self.requested = self._req[:, :n]
-        self.pod_count = self._count[:n]
-        self.nonzero = self._nonzero[:, :n]
+    def _allocate(self, r: int, n: int) -> None:
+        """Zeroed matrices of `n` rows, views of buffers with spare rows past the end, so nodes joining
+        later are written in place (`RowChange.array`)."""
+        capacity = n + max(16, n // 8)
+        self.allocatable = np.zeros((r, capacity), np.int64)[:, :n]
+        self.requested = np.zeros((r, capacity), np.int64)[:, :n]
+        self.pod_count = np.zeros(capacity, np.int64)[:n]
+        self.nonzero = np.zeros((2, capacity), np.int64)[:, :n]
 
     def _copy_row(self, i: int) -> None:
         """Row i from its NodeInfo, written through the public matrices (views of the buffers)."""
@@ -326,12 +307,8 @@ class Snapshot:
         if not self._has_columns([*fresh.values(), *changed]):
             self.rebuild(self.infos, self.resources)
             return change
-        self._grow(change.n)
-        if change.moves:
-            olds, news = zip(*change.moves, strict=True)
-            for buf in (self._alloc, self._req, self._count, self._nonzero):
-                buf[..., list(news)] = buf[..., list(olds)]  # the right side is a copy: chains are safe
-        self._expose()
+        self.allocatable, self.requested = change.array(self.allocatable), change.array(self.requested)
+        self.pod_count, self.nonzero = change.array(self.pod_count), change.array(self.nonzero)
         rows, replaced = self._recopy([self.index[info.name] for info in changed])
         for i in change.added:
             self._copy_row(i)

@@ -16,7 +16,7 @@ columns) chooses the levels afresh.
 The snapshot tells a view which rows changed, not which pods: each row keeps the ids of the PodInfos
 it counted, a refresh compares them with the row's pods (dict and set operations in C, over the pods
 of the changed rows only) and applies the difference: O(1) item updates per pod added or removed.
-Nodes joining or leaving in place (``resize``) move the rows' sums (``follow_rows``: in place) and
+Nodes joining or leaving in place (``resize``) move the rows' sums (``RowChange.array``: in place) and
 keep the levels: a removed node's pods leave as if deleted one by one (a level may be left empty, or
 marked inexact with one priority left: still an upper bound, as after any refresh); a new node's pods
 come by `refresh`.
@@ -32,7 +32,6 @@ from typing import Final
 import numpy as np
 
 from scheduler.framework.nominated import priority
-from scheduler.framework.rowresults import follow_rows
 from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import I64, PodInfo, Snapshot
 
@@ -100,7 +99,7 @@ class FreeableView:
         self._changed()
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
-        self.sums = follow_rows(self.sums, change, 0)
+        self.sums = change.array(self.sums, 0)
         change.list(self._counted)
         change.list(self._ids)
         for i in change.added:

@@ -11,8 +11,9 @@ value has magnitude at most ``EXACT_LIMIT`` and capacities and usages are non-ne
 int64 sums and float64 conversions equal Go's and Python's, and, for an estimate that is ``exact`` too,
 every result is a small integer (a Filter code, a score in [0, 100]) that ``RESULT_DTYPE`` holds. Such
 rows are all but a few; the others (``big``) are evaluated from a Python-int ``Block`` of just those
-rows, by the same rules. Nodes joining or leaving in place (``resize``) move the arrays (``follow_rows``)
-and the rows' lists, O(moved rows); the new rows are derived by the snapshot's ``refresh``.
+rows, by the same rules. Nodes joining or leaving in place (``resize``) move the arrays
+(``RowChange.array``, in place) and the rows' lists, O(moved rows); the new rows are derived by the
+snapshot's ``refresh``.
 Imports: the standard library, numpy, scheduler.framework (snapshot, rows, rowresults),
 scheduler.plugins.loadaware.
 """
@@ -28,7 +29,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.rowresults import RowResults, follow_rows
+from scheduler.framework.rowresults import RowResults
 from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
@@ -180,9 +181,9 @@ class Block:
     def resize(self, change: RowChange) -> None:
         """The rows in ``change``'s layout (new rows zero: the caller writes them)."""
         self.n = change.n
-        self.ints, self.bools = follow_rows(self.ints, change, 0), follow_rows(self.bools, change, False)
-        self.update_time = follow_rows(self.update_time, change, math.nan)
-        self.flags = follow_rows(self.flags, change, False)
+        self.ints, self.bools = change.array(self.ints, 0), change.array(self.bools, False)
+        self.update_time = change.array(self.update_time, math.nan)
+        self.flags = change.array(self.flags, False)
         self._views()
         self.has_node_metric, self.no_update_time = self.flags[0], self.flags[3]
         self.active = [self.flags[1], self.flags[2]]

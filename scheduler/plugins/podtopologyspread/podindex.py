@@ -26,7 +26,7 @@ from apis.jsonfields import as_mapping
 from apis.kubeobjects import Node
 from apis.labelselector import OP_EXISTS, OP_IN, Requirement
 from scheduler.framework.listers import Requirements, labels_of, matches, namespace_of
-from scheduler.framework.rowresults import RowResults, follow_rows
+from scheduler.framework.rowresults import RowResults
 from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import PodInfo, Snapshot
 
@@ -249,4 +249,4 @@ class CodeColumn:
             self.rebuild(snapshot)
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
-        self.codes = follow_rows(self.codes, change, -1)
+        self.codes = change.array(self.codes, -1)

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.rowresults import follow_rows
 from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.volume.common import labels_of
@@ -66,7 +65,7 @@ class LabelIndex:
         self._rows = None
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
-        self.codes = follow_rows(self.codes, change, -1)
+        self.codes = change.array(self.codes, -1)
         self._rows = None
 
     def rows_of(self, values: frozenset[str]) -> I64:

@@ -25,7 +25,6 @@ import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
-from scheduler.framework.rowresults import follow_rows
 from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
@@ -169,8 +168,8 @@ class _LimitsView:
         change.list(self.rows)
         for i in change.added:
             self.rows[i] = {}
-        self.has_limits = follow_rows(self.has_limits, change, False)
-        self.arrays = {key: follow_rows(arr, change, -1) for key, arr in self.arrays.items()}
+        self.has_limits = change.array(self.has_limits, False)
+        self.arrays = {key: change.array(arr, -1) for key, arr in self.arrays.items()}
 
     def current(self, snapshot: Snapshot) -> _LimitsView:
         if self.csi_version != self.volumes.kind_versions[CSI_NODE]:

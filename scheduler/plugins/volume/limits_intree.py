@@ -27,7 +27,6 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
-from scheduler.framework.rowresults import follow_rows
 from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
@@ -212,7 +211,7 @@ class _LimitColumn:
             self.values[i] = self.plugin.limit(snapshot.infos[i])
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
-        self.values = follow_rows(self.values, change, 0)
+        self.values = change.array(self.values, 0)
 
 
 class EBSLimits(InTreeVolumeLimits):

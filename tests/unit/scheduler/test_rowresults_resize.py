@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.framework import rowresults
-from scheduler.framework.rowresults import RowResults, Rows, follow_rows
+from scheduler.framework.rowresults import RowResults, Rows
+from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import NodeInfo
 from tests.unit.scheduler._rowchange import simulate
 
@@ -63,13 +64,24 @@ def test_kept_results_follow_rows_moved_in_place(n: int, data: st.DataObject) ->
         check()
 
 
+def taken(old: npt.NDArray[np.int64], change: RowChange, fill: int) -> npt.NDArray[np.int64]:
+    """The readable form of a change on an array: new row i is old row ``take[i]``, or `fill`."""
+    out = (
+        old.take(np.maximum(change.take, 0), axis=-1)
+        if old.shape[-1]
+        else np.zeros((*old.shape[:-1], change.n), old.dtype)
+    )
+    out[..., [i for i, t in enumerate(change.take.tolist()) if t < 0]] = fill
+    return out
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 12), st.sampled_from([(), (3,), (2, 4)]), st.data())
-def test_follow_rows_equals_a_fresh_copy_in_place_when_there_is_room(
+def test_row_change_array_equals_the_take_in_place_when_there_is_room(
     n: int, shape: tuple[int, ...], data: st.DataObject
 ) -> None:
-    """`follow_rows` gives `change.array`'s values through a sequence of changes, reusing its buffer
-    while it has room (the result is then a view of the same memory)."""
+    """`RowChange.array` gives the values of `take` through a sequence of changes, reusing the array's
+    buffer while it has room (the result is then a view of the same memory)."""
     rng = random.Random(data.draw(st.integers(0, 2**32)))
     infos = [info(f"n{i}") for i in range(n)]
     arr = np.arange(int(np.prod(shape, dtype=np.int64)) * n, dtype=np.int64).reshape(*shape, n).copy()
@@ -80,8 +92,8 @@ def test_follow_rows_equals_a_fresh_copy_in_place_when_there_is_room(
         infos, change = simulate(infos, gone, new, rng)
         room = arr.base if arr.base is not None else arr
         before = room.shape[-1]
-        want = change.array(want, -7)
-        arr = follow_rows(arr, change, -7)
+        want = taken(want, change, -7)
+        arr = change.array(arr, -7)
         assert arr.shape == want.shape and arr.tolist() == want.tolist()
         if change.n <= before and arr.size:
             assert np.shares_memory(arr, room)
