@@ -154,6 +154,9 @@ def _int(root: Mapping[str, Any], key: str, default: int, lo: int, hi: int | Non
     return v
 
 
+INT32_MAX = 2**31 - 1
+
+
 def _entry(v: object, path: str, weighted: bool) -> Entry:
     spec = _obj(v, path)
     name = _str(spec.get("name"), f"{path}.name")
@@ -161,8 +164,9 @@ def _entry(v: object, path: str, weighted: bool) -> Entry:
         if key not in ("name", "weight"):
             raise ConfigError(f"{path}.{key}: unknown field (name and weight are)")
     w = spec.get("weight", 0)
-    if not isinstance(w, int) or isinstance(w, bool) or w < 0:
-        raise ConfigError(f"{path}.weight={w!r}: must be a non-negative integer")
+    if not isinstance(w, int) or isinstance(w, bool) or not 0 <= w <= INT32_MAX:
+        # kube-scheduler's field is an int32: a larger number fails to decode there
+        raise ConfigError(f"{path}.weight={w!r}: must be an integer in 0..{INT32_MAX} (int32)")
     if w and not weighted:
         raise ConfigError(f"{path}.weight={w!r}: only score and multiPoint plugins have a weight")
     return Entry(name, w)

@@ -48,10 +48,12 @@ from scheduler.framework.interfaces import (
 from scheduler.framework.results import Rejections, RowNames, ScheduleResult, fit_error_message, select_best
 from scheduler.framework.sampling import filter_window, num_feasible_nodes_to_find
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import MAX_NODE_SCORE, Code, Status
 
 if TYPE_CHECKING:  # nominated.py builds on this module
     from scheduler.framework.nominated import NominatedPods
+
+MAX_TOTAL_SCORE = 2**63 - 1  # kube's framework.MaxTotalScore
 
 __all__ = ["Framework", "Rejections", "ScheduleResult", "fit_error_message", "select_best"]
 
@@ -111,6 +113,9 @@ class Framework:
             if not isinstance(w, int) or isinstance(w, bool) or w < 1:
                 raise ValueError(f"scoreWeights.{name}={w!r}: must be a positive integer")
         self.weights = [weights.get(p.name, 1) for p in self.scores]
+        # kube's NewFramework check: the weighted sum of every node's scores must fit an int64
+        if sum(w * MAX_NODE_SCORE for w in self.weights) > MAX_TOTAL_SCORE:
+            raise ValueError("total score of Score plugins could overflow")
         # Protocol isinstance checks cost tens of microseconds: decide capabilities once, not per pod.
         self._normalizers: list[NormalizeScorePlugin | None] = [
             p if isinstance(p, NormalizeScorePlugin) else None for p in self.scores

@@ -221,6 +221,10 @@ def test_a_koord_plugin_at_a_point_it_does_not_implement_is_an_error() -> None:
             "weight=-1",
         ),
         (
+            {"profiles": [{"plugins": {"score": {"enabled": [{"name": "NodeAffinity", "weight": 10**30}]}}}]},
+            "weight=1000000000000000000000000000000: must be an integer in 0..2147483647 (int32)",
+        ),
+        (
             {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "NodeAffinity", "weight": 2}]}}}]},
             "only score and multiPoint plugins have a weight",
         ),

@@ -348,3 +348,15 @@ def test_ties_are_taken_in_name_order_whatever_the_row_order() -> None:
     shuffled = ["c", "a", "d", "b"]  # the same nodes on other rows, the same scores per node
     by_node = np.array([9, 1, 9, 9], np.int64)
     assert [shuffled[select_best(by_node, random.Random(s), shuffled)] for s in range(20)] == rows_picked
+
+
+def test_weights_whose_total_could_overflow_are_refused_as_kube() -> None:
+    class Scorer:
+        name = "S"
+
+        def score_all(self, state: object, pod: object, snapshot: Snapshot, feasible: object) -> object:
+            return np.zeros(snapshot.n, np.int64)
+
+    Framework([Scorer()], {"S": (2**63 - 1) // 100})  # type: ignore[list-item]  # exactly fits
+    with pytest.raises(ValueError, match="total score of Score plugins could overflow"):
+        Framework([Scorer()], {"S": (2**63 - 1) // 100 + 1})  # type: ignore[list-item]
