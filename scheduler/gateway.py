@@ -44,6 +44,7 @@ from scheduler.plugins.defaultpreemption import PreemptionAPI, PreemptionResult,
 from scheduler.scheduler import Scheduler
 from scheduler.shards.admission import ShardGate
 from scheduler.shards.host import ArbiterHost
+from scheduler.shards.routing import ShardRouting
 
 log = logging.getLogger(__name__)
 CR_SOURCE = "cr"
@@ -256,18 +257,20 @@ class EventRouter:
         self._pod_hooks = [p for p in plugins if isinstance(p, PodEventHandler)]
         self._metric_hooks = [p for p in plugins if isinstance(p, NodeMetricEventHandler)]
         self.merger = FreshestMerger(self._node_metric)
-        # Sharded only (docs/shards.md#wiring): which pending pods this shard owns, and the arbiter's
-        # host that hears every node and pod event (a no-op unless it serves). None: unsharded.
+        # Sharded only (docs/shards.md#wiring): which pending pods this shard owns, the arbiter's host
+        # that hears every node and pod event (a no-op unless it serves). None: unsharded.
         self.gate: ShardGate | None = None
         self.host: ArbiterHost | None = None
+        self.shards: ShardRouting | None = None
         self._moves: AbstractContextManager[object] = nullcontext()
 
     def shard(self, gate: ShardGate, host: ArbiterHost) -> None:
         """Turn sharding on (before the informers start)."""
         self.gate, self.host = gate, host
+        self.shards = ShardRouting(gate, host, self.s)
         # Membership changes (heartbeat thread) and pod events (informer thread) decide and move pods
         # under one lock, so a pod is never both dropped by one and queued by the other.
-        self._moves = threading.Lock()
+        self._moves = self.shards.lock
 
     def _schedulable(self, pod: Pod) -> bool:
         spec = pod.get("spec") or {}
@@ -281,24 +284,9 @@ class EventRouter:
     def _ours(self, pod: Pod) -> bool:
         return self._schedulable(pod) and (self.gate is None or self.gate.admits(pod))
 
-    def reshard(self, members: list[str], pods: Collection[Pod]) -> tuple[int, int]:
-        """A membership change (docs/shards.md#partition): ``pods`` is the informer's store; the pending
-        pods of this scheduler whose owner changed leave the queue (and the nominated pods) or join it.
-        Returns (dropped, added)."""
-        if self.gate is None:
-            return 0, 0
-        with self._moves:
-            pending = [p for p in pods if not _assigned(p) and self._schedulable(p)]
-            moves = self.gate.update(members, pending)
-            for pod in moves.drop:
-                with self.s.lock:
-                    self.s.nominated.delete(pod)
-                self.s.queue.delete(pod)
-            for pod in moves.add:
-                with self.s.lock:
-                    self.s.nominated.add(pod)
-                self.s.queue.add(pod)
-        return len(moves.drop), len(moves.add)
+    def reshard(self, members: list[str]) -> tuple[int, int]:
+        """A membership change: the pending pods whose owner changed move (ShardRouting.reshard)."""
+        return (0, 0) if self.shards is None else self.shards.reshard(members)
 
     # --- pods -------------------------------------------------------------------------------------------
     def pod_add(self, pod: Pod) -> None:
@@ -306,8 +294,8 @@ class EventRouter:
             self._pod_add(pod)
 
     def _pod_add(self, pod: Pod) -> None:
-        if self.host is not None:
-            self.host.set_pod(pod)
+        if self.shards is not None:
+            self.shards.seen(pod, not _assigned(pod) and self._schedulable(pod))
         if _assigned(pod):
             with self.s.lock:
                 self.s.cache.add_pod(pod)
@@ -323,8 +311,8 @@ class EventRouter:
             self._pod_update(old, new)
 
     def _pod_update(self, old: Pod, new: Pod) -> None:
-        if self.host is not None:
-            self.host.set_pod(new)
+        if self.shards is not None:
+            self.shards.seen(new, not _assigned(new) and self._schedulable(new))
         if _assigned(new):
             if not _assigned(old):
                 self.s.queue.delete(old)  # bound: it leaves the queue and enters the cache
@@ -347,8 +335,8 @@ class EventRouter:
             self._pod_delete(pod)
 
     def _pod_delete(self, pod: Pod) -> None:
-        if self.host is not None:
-            self.host.remove_pod(pod)
+        if self.shards is not None:
+            self.shards.gone(pod)
         # A pod the scheduler assumed may be gone before the informer saw it bound (a relist finds it
         # deleted, last known pending): it is let go like a bound one, or the cache would hold it until
         # its assumption expired and the plugins' per-pod state (Reserve's) for good.

@@ -112,7 +112,7 @@ class Sharding:
         self._lock = threading.Lock()
         self._leading = False
         self._stores: Stores | None = None
-        self._on_members: Callable[[list[str], Collection[Pod]], tuple[int, int]] | None = None
+        self._on_members: Callable[[list[str]], tuple[int, int]] | None = None
         self._thread: SupervisedThread | None = None
         # The ledger's counts survive it (a new one per term): the totals of the terms that ended.
         self._ended = {"accepted": 0, "rejected": 0, "expired": 0}
@@ -124,12 +124,12 @@ class Sharding:
     def attach(
         self,
         stores: Stores,
-        on_members: Callable[[list[str], Collection[Pod]], tuple[int, int]],
+        on_members: Callable[[list[str]], tuple[int, int]],
         stop: threading.Event,
         on_crash: CrashHook | None = None,
     ) -> None:
         """Once the informers synced: ``stores()`` gives their nodes and pods (the arbiter's warm start),
-        ``on_members(members, pods)`` moves pods on a membership change (EventRouter.reshard). Starts
+        ``on_members(members)`` moves pods on a membership change (EventRouter.reshard). Starts
         the heartbeat (supervised) and, when this shard already leads, the arbiter."""
         with self._lock:
             self._stores, self._on_members = stores, on_members
@@ -140,10 +140,10 @@ class Sharding:
 
     def _members_changed(self, members: list[str]) -> None:
         with self._lock:
-            stores, move = self._stores, self._on_members
-        if stores is None or move is None:
+            move = self._on_members
+        if move is None:
             return
-        dropped, added = move(members, stores()[1])
+        dropped, added = move(members)
         log.info("shard %s: members %s; %d pods handed on, %d taken", self.opts.identity, members,
                  dropped, added)  # fmt: skip
 

@@ -80,7 +80,7 @@ def test_the_flag_builds_the_sharded_service(api: ApiClient) -> None:
         )  # fmt: skip
         assert service.active is not None and service.active()  # schedules though it does not lead
         assert service.router.gate is sharding.gate
-        sharding.attach(lambda: ([], []), lambda members, pods: (0, 0), stop)
+        sharding.attach(lambda: ([], []), lambda members: (0, 0), stop)
         assert sharding.host.ledger is None
         leadership.started_leading()  # the manager's leadership hosts the arbiter
         assert sharding.host.ledger is not None
@@ -98,7 +98,7 @@ def test_already_leading_hosts_once_attached(api: ApiClient) -> None:
     sharding = service.sharding
     try:
         assert sharding is not None
-        sharding.attach(lambda: ([], []), lambda members, pods: (0, 0), stop)
+        sharding.attach(lambda: ([], []), lambda members: (0, 0), stop)
         assert sharding.host.ledger is not None
     finally:
         stop.set()
