@@ -182,22 +182,22 @@ class Recorder:
         self.unschedulable_attempts = 0
         self._cpu: dict[str, list[float]] = {}
 
-    def _in(self, t: float) -> bool:
+    def in_window(self, t: float) -> bool:
         return self.window[0] <= t < self.window[1]
 
     def offered(self, t: float) -> None:
-        if self._in(t):
+        if self.in_window(t):
             self._offers += 1  # the driver thread alone
 
     def bound(self, p: Pending, now: float) -> None:
         with self._lock:
-            if self._in(now):
+            if self.in_window(now):
                 self._binds += 1
-            if self._in(p.offered):
+            if self.in_window(p.offered):
                 self._latency.append(now - p.offered)
 
     def unschedulable(self, pod: Pod, status: Status) -> None:
-        if self._in(time.monotonic()):
+        if self.in_window(time.monotonic()):
             with self._lock:
                 self.unschedulable_attempts += 1
                 self.unschedulable_pods.add(_key(pod))
@@ -223,13 +223,13 @@ class Recorder:
         return self._binds
 
     def window_pending(self, pending: dict[str, Pending]) -> int:
-        return sum(1 for p in list(pending.values()) if self._in(p.offered))
+        return sum(1 for p in list(pending.values()) if self.in_window(p.offered))
 
     def latencies(self, pending: dict[str, Pending], end: float) -> list[float]:
         """Offer → bind of the window's pods; one still unbound counts as bound at `end` (a lower bound)."""
         with self._lock:
             out = list(self._latency)
-        return out + [end - p.offered for p in list(pending.values()) if self._in(p.offered)]
+        return out + [end - p.offered for p in list(pending.values()) if self.in_window(p.offered)]
 
 
 class Driver:

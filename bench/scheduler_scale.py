@@ -134,17 +134,21 @@ class InProcessPreemptionAPI:
 
 
 def scheduling_loop(sched: Scheduler, stop: threading.Event, rec: Recorder, profile: str | None) -> None:
-    """SchedulerService.run's loop (scheduler/main.py), marking this thread's CPU at the window's edges."""
+    """SchedulerService.run's loop (scheduler/main.py), marking this thread's CPU at the window's edges;
+    with `profile`, cProfile runs from the first cycle ending inside the window to the first past it,
+    so the warm-up's first cycle (every view built) stays out of the statistics."""
     # The thread's own CPU time, not wall time: waits for the GIL or the lock held by the informer
     # would otherwise be charged to whatever function was running.
     prof = cProfile.Profile(time.thread_time) if profile else None
-    if prof is not None:
-        prof.enable()
+    profiling = False
     ticks = 0
     try:
         while not stop.is_set():
             sched.schedule_one(timeout=0.2)
             rec.cpu_mark("sched")
+            if prof is not None and profiling != rec.in_window(time.monotonic()):
+                profiling = not profiling
+                prof.enable() if profiling else prof.disable()
             ticks += 1
             if ticks % 50 == 0 or sched.queue.pending().get("active", 0) == 0:
                 sched.queue.flush_backoff()
