@@ -12,6 +12,10 @@ Three places a pending pod can be:
   one of those plugins registered for (`move_to_active_or_backoff`), a meaningful update of the pod,
   or `flush_unschedulable` after `max_age` seconds brings them back.
 
+A pod a PreEnqueue plugin refused (`gate`) is parked there too, marked gated: it was not attempted, so
+it comes back without backoff, on the same events or on `activate` (docs/architecture.md#gated-pods);
+`take` hands a NextPod plugin's pod to the scheduler ahead of the head.
+
 A popped pod is "in flight" until `done`. Kube's moveRequestCycle rule: when a move request happens
 while a pod is in flight, `add_unschedulable` sends that pod to backoffQ rather than parking it, so
 the event that might have made it schedulable is not lost.
@@ -59,6 +63,7 @@ class QueuedPodInfo:
     unschedulable_plugins: set[str] = field(default_factory=set)
     cycle: int = 0
     updated_in_flight: bool = False
+    gated: bool = False  # refused by PreEnqueue: parked without an attempt, back without backoff
 
     @property
     def key(self) -> str:
@@ -252,15 +257,7 @@ class SchedulingQueue:
                 self._flush_backoff_locked(now)
                 info = self._active.pop()
                 if info is not None:
-                    self._scheduling_cycle += 1
-                    info.cycle = self._scheduling_cycle
-                    info.attempts += 1
-                    if info.initial_attempt_timestamp is None:
-                        info.initial_attempt_timestamp = now
-                    info.updated_in_flight = False
-                    self._in_flight[info.key] = info
-                    self._deleted_in_flight.discard(info.key)
-                    return info
+                    return self._start(info, now)
                 wait = _MAX_WAIT
                 if deadline is not None:
                     wait = min(wait, deadline - time.monotonic())
@@ -270,6 +267,63 @@ class SchedulingQueue:
                 if head is not None:
                     wait = min(wait, max(self.backoff_expiry(head) - now, 0.001))
                 self._cond.wait(wait)
+
+    def _start(self, info: QueuedPodInfo, now: float) -> QueuedPodInfo:
+        self._scheduling_cycle += 1
+        info.cycle = self._scheduling_cycle
+        info.attempts += 1
+        if info.initial_attempt_timestamp is None:
+            info.initial_attempt_timestamp = now
+        info.updated_in_flight = info.gated = False
+        self._in_flight[info.key] = info
+        self._deleted_in_flight.discard(info.key)
+        return info
+
+    def take(self, pod: Pod) -> QueuedPodInfo | None:
+        """Takes `pod` out of whichever queue holds it, in flight as if popped; a pod no queue holds yet
+        (its informer event is on its way) starts its first attempt. None when it is in flight already."""
+        key = pod_key(pod)
+        with self._cond:
+            if key in self._in_flight:
+                return None
+            now = self._clock()
+            info = self._active.remove(key) or self._backoff.remove(key) or self._unschedulable.pop(key, None)
+            return self._start(info or QueuedPodInfo(pod, now, now), now)
+
+    def gate(self, info: QueuedPodInfo, plugin: str) -> None:
+        """A popped pod PreEnqueue refused: parked gated, its attempt not counted (unless it left the
+        queue's hands meanwhile: deleted, or queued again)."""
+        key = info.key
+        with self._cond:
+            if self._in_flight.get(key) is info:
+                del self._in_flight[key]
+            if key in self._deleted_in_flight:
+                self._deleted_in_flight.discard(key)
+                return
+            if key in self._active or key in self._backoff or key in self._unschedulable:
+                return
+            info.attempts -= 1
+            info.gated, info.unschedulable_plugins = True, {plugin} - {""}
+            if self._move_request_cycle >= info.cycle or info.updated_in_flight:
+                self._active.push(info)  # an event came while it was checked: check again
+                self._cond.notify()
+            else:
+                self._unschedulable[key] = info
+
+    def activate(self, pods: Iterable[Pod]) -> int:
+        """Moves these pods from unschedulable or backoffQ to activeQ (kube's Activate); others are
+        left where they are. Returns how many moved."""
+        n = 0
+        with self._cond:
+            for pod in pods:
+                key = pod_key(pod)
+                info = self._unschedulable.pop(key, None) or self._backoff.remove(key)
+                if info is not None:
+                    self._active.push(info)
+                    n += 1
+            if n:
+                self._cond.notify_all()
+        return n
 
     def done(self, pod: Pod) -> None:
         """The scheduling (and binding) attempt of `pod` is over."""
@@ -338,7 +392,7 @@ class SchedulingQueue:
         self._cond.notify_all()
 
     def _requeue(self, info: QueuedPodInfo, now: float) -> None:
-        if self._backing_off(info, now):
+        if not info.gated and self._backing_off(info, now):
             self._backoff.push(info)
         else:
             self._active.push(info)

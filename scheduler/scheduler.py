@@ -7,7 +7,11 @@ Unschedulable pods are parked with the plugins that rejected them and reported t
 API adapter turns that into the PodScheduled=False condition and an Event).
 
 The Binder is injected: the API binder in production, a recording binder in benchmarks and tests.
-Imports: standard library, apis.waits, scheduler.framework, scheduler.queue, scheduler.cache.
+A profile with PreEnqueue plugins has each popped pod checked first: a refused pod is parked as gated
+(no attempt counted, no backoff). A profile's NextPod plugins may offer the pod to schedule next (a
+gang's next member), taken out of the queue ahead of its head (docs/architecture.md#gated-pods).
+Pods a Permit plugin holds wait in `waiting` (scheduler.framework.waiting), the plugins' handle.
+Imports: standard library, scheduler.framework, scheduler.queue, scheduler.cache.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
-from apis.waits import clamp_seconds
 from scheduler.cache import SchedulerCache
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, Pod
@@ -30,6 +33,7 @@ from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.runtime import Framework, ScheduleResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
+from scheduler.framework.waiting import WaitingPod, WaitingPodMap
 from scheduler.queue import QueuedPodInfo, SchedulingQueue
 
 log = logging.getLogger(__name__)
@@ -37,29 +41,6 @@ log = logging.getLogger(__name__)
 
 class Binder(Protocol):
     def bind(self, pod: Pod, node: str) -> Status: ...
-
-
-class WaitingPod:
-    """A reserved pod a Permit plugin asked to wait: bound once allowed, rolled back if rejected or
-    when the timeout passes first."""
-
-    def __init__(self, key: str, node: str, timeout: float, plugin: str = "") -> None:
-        self.key, self.node, self.timeout, self.plugin = key, node, timeout, plugin
-        self._done = threading.Event()
-        self.status = Status.success()
-
-    def allow(self) -> None:
-        self._done.set()
-
-    def reject(self, message: str, plugin: str = "") -> None:
-        self.status = Status.unschedulable(message, plugin=plugin)
-        self._done.set()
-
-    def wait(self) -> Status:
-        if not self._done.wait(clamp_seconds(self.timeout, f"{self.plugin or 'Permit'}: permit wait")):
-            msg = f"pod {self.key} rejected while waiting on permit: timeout"
-            return Status.unschedulable(msg, plugin=self.plugin)
-        return self.status
 
 
 @dataclass(slots=True)
@@ -89,9 +70,11 @@ class Scheduler:
         on_unschedulable: Callable[[Pod, Status], None] | None = None,
         on_decision: Callable[[Decision], None] | None = None,
         on_post_filter: Callable[[Pod, CycleState, ScheduleResult], None] | None = None,
+        waiting: WaitingPodMap | None = None,
     ) -> None:
         """`on_post_filter(pod, state, result)` hears of every unschedulable result under the lock
-        (the gateway carries out a preemption the cycle state holds)."""
+        (the gateway carries out a preemption the cycle state holds). `waiting`: the map of pods held
+        at Permit that the plugins were given (their Handle's), else a new one."""
         self.frameworks: dict[str, Framework] = (
             {"": framework} if isinstance(framework, Framework) else dict(framework)
         )
@@ -122,7 +105,10 @@ class Scheduler:
         self._inflight = threading.Semaphore(max(1, bind_workers) * 4)  # bounds queued bind work
         self._futures: set[Future[None]] = set()
         self._futures_lock = threading.Lock()
-        self.waiting: dict[str, WaitingPod] = {}  # pods held by Permit, by namespace/name
+        self.waiting = waiting if waiting is not None else WaitingPodMap()  # held by Permit, by ns/name
+        # Only profiles with these points pay for them (the default profile has none).
+        self._gated = any(fw.pre_enqueues for fw in self.frameworks.values())
+        self._next_pods = [fw for fw in self.frameworks.values() if fw.next_pods]
         self.interested: dict[str, set[ClusterEvent]] = {}
         for fw in self.frameworks.values():
             for p in fw.plugins:
@@ -140,16 +126,37 @@ class Scheduler:
     # --- one cycle ------------------------------------------------------------------------------------
     def schedule_one(self, timeout: float | None = None) -> bool:
         """Schedules the next pod; False when nothing was popped (timeout, or queue closed)."""
-        qpi = self.queue.pop(timeout)
+        qpi = self._next_pod() if self._next_pods else None
         if qpi is None:
-            return False
+            qpi = self.queue.pop(timeout)
+            if qpi is None:
+                return False
+            if self._gated:
+                fw = self.profile_of(qpi.pod)[0]
+                with self.lock:
+                    st = fw.pre_enqueue(qpi.pod)
+                if not st.is_success():
+                    self.queue.gate(qpi, st.plugin)
+                    return True
         self.schedule_pod(qpi)
         return True
+
+    def _next_pod(self) -> QueuedPodInfo | None:
+        """The pod a NextPod plugin offers, taken out of the queue; None when none offers one the queue
+        holds (a pod in flight or gone is skipped: the plugin has marked it attempted)."""
+        with self.lock:
+            for fw in self._next_pods:
+                while (pod := fw.next_pod()) is not None:
+                    qpi = self.queue.take(pod)
+                    if qpi is not None:
+                        return qpi
+        return None
 
     def schedule_pod(self, qpi: QueuedPodInfo) -> ScheduleResult:
         start = time.perf_counter()
         pod = qpi.pod
         taken: Status | None = None
+        waiting: WaitingPod | None = None
         fw, snapshot = self.profile_of(pod)
         with self.lock:
             self.cache.update_snapshot(snapshot)
@@ -167,10 +174,13 @@ class Scheduler:
                         taken = Status.error(str(e))
                     else:
                         self.nominated.delete(pod)
-                        st, permit_timeout = fw.permit(state, assumed, node)
+                        st, waits = fw.permit_waits(state, assumed, node)
                         if st.is_rejected() or st.code == Code.ERROR:
                             self.cache.forget_pod(assumed)
                             fw.unreserve(state, assumed, node)
+                        elif st.code == Code.WAIT:  # registered under the lock: plugins allow it from here on
+                            waiting = WaitingPod(assumed, node, waits)
+                            self.waiting[waiting.key] = waiting
             elif self.on_post_filter is not None and result.status.code != Code.ERROR:
                 self.on_post_filter(pod, state, result)
         if taken is not None:
@@ -187,10 +197,6 @@ class Scheduler:
             self._unschedulable(qpi, ScheduleResult(None, st))
             self._decided(pod, None, st, start)
             return result
-        waiting = None
-        if st.code == Code.WAIT:
-            waiting = WaitingPod(_key(pod), node, permit_timeout, st.plugin)
-            self.waiting[waiting.key] = waiting
         if self._inline_bind and waiting is None:
             self._inflight.acquire()
             self._bind(qpi, state, assumed, node, start)
@@ -211,7 +217,9 @@ class Scheduler:
             st = Status.success()
             if waiting is not None:
                 st = waiting.wait()
-                self.waiting.pop(waiting.key, None)
+                with self.lock:
+                    if self.waiting.get(waiting.key) is waiting:
+                        del self.waiting[waiting.key]
                 if not st.is_success():
                     with self.lock:
                         self.cache.forget_pod(pod)

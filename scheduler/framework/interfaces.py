@@ -15,6 +15,7 @@ Imports: numpy, apis.kubeobjects, scheduler.framework.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -76,6 +77,28 @@ class Plugin(Protocol):
 
 
 @runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    """Asked before a pod enters activeQ (docs/architecture.md#gated-pods): a non-success keeps it
+    parked, without backoff, until a cluster event or an explicit activation lets it try again."""
+
+    def pre_enqueue(self, pod: Pod) -> Status: ...
+
+
+@runtime_checkable
+class NextPodPlugin(Plugin, Protocol):
+    """Offers the pod to schedule next, ahead of the queue's head (a gang's next member), or None."""
+
+    def next_pod(self) -> Pod | None: ...
+
+
+@runtime_checkable
+class BeforePreFilterPlugin(Plugin, Protocol):
+    """Runs before every PreFilter plugin; a rejection ends the cycle as a PreFilter rejection does."""
+
+    def before_pre_filter(self, state: CycleState, pod: Pod) -> Status: ...
+
+
+@runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status: ...
 
@@ -112,6 +135,14 @@ class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, statuses: dict[str, Status]
     ) -> Status: ...
+
+
+@runtime_checkable
+class AfterPostFilterPlugin(Plugin, Protocol):
+    """Runs after the PostFilter plugins, whatever they answered, for a pod that found no node;
+    `fit_error` is the cycle's FitError text."""
+
+    def after_post_filter(self, state: CycleState, pod: Pod, fit_error: str) -> Status: ...
 
 
 @runtime_checkable
@@ -198,6 +229,38 @@ class PodEventHandler(Plugin, Protocol):
     def on_pod_update(self, old: Pod, new: Pod) -> None: ...
 
     def on_pod_delete(self, pod: Pod) -> None: ...
+
+
+@runtime_checkable
+class AnyPodEventHandler(Plugin, Protocol):
+    """A plugin that follows every pod, pending ones too (a gang's members), under the scheduler's lock."""
+
+    def on_any_pod_add(self, pod: Pod) -> None: ...
+
+    def on_any_pod_update(self, old: Pod, new: Pod) -> None: ...
+
+    def on_any_pod_delete(self, pod: Pod) -> None: ...
+
+
+@runtime_checkable
+class WaitingPod(Protocol):
+    """A pod held at Permit (kube's framework.WaitingPod): bound once every plugin that asked it to wait
+    has allowed it; rejected by any one of them."""
+
+    @property
+    def pod(self) -> Mapping[str, Any]: ...
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+@runtime_checkable
+class WaitingPods(Protocol):
+    """kube's Handle.IterateOverWaitingPods: the pods held at Permit now (a copy: allowing or rejecting
+    one may remove it)."""
+
+    def waiting_pods(self) -> list[WaitingPod]: ...
 
 
 @runtime_checkable

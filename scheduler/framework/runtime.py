@@ -27,11 +27,14 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
+    AfterPostFilterPlugin,
+    BeforePreFilterPlugin,
     BindPlugin,
     FilterAllPlugin,
     FilterPlugin,
     FilterResult,
     IntArray,
+    NextPodPlugin,
     NormalizeScorePlugin,
     PermitPlugin,
     Plugin,
@@ -39,6 +42,7 @@ from scheduler.framework.interfaces import (
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     ReservePlugin,
@@ -106,6 +110,17 @@ class Framework:
         self.pre_binds: list[PreBindPlugin] = at.get("preBind", PreBindPlugin)
         self.binds: list[BindPlugin] = at.get("bind", BindPlugin)
         self.post_binds: list[PostBindPlugin] = at.get("postBind", PostBindPlugin)
+        # The points that surround the cycle (docs/architecture.md#gated-pods): PreEnqueue is a
+        # configured point; NextPod, BeforePreFilter and AfterPostFilter run for every plugin of the
+        # profile that implements them, as Koordinator's framework extender does.
+        self.pre_enqueues: list[PreEnqueuePlugin] = at.get("preEnqueue", PreEnqueuePlugin)
+        self.next_pods: list[NextPodPlugin] = [p for p in self.plugins if isinstance(p, NextPodPlugin)]
+        self.before_pre_filters: list[BeforePreFilterPlugin] = [
+            p for p in self.plugins if isinstance(p, BeforePreFilterPlugin)
+        ]
+        self.after_post_filters: list[AfterPostFilterPlugin] = [
+            p for p in self.plugins if isinstance(p, AfterPostFilterPlugin)
+        ]
         names = [p.name for p in self.scores]
         for name, w in weights.items():
             if name not in names:
@@ -124,7 +139,26 @@ class Framework:
         self._score_all = [p if isinstance(p, ScoreAllPlugin) else None for p in self.scores]
 
     # --- filtering --------------------------------------------------------------------------------
+    def pre_enqueue(self, pod: Pod) -> Status:
+        """The first PreEnqueue refusal, or success."""
+        for p in self.pre_enqueues:
+            st = p.pre_enqueue(pod)
+            if not st.is_success():
+                return st.with_plugin(p.name)
+        return Status.success()
+
+    def next_pod(self) -> Pod | None:
+        for p in self.next_pods:
+            pod = p.next_pod()
+            if pod is not None:
+                return pod
+        return None
+
     def _pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        for b in self.before_pre_filters:
+            st = b.before_pre_filter(state, pod)
+            if not st.is_success() and not st.is_skip():
+                return st.with_plugin(b.name)
         for p in self.pre_filters:
             st = p.pre_filter(state, pod, snapshot)
             if not st.is_success() and not st.is_skip():
@@ -215,7 +249,7 @@ class Framework:
             rejections = Rejections(np.zeros(n, np.int32), (st,), snapshot.names)
             msg = fit_error_message(n, [st] * n)
             result = ScheduleResult(None, Status.unschedulable(msg), evaluated=n, rejections=rejections)
-            result.nominated = self.post_filter(state, pod, snapshot, rejections)
+            result.nominated = self.post_filter(state, pod, snapshot, rejections, msg)
             return result
         if not st.is_success():  # an error: reported as it is
             return ScheduleResult(None, st, evaluated=n)
@@ -231,7 +265,7 @@ class Framework:
         if len(feasible) == 0:
             msg = fit_error_message(n, rejections.as_dict().values())
             result = ScheduleResult(None, Status.unschedulable(msg), evaluated=n, rejections=rejections)
-            result.nominated = self.post_filter(state, pod, snapshot, rejections)
+            result.nominated = self.post_filter(state, pod, snapshot, rejections, msg)
             return result
         if len(feasible) == 1:
             only = snapshot.names[int(feasible[0])]
@@ -277,18 +311,22 @@ class Framework:
         return win.feasible, Rejections(win.which, tuple(win.statuses), snapshot.names), win.processed
 
     def post_filter(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, rejections: Rejections
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, rejections: Rejections, fit_error: str = ""
     ) -> str | None:
         """Runs PostFilter plugins (e.g. preemption) until one succeeds; a success may name the node
-        the pod is nominated to (in its first reason). Returns that node, or None."""
-        if not self.post_filters:
-            return None
-        statuses = rejections.as_dict()
-        for p in self.post_filters:
-            st = p.post_filter(state, pod, snapshot, statuses)
-            if st.is_success():
-                return st.reasons[0] if st.reasons else None
-        return None
+        the pod is nominated to (in its first reason). Returns that node, or None. Then every
+        AfterPostFilter plugin, whatever PostFilter answered, with the cycle's FitError text."""
+        nominated = None
+        if self.post_filters:
+            statuses = rejections.as_dict()
+            for p in self.post_filters:
+                st = p.post_filter(state, pod, snapshot, statuses)
+                if st.is_success():
+                    nominated = st.reasons[0] if st.reasons else None
+                    break
+        for a in self.after_post_filters:
+            a.after_post_filter(state, pod, fit_error)
+        return nominated
 
     # --- after a node is chosen -----------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node: str) -> Status:
@@ -307,15 +345,25 @@ class Framework:
     def permit(self, state: CycleState, pod: Pod, node: str) -> tuple[Status, float]:
         """Runs Permit plugins: the first rejection wins; otherwise WAIT (with the longest timeout
         asked for) if any plugin asked to wait, else success."""
-        wait, waiter = 0.0, ""
+        st, waits = self.permit_waits(state, pod, node)
+        if st.code != Code.WAIT:
+            return st, 0.0
+        waiter = max(waits, key=lambda name: waits[name])
+        return Status(Code.WAIT, plugin=waiter), waits[waiter]
+
+    def permit_waits(self, state: CycleState, pod: Pod, node: str) -> tuple[Status, dict[str, float]]:
+        """Runs Permit plugins: the first rejection wins; otherwise WAIT with the timeout (seconds) of
+        each plugin that asked to wait (kube's waitingPod waits for every one of them), else success."""
+        waits: dict[str, float] = {}
         for p in self.permits:
             st, timeout = p.permit(state, pod, node)
             if st.code == Code.WAIT:
-                if timeout > wait:
-                    wait, waiter = timeout, p.name
+                waits[p.name] = timeout
             elif not st.is_success() and not st.is_skip():
-                return st.with_plugin(p.name), 0.0
-        return (Status(Code.WAIT, plugin=waiter), wait) if wait > 0 else (Status.success(), 0.0)
+                return st.with_plugin(p.name), {}
+        if not waits:
+            return Status.success(), {}
+        return Status(Code.WAIT, plugin=next(iter(waits))), waits
 
     def pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status:
         for p in self.pre_binds:

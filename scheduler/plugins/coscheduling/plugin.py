@@ -5,21 +5,24 @@ NextPod, BeforePreFilter (also run as PreFilter), PostFilter, AfterPostFilter, R
 (gang-group allow/reject through the framework's waiting pods), PreBind and PostBind. Each point asks
 scheduler.plugins.coscheduling.decisions what to do, then does it.
 
-The points koord's framework does not call yet (PreEnqueue, NextPod, AfterPostFilter, the waiting
-pods handle) have the signatures docs/rules/scheduler-coscheduling.md#wiring describes.
-Imports: the standard library, apis (pod, podgroup), scheduler.framework, this package.
+The framework calls each point (docs/rules/scheduler-coscheduling.md#wiring): the plugin follows every
+pod of a gang, pending ones too (AnyPodEventHandler), and PodGroups (`on_pod_group`); when an event
+completes a gang group it activates one pending member through `activate` (the queue's).
+Imports: the standard library, numpy, apis (pod, podgroup), scheduler.framework, this package.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, cast
+
+import numpy as np
 
 from apis.pod import pod_key
 from apis.podgroup import BIND_ANNOTATIONS, GANG_MODE_STRICT, PodGroup, gang_name
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import ClusterEvent, Pod
+from scheduler.framework.interfaces import ClusterEvent, IntArray, Pod, WaitingPod, WaitingPods
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.coscheduling import decisions as d
@@ -29,24 +32,8 @@ from scheduler.plugins.coscheduling.gang import Gang
 
 NAME: Final = "Coscheduling"
 NS_PER_SECOND: Final = 1e9
-
-
-class WaitingPod(Protocol):
-    """A pod parked at Permit (kube's framework.WaitingPod)."""
-
-    @property
-    def pod(self) -> Mapping[str, Any]: ...
-
-    def allow(self, plugin: str) -> None: ...
-
-    def reject(self, plugin: str, message: str) -> None: ...
-
-
-class WaitingPods(Protocol):
-    """kube's ``Handle.IterateOverWaitingPods``: the pods parked at Permit now (a copy: allowing or
-    rejecting one may remove it)."""
-
-    def waiting_pods(self) -> list[WaitingPod]: ...
+_ZEROS: dict[int, IntArray] = {}
+__all__ = ["NAME", "Coscheduling", "WaitingPod", "WaitingPods", "set_bind_annotations"]
 
 
 class _NoWaitingPods:
@@ -62,35 +49,64 @@ class Coscheduling:
         args: CoschedulingArgs | None = None,
         waiting: WaitingPods | None = None,
         clock: Callable[[], _dt.datetime] = utcnow,
+        activate: Callable[[list[Pod]], object] | None = None,
     ) -> None:
+        """`waiting`: the framework's pods held at Permit; `activate`: moves parked pods to the queue's
+        activeQ (kube's Handle.Activate)."""
         self.args = args or CoschedulingArgs()
         self.cache = GangCache(self.args, clock)
-        self.waiting: WaitingPods = waiting or _NoWaitingPods()
+        self.waiting: WaitingPods = waiting if waiting is not None else _NoWaitingPods()
+        self.activate = activate
         self.context: d.GangSchedulingContext | None = None
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any] | None) -> Coscheduling:
-        return cls(CoschedulingArgs.from_args(args))
+    def from_args(
+        cls,
+        args: Mapping[str, Any] | None,
+        waiting: WaitingPods | None = None,
+        activate: Callable[[list[Pod]], object] | None = None,
+    ) -> Coscheduling:
+        return cls(CoschedulingArgs.from_args(args), waiting, activate=activate)
 
     def events_to_register(self) -> list[ClusterEvent]:
         return []  # upstream registers none: gangs are re-activated by the gang cache itself
 
     # --- informer events (docs/rules/scheduler-coscheduling.md#gang-cache) ------------------------------
-    def on_pod_add(self, pod: Pod) -> None:
+    def on_any_pod_add(self, pod: Pod) -> None:
         self.cache.on_pod_add(pod)
+        self._activate_if_ready(self.cache.gang_of(pod) if gang_name(pod) else None)
 
-    def on_pod_update(self, old: Pod, new: Pod) -> None:
+    def on_any_pod_update(self, old: Pod, new: Pod) -> None:
         self.cache.on_pod_update(old, new)
 
-    def on_pod_delete(self, pod: Pod) -> None:
+    def on_any_pod_delete(self, pod: Pod) -> None:
         self.cache.on_pod_delete(pod)
 
     def on_pod_group(self, old: PodGroup | None, new: PodGroup | None) -> None:
         """Add (old None), update, or delete (new None)."""
         if new is not None:
             self.cache.on_pod_group_update(old, new)
+            self._activate_if_ready(self.cache.get(new.key))
         elif old is not None:
             self.cache.on_pod_group_delete(old.namespace, old.name)
+
+    def _activate_if_ready(self, gang: Gang | None) -> None:
+        """docs/rules/scheduler-coscheduling.md#wiring: a group that now passes the basic check, is not
+        being scheduled and has no representative gets one pending member activated (PreEnqueue parked
+        the others; NextPod brings them once that one enters scheduling)."""
+        if self.activate is None or gang is None or not gang.has_init or gang.group_info.representative:
+            return
+        if self.context is not None and self.context.group_id == gang.gang_group_id:
+            return
+        first: Mapping[str, Any] | None = None
+        for gid in gang.gang_group:
+            member = self.cache.get(gid)
+            if member is None or not member.has_init or len(member.children) < member.min_required:
+                return
+            if first is None and member.pending:
+                first = next(iter(member.pending.values()))
+        if first is not None:
+            self.activate([cast(Pod, first)])
 
     # --- queue -----------------------------------------------------------------------------------------
     def pre_enqueue(self, pod: Pod) -> Status:
@@ -147,9 +163,24 @@ class Coscheduling:
         return Status.success()
 
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        """BeforePreFilter, until the framework calls it before every PreFilter (the rest of upstream's
-        PreFilter only concerns network-topology-aware gangs)."""
-        return self.before_pre_filter(state, pod)
+        """The gang checks run at BeforePreFilter; upstream's PreFilter only concerns
+        network-topology-aware gangs (not implemented)."""
+        return Status.success()
+
+    # --- PreScore, Score: upstream's act for network-topology-aware gangs only (not implemented) -------
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
+        return Status.skip()
+
+    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+        """0 for every row (shared, read-only: the runtime never writes it)."""
+        n = snapshot.n
+        zeros = _ZEROS.get(n)
+        if zeros is None:
+            zeros = np.zeros(n, np.int64)
+            zeros.setflags(write=False)
+            _ZEROS.clear()
+            _ZEROS[n] = zeros
+        return zeros
 
     # --- PostFilter ------------------------------------------------------------------------------------
     def post_filter(
@@ -246,13 +277,12 @@ def set_bind_annotations(pod: Any, info: tuple[str, int] | None) -> None:
     """Sets the four bind-gang annotations to the group id and member count, or deletes them."""
     meta = pod.setdefault("metadata", {})
     annotations = meta.get("annotations")
+    # A copy: the assumed pod shares its annotations with the informer's object.
     if info is None:
-        if isinstance(annotations, dict):
-            for key in BIND_ANNOTATIONS:
-                annotations.pop(key, None)
+        if isinstance(annotations, dict) and any(key in annotations for key in BIND_ANNOTATIONS):
+            meta["annotations"] = {k: v for k, v in annotations.items() if k not in BIND_ANNOTATIONS}
         return
-    if not isinstance(annotations, dict):
-        annotations = meta["annotations"] = {}
+    annotations = meta["annotations"] = dict(annotations) if isinstance(annotations, dict) else {}
     group_id, count = info
     for key, value in zip(BIND_ANNOTATIONS, (group_id, str(count), group_id, str(count)), strict=True):
         annotations[key] = value

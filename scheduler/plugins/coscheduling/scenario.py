@@ -150,7 +150,7 @@ def _delete_pod_group(
 def _add_pod(
     plugin: Coscheduling, sim: SimulatedWaitingPods, state: CycleState, step: Step, where: str
 ) -> dict[str, Any]:
-    plugin.on_pod_add(_pod(step, where))
+    plugin.on_any_pod_add(_pod(step, where))
     return {}
 
 
@@ -158,14 +158,14 @@ def _update_pod(
     plugin: Coscheduling, sim: SimulatedWaitingPods, state: CycleState, step: Step, where: str
 ) -> dict[str, Any]:
     pod = _pod(step, where)
-    plugin.on_pod_update(pod, pod)
+    plugin.on_any_pod_update(pod, pod)
     return {}
 
 
 def _delete_pod(
     plugin: Coscheduling, sim: SimulatedWaitingPods, state: CycleState, step: Step, where: str
 ) -> dict[str, Any]:
-    plugin.on_pod_delete(_pod(step, where))
+    plugin.on_any_pod_delete(_pod(step, where))
     return {}
 
 
@@ -274,7 +274,7 @@ def _pod_group_status(
     plugin = Coscheduling(args, clock=lambda: now)
     plugin.on_pod_group(None, pg)
     for i, raw in enumerate(pods):
-        plugin.on_pod_add(as_pod(raw, f"pods[{i}]"))
+        plugin.on_any_pod_add(as_pod(raw, f"pods[{i}]"))
     st = settle(plugin.cache, pg, now).status
     return {
         "phase": st.phase,

@@ -55,13 +55,13 @@ def test_gang_cache_matches_the_oracle(ops: list[tuple[str, int, str]]) -> None:
         key = pod_key(pod)
         state = oracle.state.get(key, ABSENT)
         if op == "add" and state in (ABSENT, PENDING, WAITING):  # an unbound pod never follows its binding
-            plugin.on_pod_add(pod)
+            plugin.on_any_pod_add(pod)
             oracle.add(key, node=False)
         elif op == "update" and state in (PENDING, WAITING):
-            plugin.on_pod_update(pod, pod)
+            plugin.on_any_pod_update(pod, pod)
             oracle.add(key, node=False)
         elif op == "addBound":
-            plugin.on_pod_update(pod, _pod(gang, name, min_available, node="n1"))
+            plugin.on_any_pod_update(pod, _pod(gang, name, min_available, node="n1"))
             oracle.add(key, node=True)
         elif op == "permit" and state == PENDING:
             plugin.permit(STATE, pod, "n1")
@@ -73,7 +73,7 @@ def test_gang_cache_matches_the_oracle(ops: list[tuple[str, int, str]]) -> None:
             plugin.post_bind(STATE, pod, "n1")
             oracle.post_bind(key)
         elif op == "delete" and state != ABSENT:
-            plugin.on_pod_delete(pod if state != BOUND else _pod(gang, name, min_available, node="n1"))
+            plugin.on_any_pod_delete(pod if state != BOUND else _pod(gang, name, min_available, node="n1"))
             oracle.delete(key)
         _check(plugin, oracle)
 

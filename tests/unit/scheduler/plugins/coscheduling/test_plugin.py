@@ -57,7 +57,7 @@ def test_pre_enqueue_gang_missing_and_not_initialised() -> None:
     assert st.message() == "can't find gang, gangName: ns1/ghost, podName: ns1/x"
     assert st.plugin == "Coscheduling"
     pod = gang_pod("u", pg="late")
-    plugin.on_pod_add(pod)
+    plugin.on_any_pod_add(pod)
     assert (
         plugin.pre_enqueue(pod).message() == "gang has not init, gangName: default/late, podName: default/u"
     )
@@ -65,7 +65,7 @@ def test_pre_enqueue_gang_missing_and_not_initialised() -> None:
 
 def test_basic_check_message_lists_whole_group_when_short() -> None:
     plugin, _ = _plugin()
-    plugin.on_pod_add(
+    plugin.on_any_pod_add(
         gang_pod(
             "a-0",
             "a",
@@ -73,7 +73,7 @@ def test_basic_check_message_lists_whole_group_when_short() -> None:
             annotations={"gang.scheduling.koordinator.sh/groups": '["default/b","default/a","default/c"]'},
         )
     )
-    plugin.on_pod_add(gang_pod("c-0", pg="c"))
+    plugin.on_any_pod_add(gang_pod("c-0", pg="c"))
     st = plugin.pre_enqueue(gang_pod("a-0", "a"))
     assert st.message() == (
         "gangGroup [default/a default/b default/c] basic check: memberGangs [default/b] doesn't exists, "
@@ -86,23 +86,23 @@ def test_basic_check_message_lists_whole_group_when_short() -> None:
 def test_representative_gate() -> None:
     plugin, _ = _plugin()
     for name in ("g-0", "g-1"):
-        plugin.on_pod_add(gang_pod(name))
+        plugin.on_any_pod_add(gang_pod(name))
     assert plugin.pre_enqueue(gang_pod("g-0")).is_success()
     assert plugin.pre_enqueue(gang_pod("g-0")).is_success()
     st = plugin.pre_enqueue(gang_pod("g-1"))
     assert st.message() == "representative pod default/g-0 of gangGroupID default/g already exists"
     assert plugin.pre_enqueue(gang_pod("g-7")).message() == "pod default/g-7 is not exists in gangCache"
-    plugin.on_pod_delete(gang_pod("g-0"))  # the representative is deleted: cleared
-    plugin.on_pod_add(gang_pod("g-2"))
+    plugin.on_any_pod_delete(gang_pod("g-0"))  # the representative is deleted: cleared
+    plugin.on_any_pod_add(gang_pod("g-2"))
     assert plugin.pre_enqueue(gang_pod("g-1")).is_success()
 
 
 def test_representative_failing_the_basic_check_is_dropped() -> None:
     plugin, _ = _plugin()
     for name in ("g-0", "g-1"):
-        plugin.on_pod_add(gang_pod(name))
+        plugin.on_any_pod_add(gang_pod(name))
     assert plugin.pre_enqueue(gang_pod("g-0")).is_success()
-    plugin.on_pod_delete(gang_pod("g-1"))
+    plugin.on_any_pod_delete(gang_pod("g-1"))
     assert not plugin.pre_enqueue(gang_pod("g-0")).is_success()
     gang = plugin.cache.get("default/g")
     assert gang is not None and gang.group_info.representative == ""
@@ -110,19 +110,19 @@ def test_representative_failing_the_basic_check_is_dropped() -> None:
 
 def test_once_satisfied_skips_checks_but_other_policies_do_not() -> None:
     plugin, _ = _plugin()
-    plugin.on_pod_add(gang_pod("s-0", "s", "3", node="n1"))  # bound: the group is satisfied once
+    plugin.on_any_pod_add(gang_pod("s-0", "s", "3", node="n1"))  # bound: the group is satisfied once
     assert plugin.pre_enqueue(gang_pod("anything", "s")).is_success()
     assert plugin.before_pre_filter(STATE, gang_pod("anything", "s")).is_success()
     assert plugin.context is None  # skipped before the context is created
     ow = {"gang.scheduling.koordinator.sh/match-policy": "only-waiting"}
-    plugin.on_pod_add(gang_pod("o-0", "o", "3", node="n1", annotations=ow))
+    plugin.on_any_pod_add(gang_pod("o-0", "o", "3", node="n1", annotations=ow))
     assert "child pod not collect enough" in plugin.pre_enqueue(gang_pod("o-0", "o")).message()
 
 
 # --- gang scheduling context -------------------------------------------------------------------------
 def _group(plugin: Coscheduling) -> None:
     for name, gang, minimum in (("a-0", "a", "2"), ("a-1", "a", "2"), ("b-0", "b", "1")):
-        plugin.on_pod_add(gang_pod(name, gang, minimum, annotations=GROUP))
+        plugin.on_any_pod_add(gang_pod(name, gang, minimum, annotations=GROUP))
 
 
 def test_context_gates_unattempted_pods_and_next_pod_walks_the_group() -> None:
@@ -149,7 +149,7 @@ def test_next_pod_with_the_gang_gone() -> None:
     _group(plugin)
     assert plugin.before_pre_filter(STATE, gang_pod("b-0", "b")).is_success()
     assert _permit_and_park(plugin, waiting, gang_pod("a-0", "a")) == Code.WAIT
-    plugin.on_pod_delete(gang_pod("b-0", "b"))
+    plugin.on_any_pod_delete(gang_pod("b-0", "b"))
     assert plugin.next_pod() is None and plugin.context is None
     assert waiting.rejected == {"default/a-0": "gang is nil, may be already deleted"}
 
@@ -169,14 +169,15 @@ def test_first_failure_is_recorded_and_fails_the_rest_fast() -> None:
     assert waiting.rejected == {"default/a-0": expected}
     st = plugin.before_pre_filter(STATE, gang_pod("b-0", "b"))
     assert (st.code, st.message()) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, expected)
-    assert plugin.pre_filter(STATE, gang_pod("b-0", "b"), Snapshot()).message() == expected
+    # the gang checks run at BeforePreFilter only: PreFilter concerns network-topology gangs
+    assert plugin.pre_filter(STATE, gang_pod("b-0", "b"), Snapshot()).is_success()
 
 
 # --- AfterPostFilter ---------------------------------------------------------------------------------
 def test_after_post_filter_without_context() -> None:
     plugin, waiting = _plugin()
     for i in range(3):
-        plugin.on_pod_add(gang_pod(f"g-{i}", "g", "3"))
+        plugin.on_any_pod_add(gang_pod(f"g-{i}", "g", "3"))
     for i in range(2):
         assert _permit_and_park(plugin, waiting, gang_pod(f"g-{i}")) == Code.WAIT
     st = plugin.after_post_filter(STATE, gang_pod("g-2"))
@@ -192,12 +193,12 @@ def test_after_post_filter_missing_gang_and_spared_gangs() -> None:
     st = plugin.after_post_filter(STATE, gang_pod("x", "ghost", ns="ns1"))
     assert st.message() == 'Pod "ns1/x" cannot find Gang "ghost"'
     assert plugin.after_post_filter(STATE, {"metadata": {"name": "plain"}}).message() == ""
-    plugin.on_pod_add(
+    plugin.on_any_pod_add(
         gang_pod("n-0", "n", "3", annotations={"gang.scheduling.koordinator.sh/mode": "NonStrict"})
     )
     _permit_and_park(plugin, waiting, gang_pod("n-0", "n"))
     assert plugin.after_post_filter(STATE, gang_pod("n-1", "n")).message() == ""
-    plugin.on_pod_add(gang_pod("s-0", "s", "3", node="n1"))
+    plugin.on_any_pod_add(gang_pod("s-0", "s", "3", node="n1"))
     assert plugin.after_post_filter(STATE, gang_pod("s-1", "s")).message() == ""
     assert waiting.rejected == {} and list(waiting.parked) == ["default/n-0"]
 
@@ -238,14 +239,14 @@ def test_permit_gang_not_found() -> None:
 def test_permit_validity_by_match_policy(policy: str, expected: Code) -> None:
     plugin, _ = _plugin()
     ann = {"gang.scheduling.koordinator.sh/match-policy": policy}
-    plugin.on_pod_add(gang_pod("g-0", annotations=ann, node="n1"))
-    plugin.on_pod_add(gang_pod("g-1", annotations=ann))
+    plugin.on_any_pod_add(gang_pod("g-0", annotations=ann, node="n1"))
+    plugin.on_any_pod_add(gang_pod("g-1", annotations=ann))
     assert plugin.permit(STATE, gang_pod("g-1"), "n1")[0].code == expected
 
 
 def test_permit_uninitialised_gang_waits_zero() -> None:
     plugin, _ = _plugin()
-    plugin.on_pod_add(gang_pod("p", pg="late"))
+    plugin.on_any_pod_add(gang_pod("p", pg="late"))
     st, timeout = plugin.permit(STATE, gang_pod("p", pg="late"), "n1")
     assert st.code == Code.WAIT and timeout == 0.0
 
@@ -254,7 +255,7 @@ def test_permit_uninitialised_gang_waits_zero() -> None:
 def test_unreserve_rejects_a_strict_group_and_returns_the_pod_to_pending() -> None:
     plugin, waiting = _plugin()
     for i in range(3):
-        plugin.on_pod_add(gang_pod(f"g-{i}", "g", "3"))
+        plugin.on_any_pod_add(gang_pod(f"g-{i}", "g", "3"))
     for i in range(2):
         _permit_and_park(plugin, waiting, gang_pod(f"g-{i}"))
     plugin.unreserve(STATE, gang_pod("g-2"), "n1")
@@ -269,7 +270,7 @@ def test_unreserve_rejects_a_strict_group_and_returns_the_pod_to_pending() -> No
 def test_pre_bind_writes_and_removes_annotations() -> None:
     plugin, waiting = _plugin()
     for i in range(3):
-        plugin.on_pod_add(gang_pod(f"g-{i}"))
+        plugin.on_any_pod_add(gang_pod(f"g-{i}"))
     _permit_and_park(plugin, waiting, gang_pod("g-0"))
     assert plugin.permit(STATE, gang_pod("g-1"), "n1")[0].is_success()
     assert plugin.permit(STATE, gang_pod("g-2"), "n1")[0].is_success()
@@ -292,7 +293,7 @@ def test_pre_bind_writes_and_removes_annotations() -> None:
 def test_post_bind_marks_bound_and_satisfied() -> None:
     plugin, waiting = _plugin()
     for i in range(2):
-        plugin.on_pod_add(gang_pod(f"g-{i}"))
+        plugin.on_any_pod_add(gang_pod(f"g-{i}"))
     assert plugin.pre_enqueue(gang_pod("g-0")).is_success()
     _permit_and_park(plugin, waiting, gang_pod("g-0"))
     plugin.post_bind(STATE, gang_pod("g-0"), "n1")
@@ -315,8 +316,8 @@ def test_a_gang_keeps_the_first_group_info_it_was_attached_to() -> None:
     """A pod with an unparsable min leaves the gang uninitialised but attached to the group info of its
     own id; the pod that initialises it later names a group whose info is created but not attached."""
     plugin, _ = _plugin()
-    plugin.on_pod_add(gang_pod("a-0", "a", "x", annotations=GROUP))
-    plugin.on_pod_add(gang_pod("a-1", "a", "1", annotations=GROUP))
+    plugin.on_any_pod_add(gang_pod("a-0", "a", "x", annotations=GROUP))
+    plugin.on_any_pod_add(gang_pod("a-1", "a", "1", annotations=GROUP))
     gang = plugin.cache.get("default/a")
     assert gang is not None and gang.has_init and gang.gang_group_id == "default/a,default/b"
     assert gang.group_info.group_id == "default/a"
