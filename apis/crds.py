@@ -1,4 +1,5 @@
-"""The CustomResourceDefinitions of ``deploy/crds/`` (NodeSLO, NodeMetric, ClusterColocationProfile) as data.
+"""The CustomResourceDefinitions of ``deploy/crds/`` (NodeSLO, NodeMetric, ClusterColocationProfile,
+PodGroup) as data.
 
 Each CRD is built from the typed dataclasses through ``apis.gojson.struct_openapi``, so the committed
 YAML (written by ``hack/gen_crds.py``) can be checked against the code: cluster-scoped, ``v1alpha1``
@@ -36,17 +37,19 @@ def _crd(
     *,
     group: str = c.SLO_GROUP,
     version: str = c.SLO_VERSION,
+    scope: str = "Cluster",
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A cluster-scoped ``v1alpha1`` CRD with a status subresource (``slo.koordinator.sh`` unless
-    another group is given)."""
+    """A ``v1alpha1`` CRD with a status subresource (cluster-scoped ``slo.koordinator.sh`` unless
+    another group or scope is given)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
+        "metadata": {"name": f"{plural}.{group}", **({"annotations": annotations} if annotations else {})},
         "spec": {
             "group": group,
             "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
-            "scope": "Cluster",
+            "scope": scope,
             "versions": [
                 {
                     "name": version,
@@ -166,9 +169,74 @@ def cluster_colocation_profile_crd() -> dict[str, Any]:
     )
 
 
+def pod_group_crd() -> dict[str, Any]:
+    """The PodGroup CRD of gang scheduling (scheduling.sigs.k8s.io/v1alpha1, namespaced;
+    docs/rules/scheduler-coscheduling.md#the-podgroup-crd): the fields koord reads and writes."""
+    int32 = {"type": "integer", "format": "int32"}
+    spec = {
+        "description": "PodGroupSpec: the gang's minimum members and how long its members wait at Permit.",
+        "type": "object",
+        "properties": {
+            "minMember": int32,
+            "minResources": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "scheduleTimeoutSeconds": int32,
+        },
+    }
+    status = {
+        "description": "PodGroupStatus, written by koord-scheduler's PodGroup status controller.",
+        "type": "object",
+        "properties": {
+            "phase": {
+                "type": "string",
+                "enum": [
+                    "Pending",
+                    "PreScheduling",
+                    "Scheduling",
+                    "Scheduled",
+                    "Running",
+                    "Finished",
+                    "Failed",
+                    "Unknown",
+                ],
+            },
+            "occupiedBy": {"type": "string"},
+            "scheduled": int32,
+            "running": int32,
+            "succeeded": int32,
+            "failed": int32,
+            "scheduleStartTime": {"type": "string", "format": "date-time"},
+        },
+    }
+    columns = [
+        {"name": name, "type": kind, "description": text, "jsonPath": path}
+        for name, kind, text, path in (
+            ("Phase", "string", "The gang's phase.", ".status.phase"),
+            ("MinMember", "integer", "Minimum members.", ".spec.minMember"),
+            ("Scheduled", "integer", "Bound members.", ".status.scheduled"),
+        )
+    ]
+    return _crd(
+        "PodGroup",
+        "podgroups",
+        "PodGroup declares a gang: pods labelled pod-group.scheduling.sigs.k8s.io=<name> bind together "
+        "once minMember of them have a node.",
+        spec,
+        status,
+        columns,
+        group="scheduling.sigs.k8s.io",
+        version="v1alpha1",
+        scope="Namespaced",
+        # *.k8s.io groups are protected: the API server wants the approval upstream's CRD carries
+        annotations={
+            "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/scheduler-plugins/pull/50"
+        },
+    )
+
+
 # Committed file name under deploy/crds/ → its generator.
 CRDS: Final = {
     f"{c.SLO_GROUP}_{c.NODE_SLO_PLURAL}.yaml": node_slo_crd,
     f"{c.SLO_GROUP}_{c.NODE_METRIC_PLURAL}.yaml": node_metric_crd,
     f"{c.CONFIG_GROUP}_{c.CLUSTER_COLOCATION_PROFILE_PLURAL}.yaml": cluster_colocation_profile_crd,
+    "scheduling.sigs.k8s.io_podgroups.yaml": pod_group_crd,
 }

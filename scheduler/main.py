@@ -47,6 +47,7 @@ from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.status import Status
 from scheduler.framework.volumes import VolumeObjects
+from scheduler.framework.waiting import WaitingPodMap
 from scheduler.gateway import (
     APIBinder,
     EventRouter,
@@ -58,8 +59,10 @@ from scheduler.gateway import (
 )
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
+from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption.api import KubePreemptionAPI
 from scheduler.plugins.volume.api import KubeVolumeBinderAPI
+from scheduler.podgroupcontroller import GangAnnotationBinder, GangEvents, PodGroupStatusController
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, Handle, build_framework
 from scheduler.scheduler import Binder, Scheduler, freeze_heap
@@ -123,9 +126,16 @@ class SchedulerService:
         self.pdbs = PDBStore()
         # Storage objects for the volume plugins; VolumeBinding's PreBind writes through the API.
         self.volumes = VolumeObjects()
+        queue = SchedulingQueue(
+            initial_backoff=config.pod_initial_backoff_seconds, max_backoff=config.pod_max_backoff_seconds
+        )
+        # Pods held at Permit and the queue's Activate, for Coscheduling
+        # (docs/rules/scheduler-coscheduling.md#wiring).
+        waiting = WaitingPodMap()
         handle = Handle(
             objects=self.objects, pdbs=self.pdbs.list, nominated=NominatedPods(),
-            volumes=self.volumes, volume_api=KubeVolumeBinderAPI(api),
+            volumes=self.volumes, volume_api=KubeVolumeBinderAPI(api), waiting=waiting,
+            activate=queue.activate,
         )  # fmt: skip
         frameworks = {
             p.scheduler_name: build_framework(
@@ -136,14 +146,14 @@ class SchedulerService:
         self.reporter = UnschedulableReporter(api, names)
         self.scheduled = ScheduledReporter(api, names)
         binder: Binder = APIBinder(api, on_bound=self.scheduled)
+        gangs = [p for fw in frameworks.values() for p in fw.plugins if isinstance(p, Coscheduling)]
+        if gangs:  # PreBind's bind-gang annotations reach the API with the bind
+            binder = GangAnnotationBinder(api, binder)
         if sharding is not None:
             binder = sharding.binder(binder)
             ShardCollector(sharding, registry)
         elif leading is not None:
             binder = LeaderGatedBinder(binder, leading)
-        queue = SchedulingQueue(
-            initial_backoff=config.pod_initial_backoff_seconds, max_backoff=config.pod_max_backoff_seconds
-        )
         self.scheduler = Scheduler(
             frameworks,
             SchedulerCache(),
@@ -152,10 +162,20 @@ class SchedulerService:
             bind_workers=bind_workers,
             on_unschedulable=self.reporter,
             on_decision=self.metrics.on_decision,
+            waiting=waiting,
         )
         # Victims are deleted off the scheduling thread, on the unschedulable reporter's pool.
         self.scheduler.on_post_filter = Preemptor(self.scheduler, KubePreemptionAPI(api), self.reporter.pool)
         self.router = EventRouter(self.scheduler, names, self.objects, self.pdbs, self.volumes)
+        # Coscheduling: every gang pod and PodGroup to the plugins, and the PodGroup status controller
+        # (the leader's: docs/rules/scheduler-coscheduling.md#podgroup-status).
+        self.podgroups: PodGroupStatusController | None = None
+        self.gangs: GangEvents | None = None
+        if gangs:
+            self.podgroups = PodGroupStatusController(
+                api, gangs[0], self.scheduler.lock, leading or (lambda: True)
+            )
+            self.gangs = GangEvents(gangs, self.scheduler.lock, self.podgroups)
         if sharding is not None:
             self.router.shard(sharding.gate, sharding.host)
         self.hub: HubWatcher | None = None
@@ -169,8 +189,15 @@ class SchedulerService:
     def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         """Starts informers (waits for their first list) and the hub watcher, supervised: restarted
         with backoff whenever it raises (docs/architecture.md#supervised-threads)."""
-        watched = {inf.name: inf for inf in informers(self.router, self.api)}
+        watched = {inf.name: inf for inf in informers(self.router, self.api, gangs=self.gangs)}
         start_informers(list(watched.values()), stop, sync_timeout)
+        if self.podgroups is not None:
+            workers = self.podgroups.plugin.args.controller_workers
+            for i in range(workers):
+                name = f"podgroup-status-{i}"
+                self._threads.append(
+                    supervise(name, self.podgroups.run, stop, on_crash=self.metrics.on_thread_crash)
+                )
         freeze_heap()
         if self.sharding is not None:
             nodes = cast("Informer[Node]", watched["nodes"])

@@ -18,9 +18,11 @@ from scheduler.framework.interfaces import (
     FilterPlugin,
     PermitPlugin,
     Plugin,
+    Pod,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     ReservePlugin,
@@ -31,7 +33,9 @@ from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.runtime import Framework
 from scheduler.framework.volumes import VolumeObjects
+from scheduler.framework.waiting import WaitingPodMap
 from scheduler.plugins.balancedallocation import NodeResourcesBalancedAllocation
+from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -74,6 +78,9 @@ class Handle:
     rng: random.Random | None = None
     volumes: VolumeObjects = field(default_factory=VolumeObjects)
     volume_api: VolumeBinderAPI | None = None  # VolumeBinding's PreBind writes through it
+    # The pods held at Permit (the Scheduler is given the same map) and the queue's Activate.
+    waiting: WaitingPodMap = field(default_factory=WaitingPodMap)
+    activate: Callable[[list[Pod]], object] | None = None
 
 
 Factory = Callable[[Mapping[str, Any], Handle], Plugin]
@@ -151,6 +158,13 @@ def _volume_binding(args: Mapping[str, Any], handle: Handle) -> Plugin:
         raise ConfigError(f"pluginConfig VolumeBinding.args: {e}") from None
 
 
+def _coscheduling(args: Mapping[str, Any], handle: Handle) -> Plugin:
+    try:
+        return Coscheduling.from_args(args, handle.waiting, handle.activate)
+    except ValueError as e:
+        raise ConfigError(f"pluginConfig Coscheduling.args: {e}") from None
+
+
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable, "NodeUnschedulable"),
     "NodeName": _no_args(NodeName, "NodeName"),
@@ -179,11 +193,13 @@ REGISTRY: dict[str, Factory] = {
     "AzureDiskLimits": _with_volumes(AzureDiskLimits, "AzureDiskLimits"),
     "CinderLimits": _with_volumes(CinderLimits, "CinderLimits"),
     "VolumeBinding": _volume_binding,
+    "Coscheduling": _coscheduling,  # not in the defaults: a profile enables it
 }
 KNOWN = frozenset(REGISTRY)
 
 # What each extension point needs a plugin to implement (queueSort and bind: BUILTIN's only).
 _POINT_KIND: dict[str, Any] = {
+    "preEnqueue": PreEnqueuePlugin,
     "preFilter": PreFilterPlugin,
     "filter": FilterPlugin | FilterAllPlugin,
     "postFilter": PostFilterPlugin,

@@ -2,8 +2,10 @@
 controllers into ClusterObjects (the spreading plugins' default selectors); PersistentVolumes, claims,
 StorageClasses and CSINodes into VolumeObjects (the volume plugins); PodDisruptionBudgets into the
 PDB store (preemption). Every change of a stored kind is also a ClusterEvent for the queue, so pods a
-plugin parked for want of one are tried again.
-Imports: the kubernetes client, kube.informer, apis, scheduler (framework, gateway).
+plugin parked for want of one are tried again. With Coscheduling in a profile, PodGroups and every pod
+(pending ones too) also reach its plugins (scheduler.podgroupcontroller.GangEvents), each pod before the
+router queues it, so the gang cache knows a pod before PreEnqueue is asked about it.
+Imports: the kubernetes client, kube.informer, apis, scheduler (framework, gateway, podgroupcontroller).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from scheduler.framework.interfaces import ClusterEvent
 from scheduler.framework.listers import REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
 from scheduler.framework.volumes import CSI_NODE, PV, PVC, STORAGE_CLASS
 from scheduler.gateway import AnyInformer, EventRouter
+from scheduler.podgroupcontroller import GROUP, PLURAL, VERSION, GangEvents
 
 
 class KindStore(Protocol):
@@ -50,7 +53,29 @@ def store_handlers(store: KindStore, kind: str, on_event: Callable[[ClusterEvent
     return {"on_add": add, "on_update": update, "on_delete": delete}
 
 
-def informers(router: EventRouter, api: Any, resync_seconds: float = 300) -> list[AnyInformer]:
+def pod_handlers(router: EventRouter, gangs: GangEvents | None) -> dict[str, Any]:
+    """The pod informer's handlers: the router's, preceded by the gang plugins' when there are any."""
+    if gangs is None:
+        return {"on_add": router.pod_add, "on_update": router.pod_update, "on_delete": router.pod_delete}
+
+    def add(pod: Any) -> None:
+        gangs.pod_add(pod)
+        router.pod_add(pod)
+
+    def update(old: Any, new: Any) -> None:
+        gangs.pod_update(old, new)
+        router.pod_update(old, new)
+
+    def delete(pod: Any) -> None:
+        gangs.pod_delete(pod)
+        router.pod_delete(pod)
+
+    return {"on_add": add, "on_update": update, "on_delete": delete}
+
+
+def informers(
+    router: EventRouter, api: Any, resync_seconds: float = 300, gangs: GangEvents | None = None
+) -> list[AnyInformer]:
     core = client.CoreV1Api(api)
     apps = client.AppsV1Api(api)
     storage = client.StorageV1Api(api)
@@ -87,12 +112,19 @@ def informers(router: EventRouter, api: Any, resync_seconds: float = 300) -> lis
                      resync_seconds=resync_seconds, on_add=pdbs.upsert, on_update=pdbs.upsert,
                      on_delete=pdbs.delete, name="poddisruptionbudgets")
         )  # fmt: skip
+    if gangs is not None:
+        watched.append(
+            Informer(custom.list_cluster_custom_object,
+                     kwargs={"group": GROUP, "version": VERSION, "plural": PLURAL},
+                     resync_seconds=resync_seconds, on_add=gangs.pod_group_add,
+                     on_update=gangs.pod_group_update, on_delete=gangs.pod_group_delete, name="podgroups")
+        )  # fmt: skip
     return [
         *watched,
         Informer(core.list_node, resync_seconds=resync_seconds, on_add=router.node_add,
                  on_update=router.node_update, on_delete=router.node_delete, name="nodes"),
-        Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds, on_add=router.pod_add,
-                 on_update=router.pod_update, on_delete=router.pod_delete, name="pods"),
+        Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds,
+                 **pod_handlers(router, gangs), name="pods"),
         Informer(custom.list_cluster_custom_object,
                  kwargs={"group": SLO_GROUP, "version": SLO_VERSION, "plural": NODE_METRIC_PLURAL},
                  resync_seconds=resync_seconds, on_add=router.nodemetric_upsert,

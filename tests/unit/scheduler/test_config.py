@@ -159,7 +159,6 @@ def test_upstream_chart_names_every_missing_plugin_in_one_error() -> None:
         parse_config(chart(), REGISTERED)
     msg = str(e.value)
     for name in (
-        "Coscheduling",
         "Reservation",
         "ElasticQuota",
         "DeviceShare",
@@ -168,11 +167,8 @@ def test_upstream_chart_names_every_missing_plugin_in_one_error() -> None:
         "DefaultPreBind",
     ):
         assert name in msg
-    assert (
-        "Coscheduling (preEnqueue, preFilter, postFilter, preScore, score, reserve, permit, preBind, "
-        "postBind, pluginConfig)" in msg
-    )
     assert "--ignore-unknown-plugins" in msg
+    assert "Coscheduling" not in msg  # registered: docs/rules/scheduler-coscheduling.md#wiring
     assert "LoadAwareScheduling" not in msg and "PrioritySort" not in msg and "DefaultBinder" not in msg
 
 
@@ -185,14 +181,20 @@ def test_upstream_chart_loads_with_ignore_unknown_plugins(
         config = load_config(f, REGISTERED, ignore_unknown=True)
     [record] = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert (
-        "skipped (--ignore-unknown-plugins)" in record.getMessage() and "Coscheduling" in record.getMessage()
+        "skipped (--ignore-unknown-plugins)" in record.getMessage() and "ElasticQuota" in record.getMessage()
     )
+    assert "Coscheduling" not in record.getMessage()
     [p] = config.profiles
     assert p.args["LoadAwareScheduling"]["usageThresholds"] == {"cpu": 65, "memory": 95}
-    assert "Coscheduling" not in p.args
+    assert p.args["Coscheduling"]["enablePreemption"] is True
     assert config.leader_election == LeaderElection(True, "koord-scheduler", "koordinator-system")
     fw = build_framework(p)
     assert "LoadAwareScheduling" in [x.name for x in fw.filters]
+    # the chart enables Coscheduling at every point it names, and the framework runs its hooks
+    for point in (fw.pre_enqueues, fw.pre_filters, fw.post_filters, fw.pre_scores, fw.scores, fw.reserves,
+                  fw.permits, fw.pre_binds, fw.post_binds, fw.before_pre_filters, fw.after_post_filters,
+                  fw.next_pods):  # fmt: skip
+        assert "Coscheduling" in [x.name for x in point]
 
 
 def test_a_koord_plugin_at_a_point_it_does_not_implement_is_an_error() -> None:
