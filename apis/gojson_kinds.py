@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import enum
 import math
+import reprlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -37,7 +38,7 @@ class FieldError(ValueError):
         self.value = value
         self.message = message
         self.fatal = fatal
-        super().__init__(f"field {path or '(document)'}={_short(value)}: {message}")
+        super().__init__(f"field {path or '(document)'}={short_repr(value)}: {message}")
 
 
 class DecodeError(ValueError):
@@ -48,9 +49,24 @@ class DecodeError(ValueError):
         super().__init__("; ".join(str(e) for e in errors))
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+def _short_repr() -> reprlib.Repr:
+    # repr() of a value nested a thousand deep (valid JSON) recurses past Python's limit; reprlib
+    # stops at a depth and length, so an error message costs the same for any input
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset = 12, 40, 40, 40, 40
+    r.maxstring = r.maxlong = r.maxother = 200
+    return r
+
+
+_SHORT = _short_repr()
+
+
+def short_repr(value: Any, limit: int = 120) -> str:
+    """`repr(value)` for an error message: at most `limit` characters, bounded in depth and length
+    whatever the value (a document nested a thousand deep included)."""
+    text = _SHORT.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 
 def join_path(path: str, name: str) -> str:

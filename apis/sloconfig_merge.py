@@ -28,9 +28,7 @@ from apis.gojson import (
     overlay,
     validate,
 )
-from apis.gojson_kinds import (
-    FieldError,
-)
+from apis.gojson_kinds import FieldError, short_repr
 from apis.gojson_repair import Repair, repair
 from apis.nodemetric import AggregatePolicy
 from apis.nodeslo_defaults import (
@@ -74,9 +72,7 @@ class ConfigKeyError(ValueError):
         self.rejected = rejected
         if not consequence:
             consequence = "key rejected, previous value kept" if rejected else "node entry ignored"
-        shown = repr(value)
-        if len(shown) > 200:
-            shown = shown[:197] + "..."
+        shown = short_repr(value, 200)
         super().__init__(
             f"slo-controller-config key {key!r}, field {field or '(document)'}, value {shown}: "
             f"{message} ({consequence})"

@@ -1096,3 +1096,17 @@ def test_fuzz_schema_shaped_documents(data: dict[str, str]) -> None:
         assert validate(spec) == []  # the NodeSLO the manager writes always satisfies the CRD enums/bounds
         strategy = node_colocation_strategy(cfg, labels, {})
         node_metric_collect_policy(strategy).to_dict()
+
+
+def test_a_document_nested_a_thousand_deep_is_a_field_error_not_a_crash() -> None:
+    """Valid JSON nested far deeper than any field: the error message shows the value cut short
+    (found by bench/fuzz.py: repr() of it recursed past Python's limit)."""
+    # depths around what JSON itself parses: which one overflowed repr() depends on the stack's depth
+    for depth in range(900, 1000):
+        deep = "[" * depth + "1" + "]" * depth
+        cfg, errors = parse_slo_controller_config({"colocation-config": deep})
+        assert cfg is not None
+        assert len(errors) == 1 and "colocation-config" in str(errors[0])
+        text = str(errors[0])
+        assert "must be an object" in text or "invalid JSON" in text
+        assert len(text) < 600
