@@ -9,7 +9,7 @@ the file is re-read on each push so a rotated token is picked up. With a CA bund
 channel is TLS and the hub's certificate must chain to it; without one the channel is plaintext and
 the token travels in clear, which is logged when the hub is not on loopback (docs/install.md).
 
-Imports: standard library, grpc, proto.koord.v1.
+Imports: standard library, grpc, kube.grpcauth.transport (token file, CA credentials), proto.koord.v1.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import grpc
 
+from kube.grpcauth.transport import TokenFile, channel_credentials
 from proto.koord.v1 import metrichub_pb2 as pb
 from proto.koord.v1 import metrichub_pb2_grpc as pb_grpc
 
@@ -62,7 +63,7 @@ class HubPusher:
             ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[1]),
         ]
         if ca_file is not None:
-            credentials = grpc.ssl_channel_credentials(root_certificates=ca_file.read_bytes())
+            credentials = channel_credentials(ca_file)
             self._channel = grpc.secure_channel(target, credentials, options=options)
         else:
             if token_file is not None and not _loopback(target):
@@ -74,13 +75,7 @@ class HubPusher:
         self.last_error: str | None = None
 
     def _metadata(self) -> list[tuple[str, str]]:
-        if self._token_file is None:
-            return []
-        try:
-            token = self._token_file.read_text().strip()
-        except OSError as e:
-            raise RuntimeError(f"hub token file {self._token_file}: {e}") from e
-        return [("authorization", f"Bearer {token}")] if token else []
+        return [] if self._token_file is None else TokenFile(self._token_file, "hub token file").metadata()
 
     @property
     def pending(self) -> pb.NodeMetricReport | None:

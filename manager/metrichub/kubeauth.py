@@ -1,45 +1,23 @@
-"""The hub's Kubernetes adapters for authentication: a TokenReview `review` callable and a pod → node
-lookup, both over a kubernetes ApiClient (the manager's; it needs `create tokenreviews` — e.g. the
-system:auth-delegator ClusterRole — and `get pods`).
+"""The hub's Kubernetes adapters for authentication: the pod → node lookup over a kubernetes ApiClient
+(the manager's; it needs `get pods`), and the TokenReview authenticator of kube.grpcauth.kubeauth
+(re-exported; it needs `create tokenreviews`, e.g. the system:auth-delegator ClusterRole).
 
-Imports: the kubernetes client (the only module of manager.metrichub that does), standard library,
+Imports: the kubernetes client (the only module of manager.metrichub that does), kube.grpcauth.kubeauth,
 manager.metrichub.auth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubernetes import client as _client
 
-from manager.metrichub.auth import PodNodeFunc, ReviewFunc, TokenReviewAuthenticator
+from kube.grpcauth.kubeauth import token_reviewer, tokenreview_authenticator
+from manager.metrichub.auth import PodNodeFunc
+
+__all__ = ["pod_node_lookup", "token_reviewer", "tokenreview_authenticator"]
 
 k8s: Any = _client  # the kubernetes client is treated as untyped
-
-
-def token_reviewer(api: Any, audiences: Sequence[str] = ()) -> ReviewFunc:
-    """review(token) → TokenReview status dict, via POST authentication.k8s.io/v1 tokenreviews."""
-    authn = k8s.AuthenticationV1Api(api)
-
-    def review(token: str) -> Mapping[str, Any]:
-        spec = k8s.V1TokenReviewSpec(token=token, audiences=list(audiences) or None)
-        result = authn.create_token_review(k8s.V1TokenReview(spec=spec))
-        status = result.status
-        if status is None:
-            return {"authenticated": False}
-        user = status.user
-        return {
-            "authenticated": bool(status.authenticated),
-            "error": status.error or "",
-            "user": {
-                "username": user.username if user else "",
-                "groups": list(user.groups or []) if user else [],
-                "extra": dict(user.extra or {}) if user else {},
-            },
-        }
-
-    return review
 
 
 def pod_node_lookup(api: Any) -> PodNodeFunc:
@@ -59,10 +37,3 @@ def pod_node_lookup(api: Any) -> PodNodeFunc:
         return pod.spec.node_name or None
 
     return pod_node
-
-
-def tokenreview_authenticator(
-    api: Any, audiences: Sequence[str] = (), **kwargs: Any
-) -> TokenReviewAuthenticator:
-    """A TokenReviewAuthenticator over api (kwargs: ttl, negative_ttl, max_entries)."""
-    return TokenReviewAuthenticator(token_reviewer(api, audiences), **kwargs)

@@ -28,8 +28,8 @@ within the loop. The server raises grpc core's pending-call limits (1,000 soft /
 default): the aio server accepts new calls one at a time, and with the defaults a burst of thousands
 of agents (re)connecting at once, e.g. after a manager restart, has a third of its streams cancelled.
 
-Imports: asyncio, grpc, apis.reportlimits, proto.koord.v1, manager.metrichub (auth, authgate,
-ingest, limits, store).
+Imports: asyncio, grpc, apis.reportlimits, kube.grpcauth.transport, proto.koord.v1, manager.metrichub
+(auth, authgate, ingest, limits, store).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ import grpc
 import grpc.aio
 
 from apis.reportlimits import SERVER_MAX_RECEIVE_BYTES
+from kube.grpcauth.transport import server_credentials
 from manager.metrichub.auth import (
     Authenticator,
     Authorizer,
@@ -82,7 +83,7 @@ def _passthrough(data: bytes) -> bytes:
 
 def tls_credentials(cert_file: Path, key_file: Path) -> grpc.ServerCredentials:
     """Server credentials from a PEM certificate chain and its PEM private key."""
-    return grpc.ssl_server_credentials([(key_file.read_bytes(), cert_file.read_bytes())])
+    return server_credentials(cert_file, key_file)
 
 
 def _is_loopback(address: str) -> bool:

@@ -9,11 +9,7 @@ from typing import Any
 
 import pytest
 
-from manager.metrichub.auth import (
-    EXTRA_NODE_NAME,
-    EXTRA_POD_NAME,
-    EXTRA_POD_UID,
-    Authorizer,
+from kube.grpcauth.tokens import (
     AuthUnavailableError,
     DeniedError,
     Identity,
@@ -21,6 +17,7 @@ from manager.metrichub.auth import (
     TokenReviewAuthenticator,
     parse_token_file,
 )
+from manager.metrichub.auth import EXTRA_NODE_NAME, EXTRA_POD_NAME, EXTRA_POD_UID, Authorizer
 
 AGENT = "system:serviceaccount:koord:koordlet"
 

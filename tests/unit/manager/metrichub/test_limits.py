@@ -14,19 +14,10 @@ from typing import Any
 import pytest
 
 from apis.reportlimits import MAX_REPORT_BYTES
-from manager.metrichub.auth import Identity, TokenReviewAuthenticator
-from manager.metrichub.authgate import AuthGate
-from manager.metrichub.limits import (
-    REPORT_TOKEN_BYTES,
-    BucketMap,
-    Counts,
-    HubLimits,
-    RefusedError,
-    Tarpit,
-    TokenBucket,
-    peer_host,
-    report_cost,
-)
+from kube.grpcauth.gate import AuthGate
+from kube.grpcauth.limits import BucketMap, Counts, RefusedError, Tarpit, TokenBucket, peer_host
+from kube.grpcauth.tokens import Identity, TokenReviewAuthenticator
+from manager.metrichub.limits import REPORT_TOKEN_BYTES, HubLimits, report_cost
 
 
 class Clock:
