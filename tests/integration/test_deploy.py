@@ -38,6 +38,7 @@ OVERLAY = DEPLOY / "overlays" / "standalone-scheduler"
 MONITORING = DEPLOY / "prometheus-operator"
 CHART_SCHEDULER_CONFIG = DEPLOY.parent / "tests/data/upstream/chart-v1.8.0/koord-scheduler-config.yaml"
 NS = "koordinator-system"
+SHARDS = "koordinator-shards"  # the scheduler shards' Leases (docs/shards.md#deploy)
 KUBECTL = shutil.which("kubectl")
 EMBEDDED_BINDING = "koord-manager-embedded-scheduler"
 EMBEDDED_SHARDS_BINDING = "koord-manager-shards"
@@ -187,7 +188,7 @@ class Installer:
             rbac = client.RbacAuthorizationV1Api(self.api)
             for delete in (
                 lambda: rbac.delete_cluster_role_binding(EMBEDDED_BINDING),
-                lambda: rbac.delete_namespaced_role_binding(EMBEDDED_SHARDS_BINDING, NS),
+                lambda: rbac.delete_namespaced_role_binding(EMBEDDED_SHARDS_BINDING, SHARDS),
             ):
                 try:
                     delete()
@@ -298,7 +299,10 @@ def test_scheduler_config_map_on_the_server_is_the_one_the_scheduler_loads(
     want = {k: v for k, v in chart_args.items() if k not in ("apiVersion", "kind")}
     assert profile.args["LoadAwareScheduling"] == want
     assert config.skipped == ()  # every plugin it names, koord has
-    assert build_framework(profile) is not None
+    fw = build_framework(profile)
+    assert "Coscheduling" in [p.name for p in fw.permits] and "Coscheduling" in [
+        p.name for p in fw.pre_enqueues
+    ]
 
 
 # -- RBAC: SubjectAccessReviews ------------------------------------------------------------------------------
@@ -314,6 +318,7 @@ RESOURCE_GROUPS = {
     "validatingwebhookconfigurations": "admissionregistration.k8s.io",
     "replicasets": "apps", "statefulsets": "apps", "poddisruptionbudgets": "policy",
     "storageclasses": "storage.k8s.io", "csinodes": "storage.k8s.io",
+    "podgroups": "scheduling.sigs.k8s.io",
 }  # fmt: skip
 MUTATING, VALIDATING = (
     "koordinator-mutating-webhook-configuration",
@@ -388,6 +393,8 @@ MANAGER = [
     ("list", "secrets", "", "", False), ("delete", "nodes", "", "n", False),
     ("create", "nodes", "", "", False),
     ("patch", "nodemetrics/status", "", "n", False),
+    ("update", "leases", NS, "koord-scheduler", False),
+    ("delete", "leases", NS, "koordinator-manager", False),
     ("update", "leases", "kube-system", "kube-scheduler", False),
     ("create", "subjectaccessreviews", "", "", False), ("update", "deployments", NS, "koord-manager", False),
 ]  # fmt: skip
@@ -397,10 +404,10 @@ MANAGER_EMBEDDED = [
     ("create", "pods/binding", "default", "p"), ("patch", "pods/status", "default", "p"),
     ("delete", "pods", "default", "p"),  # preemption's victims
     ("list", "poddisruptionbudgets", "", ""), ("update", "persistentvolumeclaims", "default", "c"),
-    # the embedded scheduler's shard Leases (docs/shards.md#deploy): every Lease of the namespace
-    ("list", "leases", NS, ""), ("watch", "leases", NS, ""),
-    ("patch", "leases", NS, "koord-scheduler-shard-x"), ("delete", "leases", NS, "koord-scheduler-shard-x"),
-    ("update", "leases", NS, "koord-scheduler"),
+    # the embedded scheduler's shard Leases (docs/shards.md#deploy): every Lease of the shards' namespace
+    ("list", "leases", SHARDS, ""), ("watch", "leases", SHARDS, ""), ("create", "leases", SHARDS, ""),
+    ("patch", "leases", SHARDS, "koord-scheduler-shard-x"),
+    ("delete", "leases", SHARDS, "koord-scheduler-shard-x"),
 ]  # fmt: skip
 
 SCHEDULER = [
@@ -412,16 +419,24 @@ SCHEDULER = [
     ("create", "events", "default", "", True), ("patch", "events", "default", "e", True),
     ("create", "leases", NS, "", True), ("get", "leases", NS, "koord-scheduler", True),
     ("update", "leases", NS, "koord-scheduler", True),
-    # scheduler/shards/heartbeat.py: its own shard Lease, the group's by label (docs/shards.md#deploy)
-    ("list", "leases", NS, "", True), ("watch", "leases", NS, "", True),
-    ("get", "leases", NS, "koord-scheduler-shard-x", True),
-    ("patch", "leases", NS, "koord-scheduler-shard-x", True),
-    ("delete", "leases", NS, "koord-scheduler-shard-x", True),
+    # scheduler/shards/heartbeat.py: its own shard Lease, the group's by label, in the shards' namespace
+    # only (docs/shards.md#deploy); the leader Lease koord-scheduler is read with the rights above
+    ("create", "leases", SHARDS, "", True),
+    ("list", "leases", SHARDS, "", True), ("watch", "leases", SHARDS, "", True),
+    ("get", "leases", SHARDS, "koord-scheduler-shard-x", True),
+    ("patch", "leases", SHARDS, "koord-scheduler-shard-x", True),
+    ("delete", "leases", SHARDS, "koord-scheduler-shard-x", True),
+    # the shard arbiter authenticates its callers (docs/shards.md#security)
+    ("create", "tokenreviews", "", "", True),
     # the spreading plugins' selectors, preemption (PDBs, victims), the volume plugins and VolumeBinding
     *[(v, r, "", "", True) for r in ("services", "replicationcontrollers", "replicasets", "statefulsets",
                                       "poddisruptionbudgets", "persistentvolumes", "persistentvolumeclaims",
                                       "storageclasses", "csinodes") for v in ("list", "watch")],
     ("delete", "pods", "default", "p", True),
+    # Coscheduling: PodGroups, their status, the bind-gang annotations
+    ("list", "podgroups", "", "", True), ("watch", "podgroups", "", "", True),
+    ("patch", "podgroups/status", "default", "g", True), ("patch", "pods", "default", "p", True),
+    ("update", "podgroups", "default", "g", False), ("delete", "podgroups", "default", "g", False),
     ("update", "persistentvolumes", "", "pv", True),
     ("update", "persistentvolumeclaims", "default", "c", True),
     ("get", "persistentvolumeclaims", "default", "c", True),
@@ -433,7 +448,10 @@ SCHEDULER = [
     ("update", "pods", "default", "p", False), ("delete", "persistentvolumes", "", "pv", False),
     ("create", "pods/eviction", "default", "p", False), ("update", "nodemetrics", "", "n", False),
     ("create", "nodeslos", "", "", False), ("get", "secrets", "default", "s", False),
-    ("update", "leases", "kube-system", "kube-scheduler", False), ("create", "tokenreviews", "", "", False),
+    ("update", "leases", NS, "koordinator-manager", False),
+    ("delete", "leases", NS, "koordinator-manager", False),
+    ("delete", "leases", NS, "koord-scheduler-shard-x", False), ("list", "leases", NS, "", False),
+    ("update", "leases", "kube-system", "kube-scheduler", False),
 ]  # fmt: skip
 
 

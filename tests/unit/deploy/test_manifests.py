@@ -309,9 +309,14 @@ def test_manager_loses_the_scheduler_role_in_the_standalone_overlay() -> None:
 
 @pytest.mark.parametrize("tree", sorted(TREES))
 def test_namespaced_objects_live_in_koordinator_system(tree: str) -> None:
+    """... but the scheduler shards' Lease rights, in the shards' own namespace (docs/shards.md#deploy)."""
     cluster = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
                "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}  # fmt: skip
+    shards = {"koord-scheduler-shards", "koord-manager-shards"}
     for o in TREES[tree]:
+        if o["kind"] in ("Role", "RoleBinding") and o["metadata"]["name"] in shards:
+            assert o["metadata"]["namespace"] == "koordinator-shards"
+            continue
         assert o["metadata"].get("namespace") == (None if o["kind"] in cluster else NAMESPACE), o["kind"]
         assert o["metadata"]["labels"]["app.kubernetes.io/part-of"] == "koord"
 
