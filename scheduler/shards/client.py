@@ -53,11 +53,26 @@ class _Binder(Protocol):
 
 
 class ArbiterClient:
-    """Thread-safe. Keeps one channel, replaced when ``resolve()`` names another address."""
+    """Thread-safe. Keeps one channel, replaced when ``resolve()`` names another address. With
+    ``credentials`` the channel is TLS; ``metadata()`` (e.g. kube.grpcauth.transport.TokenFile's) is
+    sent with every call. ``credentials()`` is called when a channel is made."""
 
-    def __init__(self, resolve: Callable[[], str], *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        resolve: Callable[[], str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        credentials: Callable[[], grpc.ChannelCredentials] | None = None,
+        server_name: str = "",
+        metadata: Callable[[], list[tuple[str, str]]] | None = None,
+    ) -> None:
         self._resolve = resolve
         self.timeout = timeout
+        # TLS (docs/shards.md#security): the arbiter is dialed by pod IP, so its certificate is checked
+        # against ``server_name``, the one name every arbiter's certificate carries.
+        self._credentials = credentials
+        self._options = [("grpc.ssl_target_name_override", server_name)] if server_name else []
+        self._metadata = metadata
         self._lock = threading.Lock()
         self._address = ""
         self._channel: grpc.Channel | None = None
@@ -71,7 +86,15 @@ class ArbiterClient:
             if address != self._address or self._stub is None:
                 if self._channel is not None:
                     self._channel.close()
-                self._channel = grpc.insecure_channel(address)
+                self._channel, self._stub, self._address = None, None, ""
+                if self._credentials is None:
+                    self._channel = grpc.insecure_channel(address)
+                else:
+                    try:  # read when dialing: the CA file may be written after the shard is built
+                        creds = self._credentials()
+                    except OSError as e:
+                        raise ArbiterUnavailableError(f"shard arbiter CA bundle: {e}") from e
+                    self._channel = grpc.secure_channel(address, creds, options=self._options)
                 self._stub = pb_grpc.ShardBinderStub(self._channel)
                 self._address = address
             return self._stub
@@ -79,7 +102,11 @@ class ArbiterClient:
     def _call(self, method: str, message: Any) -> Any:
         stub = self._current()
         try:
-            return getattr(stub, method)(message, timeout=self.timeout)
+            metadata = self._metadata() if self._metadata is not None else None
+        except RuntimeError as e:  # the token file cannot be read
+            raise ArbiterUnavailableError(str(e)) from e
+        try:
+            return getattr(stub, method)(message, timeout=self.timeout, metadata=metadata)
         except grpc.RpcError as e:
             code = e.code() if hasattr(e, "code") else None
             raise ArbiterUnavailableError(f"shard arbiter {self._address}: {code}: {e.details()}") from e

@@ -52,7 +52,9 @@ class ShardHeartbeat:
     client of its own; or a ``CoordinationV1Api``, used as it is.
 
     ``leader_lease`` names the group's leader Lease (today's ``koord-scheduler``), whose holder hosts
-    the arbiter. ``address`` is published on our Lease for the others to reach our arbiter; set it
+    the arbiter; it lives in ``leader_namespace`` (the lock namespace; default ``namespace``), the shard
+    Leases in ``namespace`` (docs/shards.md#deploy: a namespace of their own, for least privilege).
+    ``address`` is published on our Lease for the others to reach our arbiter; set it
     (``publish``) only while this shard serves one. ``run(stop)`` blocks until ``stop``, then deletes our
     Lease unless ``delete_on_stop`` is false (the others then see us leave a lease duration later, as
     after a crash).
@@ -66,6 +68,7 @@ class ShardHeartbeat:
         group: str,
         identity: str,
         leader_lease: str = "koord-scheduler",
+        leader_namespace: str | None = None,
         lease_duration: float = 15.0,
         interval: float = 2.0,
         on_change: Callable[[list[str]], None] | None = None,
@@ -86,6 +89,7 @@ class ShardHeartbeat:
         self.namespace, self.group, self.identity = namespace, group, identity
         self.name = lease_name(identity)
         self.leader_lease = leader_lease
+        self.leader_namespace = namespace if leader_namespace is None else leader_namespace
         self.lease_duration = float(lease_duration)
         self.interval = float(interval)
         self.margin = min(2.0, (lease_duration - interval) / 2) if margin is None else float(margin)
@@ -198,7 +202,7 @@ class ShardHeartbeat:
 
     def _read_leader(self) -> str:
         try:
-            lease = self._call("read_namespaced_lease", self.leader_lease, self.namespace)
+            lease = self._call("read_namespaced_lease", self.leader_lease, self.leader_namespace)
         except ApiException as e:
             if e.status == 404:
                 return ""

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from typing import Final
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
 
 from apis.kubeobjects import Node, Pod
 from scheduler.shards.ledger import DEFAULT_TTL, Ledger
@@ -40,8 +40,12 @@ class ArbiterHost:
         advertise: str,
         ttl: float = DEFAULT_TTL,
         warmup: float = DEFAULT_WARMUP,
+        security: Callable[[], tuple[Any, Sequence[Any]]] | None = None,
     ) -> None:
         self._publish = publish
+        # () → (server credentials or None, interceptors), read at each start: a renewed certificate
+        # is served from the next term on (docs/shards.md#security).
+        self._security = security
         self.listen, self.advertise = listen, advertise
         self.ttl, self.warmup = ttl, warmup
         self._lock = threading.Lock()
@@ -72,7 +76,8 @@ class ArbiterHost:
                 ledger.set_node(n)
             ledger.sync_pods(pods)
             try:
-                self._server = serve(ledger, self.listen)
+                credentials, interceptors = self._security() if self._security is not None else (None, ())
+                self._server = serve(ledger, self.listen, credentials=credentials, interceptors=interceptors)
             except BaseException:
                 self._ledger = None
                 raise

@@ -1,13 +1,14 @@
 """The arbiter's gRPC service, ``koord.v1.ShardBinder`` (docs/shards.md#transport): Bind, BindBatch and
 Forget over a Ledger (scheduler.shards.ledger), served by a threaded gRPC server that the shard holding
 the group's leader Lease starts (``serve``) and stops when it stops leading. The ledger decides; this
-module only translates messages.
+module only translates messages; authentication is an interceptor (docs/shards.md#security).
 Imports: grpc, proto.koord.v1 (shardbinder), scheduler.shards (arbiter, ledger), the standard library.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from concurrent import futures
 from typing import Any
 
@@ -86,10 +87,12 @@ def serve(
     *,
     workers: int = 4,
     credentials: grpc.ServerCredentials | None = None,
+    interceptors: Sequence[Any] = (),
 ) -> ShardBinderServer:
-    """Starts the ShardBinder over ``ledger`` on ``address`` (TLS with ``credentials``)."""
+    """Starts the ShardBinder over ``ledger`` on ``address`` (TLS with ``credentials``; every call
+    through ``interceptors`` first, e.g. kube.grpcauth.transport.TokenAuthInterceptor)."""
     pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shardbinder")
-    server = grpc.server(pool, options=SERVER_OPTIONS)
+    server = grpc.server(pool, options=SERVER_OPTIONS, interceptors=list(interceptors))
     pb_grpc.add_ShardBinderServicer_to_server(_Servicer(ledger), server)
     port = (
         server.add_insecure_port(address)

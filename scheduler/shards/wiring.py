@@ -7,8 +7,9 @@ The scheduler's service builds it, hands ``gate``/``host`` to its informer handl
 binds through ``binder(...)``, calls ``attach`` once its informers have synced (from then the heartbeat
 runs and membership changes move pods) and forwards its leader elector's callbacks to
 ``started_leading``/``stopped_leading``. Metrics: ``ShardCollector`` (docs/shards.md#metrics).
-Imports: argparse, prometheus_client, apis.kubeobjects, kube.supervise, scheduler.framework.status,
-scheduler.shards, the standard library.
+Imports: argparse, prometheus_client, apis.kubeobjects, kube.grpcauth (the arbiter's TLS and
+authentication, docs/shards.md#security), kube.supervise, scheduler.framework.status, scheduler.shards,
+the standard library.
 """
 
 from __future__ import annotations
@@ -26,6 +27,15 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from apis.kubeobjects import Node, Pod
 from apis.pod import pod_key
+from kube.grpcauth.gate import AuthGate, GateLimits
+from kube.grpcauth.kubeauth import tokenreview_authenticator
+from kube.grpcauth.limits import Counts
+from kube.grpcauth.transport import (
+    TokenAuthInterceptor,
+    TokenFile,
+    channel_credentials,
+    server_credentials,
+)
 from kube.supervise import CrashHook, SupervisedThread, supervise
 from scheduler.framework.status import Status
 from scheduler.shards.admission import ShardGate
@@ -39,15 +49,26 @@ from scheduler.shards.client import (
 from scheduler.shards.heartbeat import ShardHeartbeat
 from scheduler.shards.host import ArbiterHost
 from scheduler.shards.ledger import Ledger
+from scheduler.shards.security import (
+    DEFAULT_ALLOWED_USERS,
+    DEFAULT_SERVER_NAME,
+    ShardSecurity,
+    add_security_flags,
+    security_options,
+)
 
 __all__ = [
-    "DEFAULT_ARBITER_PORT", "MemberGatedBinder", "ShardCollector", "ShardOptions", "Sharding",
-    "add_shard_flags", "shard_options",
+    "DEFAULT_ALLOWED_USERS", "DEFAULT_ARBITER_PORT", "DEFAULT_SERVER_NAME", "DEFAULT_SHARD_LEASE_NAMESPACE",
+    "MemberGatedBinder", "ShardCollector", "ShardOptions", "ShardSecurity", "Sharding", "add_shard_flags",
+    "shard_options",
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ARBITER_PORT = 10261
+# Shard Leases live in a namespace of their own, where the shards have full Lease rights; the lock
+# namespace keeps its narrow, per-name rights (docs/shards.md#deploy).
+DEFAULT_SHARD_LEASE_NAMESPACE = "koordinator-shards"
 
 
 class _Binder(Protocol):
@@ -57,8 +78,9 @@ class _Binder(Protocol):
 @dataclass(frozen=True, slots=True)
 class ShardOptions:
     """``group`` is the scheduler name; ``identity`` the leader-election identity; ``leader_lease`` the
-    group's leader Lease (whose holder hosts the arbiter), in ``namespace``. ``listen`` is the arbiter's
-    bind address, ``advertise`` the host the other shards dial."""
+    group's leader Lease (whose holder hosts the arbiter), in ``namespace`` (the lock namespace); the shard
+    Leases live in ``lease_namespace``. ``listen`` is the arbiter's bind address, ``advertise`` the host the
+    other shards dial. ``security`` None: plaintext and no authentication (tests, ``--shard-insecure``)."""
 
     namespace: str
     group: str
@@ -67,6 +89,8 @@ class ShardOptions:
     listen: str
     advertise: str
     lease_duration: float = 15.0
+    lease_namespace: str = DEFAULT_SHARD_LEASE_NAMESPACE
+    security: ShardSecurity | None = None
 
     @property
     def interval(self) -> float:
@@ -101,12 +125,29 @@ class Sharding:
         self.opts = opts
         self.gate = ShardGate(opts.identity)
         self.heartbeat = ShardHeartbeat(
-            api, namespace=opts.namespace, group=opts.group, identity=opts.identity,
-            leader_lease=opts.leader_lease, lease_duration=opts.lease_duration, interval=opts.interval,
-            on_change=self._members_changed,
+            api, namespace=opts.lease_namespace, group=opts.group, identity=opts.identity,
+            leader_lease=opts.leader_lease, leader_namespace=opts.namespace,
+            lease_duration=opts.lease_duration, interval=opts.interval, on_change=self._members_changed,
         )  # fmt: skip
-        self.host = ArbiterHost(self.heartbeat.publish, listen=opts.listen, advertise=opts.advertise)
-        self._remote = CoalescingArbiter(ArbiterClient(self.heartbeat.arbiter_address))
+        self._api = api
+        self.auth_refused = Counts()  # the arbiter's refused calls by reason, every term (logs, tests)
+        self._gate: AuthGate | None = None
+        sec = opts.security
+        self.host = ArbiterHost(
+            self.heartbeat.publish, listen=opts.listen, advertise=opts.advertise,
+            security=None if sec is None else self._server_security,
+        )  # fmt: skip
+        client = (
+            ArbiterClient(self.heartbeat.arbiter_address)
+            if sec is None
+            else ArbiterClient(
+                self.heartbeat.arbiter_address,
+                credentials=lambda: channel_credentials(sec.ca_file),
+                server_name=sec.server_name,
+                metadata=TokenFile(sec.token_file, "shard token file").metadata,
+            )
+        )
+        self._remote = CoalescingArbiter(client)
         self.arbiter = LocalFirstArbiter(lambda: self.host.ledger, self._remote)
         self.arbitrated: ArbitratedBinder | None = None
         self._lock = threading.Lock()
@@ -116,6 +157,18 @@ class Sharding:
         self._thread: SupervisedThread | None = None
         # The ledger's counts survive it (a new one per term): the totals of the terms that ended.
         self._ended = {"accepted": 0, "rejected": 0, "expired": 0}
+
+    def _server_security(self) -> tuple[Any, list[Any]]:
+        """The arbiter's TLS credentials (read at each start) and its authentication interceptor; one
+        gate (and TokenReview cache) for every term."""
+        sec = self.opts.security
+        assert sec is not None
+        if self._gate is None:
+            self._gate = AuthGate(tokenreview_authenticator(self._api), GateLimits(), None, self.auth_refused)
+        interceptor = TokenAuthInterceptor(
+            self._gate, sec.allowed_users, sec.allowed_groups, service="the shard arbiter"
+        )
+        return server_credentials(sec.cert_file, sec.key_file), [interceptor]
 
     def binder(self, api_binder: _Binder) -> MemberGatedBinder:
         self.arbitrated = ArbitratedBinder(api_binder, self.arbiter, shard=self.opts.identity)
@@ -258,6 +311,12 @@ def add_shard_flags(p: argparse.ArgumentParser, prefix: str = "") -> None:
         f"--{prefix}shard-lease-duration", type=float, default=15.0,
         help="seconds a shard's Lease stays live without renewal (15); renewed every min(2, duration/3)",
     )  # fmt: skip
+    p.add_argument(
+        f"--{prefix}shard-lease-namespace", default=DEFAULT_SHARD_LEASE_NAMESPACE,
+        help=f"the namespace of the shard Leases ({DEFAULT_SHARD_LEASE_NAMESPACE}); the group's leader Lease "
+        "stays in the lock namespace",
+    )  # fmt: skip
+    add_security_flags(p, prefix)
 
 
 def shard_options(
@@ -265,8 +324,10 @@ def shard_options(
 ) -> ShardOptions | None:
     """The options the flags ask for, or None when sharding is off. Raises ValueError naming a bad flag."""
 
-    def flag(name: str) -> Any:
-        return getattr(args, (prefix + name).replace("-", "_"))
+    def flag(name: str, default: Any = None) -> Any:
+        # koord-manager declares the embedded scheduler's sharding flags itself: a flag it lacks has
+        # add_shard_flags's default.
+        return getattr(args, (prefix + name).replace("-", "_"), default)
 
     if not flag("sharding"):
         return None
@@ -277,4 +338,8 @@ def shard_options(
     if ":" in host and not host.startswith("["):  # an IPv6 pod IP
         host = f"[{host}]"
     listen = flag("shard-arbiter-addr") or f"{host}:{DEFAULT_ARBITER_PORT}"
-    return ShardOptions(namespace, group, identity, leader_lease, listen, host, duration)
+    lease_namespace = flag("shard-lease-namespace", DEFAULT_SHARD_LEASE_NAMESPACE)
+    return ShardOptions(
+        namespace, group, identity, leader_lease, listen, host, duration, lease_namespace,
+        security_options(args, prefix, flag),
+    )  # fmt: skip

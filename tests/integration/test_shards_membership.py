@@ -1,12 +1,15 @@
 """Shard membership against the real API server (docs/shards.md#membership), short durations (lease
 3 s, heartbeat 0.3 s): two shards see each other; one that stops without a word (a crash) drops out of
 the other's view once its Lease expires by the reader's clock, not before; one that stops cleanly
-deletes its Lease and leaves at once; the arbiter's address is read from the leader's shard Lease."""
+deletes its Lease and leaves at once; the arbiter's address is read from the leader's shard Lease, the
+shard Leases in a namespace of their own and the leader Lease in the lock namespace
+(docs/shards.md#deploy)."""
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,8 +83,19 @@ def test_members_join_crash_and_leave(kube: Any, namespace: str, shards: list[Sh
 
 
 def test_arbiter_address_follows_the_leader_lease(kube: Any, namespace: str, shards: list[Shard]) -> None:
-    a = Shard(kube, namespace, "shard-a")
-    b = Shard(kube, namespace, "shard-b")
+    own = f"shards-{uuid.uuid4().hex[:8]}"  # the shard Leases' namespace; the leader Lease's is `namespace`
+    core: Any = client.CoreV1Api(kube)
+    core.create_namespace({"metadata": {"name": own}})
+    try:
+        check_arbiter_address(kube, namespace, own, shards)
+    finally:
+        stop_and_join(shards)
+        core.delete_namespace(own)
+
+
+def check_arbiter_address(kube: Any, namespace: str, own: str, shards: list[Shard]) -> None:
+    a = Shard(kube, own, "shard-a", leader_namespace=namespace)
+    b = Shard(kube, own, "shard-b", leader_namespace=namespace)
     shards += [a, b]
     wait_for(lambda: b.hb.members() == ["shard-a", "shard-b"], what="both members")
     assert b.hb.arbiter_address() == ""  # no leader Lease yet
@@ -93,9 +107,10 @@ def test_arbiter_address_follows_the_leader_lease(kube: Any, namespace: str, sha
     assert b.hb.arbiter_address() == ""  # the leader serves no arbiter yet
     a.hb.publish("127.0.0.1:7070")
     wait_for(lambda: b.hb.arbiter_address() == "127.0.0.1:7070", what="address published")
-    annotations = leases.read_namespaced_lease(lease_name("shard-a"), namespace).metadata.annotations
+    annotations = leases.read_namespaced_lease(lease_name("shard-a"), own).metadata.annotations
     assert annotations == {ARBITER_ANNOTATION: "127.0.0.1:7070"}
+    assert [x.metadata.name for x in leases.list_namespaced_lease(namespace).items] == ["koord-scheduler"]
     a.hb.publish("")  # stopped leading: withdrawn
     wait_for(lambda: b.hb.arbiter_address() == "", what="address withdrawn")
-    annotations = leases.read_namespaced_lease(lease_name("shard-a"), namespace).metadata.annotations
+    annotations = leases.read_namespaced_lease(lease_name("shard-a"), own).metadata.annotations
     assert not annotations

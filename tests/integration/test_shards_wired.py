@@ -2,7 +2,10 @@
 room for 8 pods each, 120 pods. Exactly the 64 that fit are bound, each once, no node's bound requests
 exceed its allocatable, every shard bound some, the other 56 stay Pending. Then one shard that does not
 host the arbiter is killed (SIGKILL: its Lease is left to expire); once it has, the survivors own its
-pods: with room for every pod added, all 120 end up bound, the dead shard's included."""
+pods: with room for every pod added, all 120 end up bound, the dead shard's included. The shards run with
+the arbiter's security on (docs/shards.md#security): their Leases in a namespace of their own, the arbiter
+on TLS, each shard sending a real ServiceAccount's token, which the arbiter checks by TokenReview; another
+ServiceAccount's token is refused."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,10 +28,12 @@ from apis.pod import pod_requests
 from apis.quantity import parse_resource_list
 from koord.localcluster.controlplane import ControlPlane, free_ports, http_ok
 from scheduler.framework.units import to_values
-from scheduler.shards.membership import GROUP_LABEL, lease_name
+from scheduler.shards.membership import ARBITER_ANNOTATION, GROUP_LABEL, lease_name
 from scheduler.shards.ring import owns
 from tests.helpers.processes import stop_all
 from tests.integration.podhelpers import make_pod, wait_for
+from tests.integration.shardsecurity import ShardSecurity, forget_as, service_account_token
+from tests.integration.shardsecurity import shard_sec as shard_sec  # the fixture
 
 pytestmark = pytest.mark.apiserver
 
@@ -66,8 +72,9 @@ def live_shards(kube: Any, namespace: str) -> set[str]:
 
 
 def test_three_shards_bind_each_pod_once_and_take_over_a_dead_one(
-    control_plane: ControlPlane, kube: Any, namespace: str, tmp_path: Path
+    control_plane: ControlPlane, kube: Any, namespace: str, tmp_path: Path, shard_sec: ShardSecurity
 ) -> None:
+    sec = shard_sec
     core = client.CoreV1Api(kube)
     tag = uuid.uuid4().hex[:6]
     nodes = [f"shard-{tag}-{i}" for i in range(NODES)]
@@ -76,6 +83,7 @@ def test_three_shards_bind_each_pod_once_and_take_over_a_dead_one(
     ports = dict(zip(SHARDS, free_ports(len(SHARDS)), strict=True))
     procs: dict[str, subprocess.Popen[Any]] = {}
     logs = {name: tmp_path / f"{name}.log" for name in SHARDS}
+    leases_ns = sec.lease_namespace
     try:
         for name, port in ports.items():
             with logs[name].open("w") as err:
@@ -84,13 +92,13 @@ def test_three_shards_bind_each_pod_once_and_take_over_a_dead_one(
                      "--bind-workers=2", f"--leader-elect-identity={name}", f"--metrics-port={port}",
                      f"--leader-elect-resource-namespace={namespace}", "--sharding",
                      "--shard-arbiter-addr=127.0.0.1:0", "--shard-advertise-host=127.0.0.1",
-                     f"--shard-lease-duration={LEASE_SECONDS}"],
+                     f"--shard-lease-duration={LEASE_SECONDS}", *sec.flags()],
                     stdout=subprocess.DEVNULL, stderr=err,
                 )  # fmt: skip
         for port in ports.values():
             assert wait_for(lambda p=port: http_ok(f"http://127.0.0.1:{p}/readyz"), timeout=60)
         # Pods created once all three are members, so each owns about a third of them.
-        assert wait_for(lambda: live_shards(kube, namespace) == set(SHARDS), timeout=30)
+        assert wait_for(lambda: live_shards(kube, leases_ns) == set(SHARDS), timeout=30)
         members = "koord_scheduler_shard_members{}"
         for port in ports.values():
             assert wait_for(lambda p=port: scrape(p).get(members) == 3, timeout=30)
@@ -117,6 +125,13 @@ def test_three_shards_bind_each_pod_once_and_take_over_a_dead_one(
         assert wait_for(lambda: sum(binds(SHARDS).values()) == len(first), timeout=10), binds(SHARDS)
         per_shard = binds(SHARDS)
         assert all(v > 0 for v in per_shard.values()), per_shard
+        # The arbiter admits the allowed ServiceAccount's token only.
+        holder = client.CoordinationV1Api(kube).read_namespaced_lease("koord-scheduler", namespace)
+        address = arbiter_of(kube, leases_ns, holder.spec.holder_identity)
+        assert forget_as(sec, address, sec.token_file.read_text()) == grpc.StatusCode.OK
+        stranger = service_account_token(core, namespace, "stranger")
+        assert forget_as(sec, address, stranger) == grpc.StatusCode.PERMISSION_DENIED
+        assert forget_as(sec, address, None) == grpc.StatusCode.UNAUTHENTICATED
 
         # Kill a shard that does not host the arbiter (a leader's death is the elector's failover).
         leader = client.CoordinationV1Api(kube).read_namespaced_lease("koord-scheduler", namespace)
@@ -125,7 +140,7 @@ def test_three_shards_bind_each_pod_once_and_take_over_a_dead_one(
         procs[victim].wait(timeout=10)
         survivors = [n for n in SHARDS if n != victim]
         # Its Lease stays (no delete); the survivors drop it once it expires by their own clocks.
-        assert victim in live_shards(kube, namespace)
+        assert victim in live_shards(kube, leases_ns)
         for n in survivors:
             assert wait_for(lambda p=ports[n]: scrape(p).get(members) == 2, timeout=30), n
         theirs = [
@@ -142,7 +157,7 @@ def test_three_shards_bind_each_pod_once_and_take_over_a_dead_one(
         per_pod = Counter(e.involved_object.name for e in events)
         assert max(per_pod.values()) == 1  # no pod was bound twice
         assert lease_name(victim) in {
-            x.metadata.name for x in client.CoordinationV1Api(kube).list_namespaced_lease(namespace).items
+            x.metadata.name for x in client.CoordinationV1Api(kube).list_namespaced_lease(leases_ns).items
         }
     except AssertionError:
         for name, path in logs.items():
@@ -153,6 +168,11 @@ def test_three_shards_bind_each_pod_once_and_take_over_a_dead_one(
         for name in {*nodes, *extra}:
             with contextlib.suppress(client.exceptions.ApiException):
                 core.delete_node(name)
+
+
+def arbiter_of(kube: Any, namespace: str, identity: str) -> str:
+    lease = client.CoordinationV1Api(kube).read_namespaced_lease(lease_name(identity), namespace)
+    return str(lease.metadata.annotations[ARBITER_ANNOTATION])
 
 
 def assert_no_overcommit(core: Any, nodes: list[str]) -> None:

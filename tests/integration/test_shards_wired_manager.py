@@ -1,6 +1,8 @@
 """Two koord-manager replicas with --scheduler-sharding on the real API server (docs/shards.md#wiring):
 each embedded scheduler is a shard named after its replica's identity, the leader (Lease
-koordinator-manager) hosts the arbiter, and both bind pods — the standby too."""
+koordinator-manager) hosts the arbiter, and both bind pods — the standby too. The shard Leases are in
+koordinator-shards; the hub serves no TLS here, so neither does the arbiter (docs/shards.md#security: the
+embedded scheduler follows the hub until koord-manager takes the shard TLS flags)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from koord.localcluster.controlplane import ControlPlane, free_ports
 from scheduler.shards.membership import GROUP_LABEL
+from scheduler.shards.wiring import DEFAULT_SHARD_LEASE_NAMESPACE
 from tests.helpers.processes import stop_all
 from tests.integration.podhelpers import make_pod, wait_for
 
@@ -62,7 +65,10 @@ def test_two_manager_replicas_each_run_a_shard(
                 ))  # fmt: skip
 
         def shards() -> set[str]:
-            found = leases.list_namespaced_lease(namespace, label_selector=f"{GROUP_LABEL}=koord-scheduler")
+            # koord-manager has no --scheduler-shard-lease-namespace yet: the default, made by deploy/base
+            found = leases.list_namespaced_lease(
+                DEFAULT_SHARD_LEASE_NAMESPACE, label_selector=f"{GROUP_LABEL}=koord-scheduler"
+            )
             return {x.spec.holder_identity for x in found.items if x.spec.holder_identity}
 
         assert wait_for(lambda: len(shards()) == 2, timeout=60), shards()

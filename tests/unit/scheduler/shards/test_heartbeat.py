@@ -142,3 +142,52 @@ def test_run_deletes_the_lease_on_stop_unless_told_not_to() -> None:
     keep.delete_on_stop = False
     keep.run(stop)
     assert lease_name("b") in api.leases
+
+
+class NamespacedLeases(FakeLeases):
+    """Records the namespace of every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.namespaces: list[tuple[str, str]] = []
+
+    def patch_namespaced_lease(self, name: str, ns: str, body: dict[str, Any], **kw: Any) -> Resp:
+        self.namespaces.append(("patch", ns))
+        return super().patch_namespaced_lease(name, ns, body, **kw)
+
+    def create_namespaced_lease(self, ns: str, body: dict[str, Any], **kw: Any) -> Resp:
+        self.namespaces.append(("create", ns))
+        assert body["metadata"]["namespace"] == ns
+        return super().create_namespaced_lease(ns, body, **kw)
+
+    def list_namespaced_lease(self, ns: str, label_selector: str = "", **kw: Any) -> Resp:
+        self.namespaces.append(("list", ns))
+        return super().list_namespaced_lease(ns, label_selector, **kw)
+
+    def read_namespaced_lease(self, name: str, ns: str, **kw: Any) -> Resp:
+        self.namespaces.append((f"read {name}", ns))
+        return super().read_namespaced_lease(name, ns, **kw)
+
+    def delete_namespaced_lease(self, name: str, ns: str, **kw: Any) -> Resp:
+        self.namespaces.append(("delete", ns))
+        return super().delete_namespaced_lease(name, ns, **kw)
+
+
+def test_shard_leases_in_their_namespace_the_leader_lease_in_the_lock_namespace() -> None:
+    """docs/shards.md#deploy: full Lease rights only in the shards' namespace; the group's leader Lease
+    is only read, where its elector keeps it."""
+    api = NamespacedLeases()
+    hb = ShardHeartbeat(
+        api, namespace="koordinator-shards", group="koord-scheduler", identity="a",
+        leader_namespace="koordinator-system", lease_duration=10, interval=2, clock=Clock(),
+    )  # fmt: skip
+    hb.beat()
+    stop = threading.Event()
+    stop.set()
+    hb.run(stop)
+    assert api.namespaces == [
+        ("patch", "koordinator-shards"), ("create", "koordinator-shards"), ("list", "koordinator-shards"),
+        ("read koord-scheduler", "koordinator-system"),
+        ("patch", "koordinator-shards"), ("list", "koordinator-shards"),
+        ("read koord-scheduler", "koordinator-system"), ("delete", "koordinator-shards"),
+    ]  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from scheduler.scheduler import Scheduler
 from scheduler.shards.admission import ShardGate
 from scheduler.shards.host import ArbiterHost
 from scheduler.shards.ring import owns
+from scheduler.shards.security import ShardSecurity
 from scheduler.shards.wiring import ShardCollector, Sharding, ShardOptions, add_shard_flags, shard_options
 from tests.unit.scheduler.shards.test_heartbeat import FakeLeases
 
@@ -205,19 +207,72 @@ def test_flags_make_options(monkeypatch: pytest.MonkeyPatch) -> None:
     kw = dict(namespace="ns", group=SCHEDULER, identity="a", leader_lease="koordinator-manager")
     assert shard_options(p.parse_args([]), "scheduler-", **kw) is None
     monkeypatch.delenv("POD_IP", raising=False)
-    o = shard_options(p.parse_args(["--scheduler-sharding"]), "scheduler-", **kw)
+    on = ["--scheduler-sharding", "--scheduler-shard-insecure"]
+    o = shard_options(p.parse_args(on), "scheduler-", **kw)
     assert o is not None and (o.listen, o.advertise, o.lease_duration) == ("127.0.0.1:10261", "127.0.0.1", 15)
+    assert (o.namespace, o.lease_namespace, o.security) == ("ns", "koordinator-shards", None)
     assert o.interval == 2.0 and options(lease_duration=3).interval == 1.0
     monkeypatch.setenv("POD_IP", "fd00::7")
-    o = shard_options(p.parse_args(["--scheduler-sharding"]), "scheduler-", **kw)
+    o = shard_options(p.parse_args(on), "scheduler-", **kw)
     assert o is not None and o.listen == "[fd00::7]:10261" and o.advertise == "[fd00::7]"
-    args = p.parse_args(["--scheduler-sharding", "--scheduler-shard-arbiter-addr=0.0.0.0:9000",
-                         "--scheduler-shard-advertise-host=10.0.0.5"])  # fmt: skip
+    args = p.parse_args([*on, "--scheduler-shard-arbiter-addr=0.0.0.0:9000",
+                         "--scheduler-shard-advertise-host=10.0.0.5",
+                         "--scheduler-shard-lease-namespace=sh"])  # fmt: skip
     o = shard_options(args, "scheduler-", **kw)
-    assert o is not None and (o.listen, o.advertise) == ("0.0.0.0:9000", "10.0.0.5")
+    assert o is not None and (o.listen, o.advertise, o.lease_namespace) == ("0.0.0.0:9000", "10.0.0.5", "sh")
     with pytest.raises(ValueError, match=r"--scheduler-shard-lease-duration=0.5: must be at least 1 second"):
-        shard_options(p.parse_args(["--scheduler-sharding", "--scheduler-shard-lease-duration=0.5"]),
-                      "scheduler-", **kw)  # fmt: skip
+        shard_options(p.parse_args([*on, "--scheduler-shard-lease-duration=0.5"]), "scheduler-", **kw)
+
+
+def test_security_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = argparse.ArgumentParser()
+    add_shard_flags(p)
+    kw = dict(namespace="ns", group=SCHEDULER, identity="a", leader_lease="koord-scheduler")
+    with pytest.raises(ValueError) as e:  # TLS and authentication unless asked otherwise
+        shard_options(p.parse_args(["--sharding"]), "", **kw)
+    assert str(e.value) == (
+        "--shard-tls-cert, --shard-tls-key and --shard-ca are needed with --sharding (the arbiter serves "
+        "TLS and authenticates its callers), or --shard-insecure"
+    )
+    tls = ["--sharding", "--shard-tls-cert=/c/tls.crt", "--shard-tls-key=/c/tls.key", "--shard-ca=/c/ca.crt"]
+    o = shard_options(p.parse_args(tls), "", **kw)
+    assert o is not None and o.security == ShardSecurity(
+        Path("/c/tls.crt"), Path("/c/tls.key"), Path("/c/ca.crt"),
+        Path("/var/run/secrets/kubernetes.io/serviceaccount/token"), "koord-scheduler-shard-arbiter",
+        frozenset({"system:serviceaccount:koordinator-system:koord-scheduler",
+                   "system:serviceaccount:koordinator-system:koord-manager"}),
+    )  # fmt: skip
+    o = shard_options(p.parse_args([*tls, "--shard-allowed-users=u1, u2", "--shard-token-file=/t",
+                                    "--shard-tls-server-name=arb"]), "", **kw)  # fmt: skip
+    assert o is not None and o.security is not None
+    assert (o.security.allowed_users, o.security.token_file, o.security.server_name) == (
+        frozenset({"u1", "u2"}),
+        Path("/t"),
+        "arb",
+    )
+    with pytest.raises(ValueError, match="--shard-allowed-users: must name at least one user"):
+        shard_options(p.parse_args([*tls, "--shard-allowed-users=,"]), "", **kw)
+
+
+def test_an_embedded_scheduler_without_the_flags_follows_the_hub() -> None:
+    """koord-manager declares only some --scheduler-shard-* flags: its arbiter serves the hub's
+    certificate, checked as the hub Service's name, and is plaintext only when the hub is."""
+    kw = dict(namespace="ns", group=SCHEDULER, identity="a", leader_lease="koordinator-manager")
+    hub = dict(hub_tls_cert="/h/tls.crt", hub_tls_key="/h/tls.key", hub_ca=None, hub_endpoints=None,
+               hub_tls_secret="koord-manager-hub-tls")  # fmt: skip
+    args = argparse.Namespace(scheduler_sharding=True, scheduler_shard_arbiter_addr="",
+                              scheduler_shard_advertise_host="", scheduler_shard_lease_duration=15.0,
+                              **hub)  # fmt: skip
+    o = shard_options(args, "scheduler-", **kw)
+    assert o is not None and o.lease_namespace == "koordinator-shards" and o.security is not None
+    assert (o.security.cert_file, o.security.ca_file, o.security.server_name) == (
+        Path("/h/tls.crt"),
+        Path("/h/ca.crt"),
+        "koord-manager-hub",
+    )
+    args.hub_tls_cert = None
+    o = shard_options(args, "scheduler-", **kw)
+    assert o is not None and o.security is None
 
 
 def test_koord_scheduler_takes_the_sharding_flags() -> None:
