@@ -22,13 +22,11 @@ the event that might have made it schedulable is not lost.
 
 Thread-safe (one lock, one condition). Timestamps and backoffs use the injectable `clock`; the `pop`
 timeout is wall time (`time.monotonic`) so a fake clock never makes `pop` hang. Every wait is bounded.
-Imports: the standard library, apis, scheduler.framework.
+Imports: the standard library, apis, scheduler.framework, scheduler.keyedheap.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -39,6 +37,7 @@ from apis.kubeobjects import Pod
 from apis.pod import pod_key
 from apis.qos import pod_priority
 from scheduler.framework.interfaces import ClusterEvent
+from scheduler.keyedheap import KeyedHeap
 
 Clock = Callable[[], float]
 
@@ -72,57 +71,6 @@ class QueuedPodInfo:
     @property
     def priority(self) -> int:
         return pod_priority(self.pod) or 0
-
-
-class _KeyedHeap:
-    """A heap of QueuedPodInfo addressable by pod key; removal is lazy (tombstoned entries)."""
-
-    def __init__(self, sort_key: Callable[[QueuedPodInfo], tuple[float, ...]]) -> None:
-        self._sort_key = sort_key
-        self._heap: list[list[Any]] = []  # [sort key, seq, info, alive]
-        self._entries: dict[str, list[Any]] = {}
-        self._seq = itertools.count()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._entries
-
-    def get(self, key: str) -> QueuedPodInfo | None:
-        entry = self._entries.get(key)
-        return None if entry is None else entry[2]
-
-    def push(self, info: QueuedPodInfo) -> None:
-        self.remove(info.key)
-        entry = [self._sort_key(info), next(self._seq), info, True]
-        self._entries[info.key] = entry
-        heapq.heappush(self._heap, entry)
-
-    def remove(self, key: str) -> QueuedPodInfo | None:
-        entry = self._entries.pop(key, None)
-        if entry is None:
-            return None
-        entry[3] = False
-        if len(self._heap) > 64 and len(self._heap) > 2 * len(self._entries):
-            self._heap = [e for e in self._heap if e[3]]
-            heapq.heapify(self._heap)
-        return entry[2]  # type: ignore[no-any-return]
-
-    def peek(self) -> QueuedPodInfo | None:
-        while self._heap and not self._heap[0][3]:
-            heapq.heappop(self._heap)
-        return self._heap[0][2] if self._heap else None
-
-    def pop(self) -> QueuedPodInfo | None:
-        info = self.peek()
-        if info is not None:
-            heapq.heappop(self._heap)
-            del self._entries[info.key]
-        return info
-
-    def values(self) -> list[QueuedPodInfo]:
-        return [e[2] for e in self._entries.values()]
 
 
 def _strip(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -160,8 +108,8 @@ class SchedulingQueue:
         self._max_backoff = max_backoff
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._active = _KeyedHeap(lambda i: (-float(i.priority), i.timestamp))
-        self._backoff = _KeyedHeap(lambda i: (self.backoff_expiry(i),))
+        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(lambda i: (-float(i.priority), i.timestamp))
+        self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(lambda i: (self.backoff_expiry(i),))
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
         self._deleted_in_flight: set[str] = set()
