@@ -12,7 +12,7 @@ Imports: the standard library, numpy.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,21 @@ class RowChange:
             old[new] = item
         for i in self.added:
             old[i] = fill
+
+
+def reindex_rows(
+    rows: list[Any], change: RowChange, index: Callable[[int, Any, bool], None], empty: Any
+) -> None:
+    """Moves an inverted index's per-row keys (`rows[i]`, indexed by `index(row, keys, add)`) to
+    `change`'s layout: removed and moved rows are unindexed under their old row, moved ones indexed
+    under their new one (O(their keys)); new rows hold `empty` until the owner refreshes them."""
+    for old in change.removed:
+        index(old, rows[old], False)
+    for old, _ in change.moves:
+        index(old, rows[old], False)
+    for old, new in change.moves:
+        index(new, rows[old], True)
+    change.list(rows, empty)
 
 
 def move_rows(

@@ -28,6 +28,7 @@ import numpy as np
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import IntArray, Pod
+from scheduler.framework.rows import reindex_rows
 from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE
 from scheduler.plugins.noderesources_scoring import go_int64_all
@@ -123,13 +124,7 @@ class ImageIndex:
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
         """Nodes joined or left (docs/scheduler-scale.md#node-list): the index forgets the removed
         rows and re-keys the moved ones (O(their images)); new rows are refreshed next."""
-        for old in change.removed:
-            self._index(old, self.rows[old], False)
-        for old, _ in change.moves:
-            self._index(old, self.rows[old], False)
-        for old, new in change.moves:
-            self._index(new, self.rows[old], True)
-        change.list(self.rows, {})
+        reindex_rows(self.rows, change, self._index, {})
 
     def holders(self, name: str) -> tuple[IntArray, IntArray] | None:
         """The rows listing ``name`` and their sizes, or None."""

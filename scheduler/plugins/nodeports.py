@@ -28,6 +28,7 @@ import numpy as np
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, Pod
+from scheduler.framework.rows import reindex_rows
 from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import Status
 
@@ -131,13 +132,7 @@ class UsedPorts:
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
         """Nodes joined or left (docs/scheduler-scale.md#node-list): the index forgets the removed
         rows and re-keys the moved ones (O(their ports)); new rows are refreshed next."""
-        for old in change.removed:
-            self._index(old, self.rows[old], False)
-        for old, _ in change.moves:
-            self._index(old, self.rows[old], False)
-        for old, new in change.moves:
-            self._index(new, self.rows[old], True)
-        change.list(self.rows, frozenset())
+        reindex_rows(self.rows, change, self._index, frozenset())
 
     def conflicting_rows(self, wanted: HostPort) -> list[int]:
         """``CheckConflict`` of one wanted port, as the rows where it conflicts."""
