@@ -25,43 +25,28 @@ import asyncio
 import threading
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Protocol
 
 from kube.grpcauth.limits import BucketMap, Counts, RefusedError, Tarpit, peer_host
 from kube.grpcauth.tokens import Authenticator, AuthUnavailableError, Identity, lookup
 
-__all__ = ["RESOURCE_EXHAUSTED", "UNAUTHENTICATED", "UNAVAILABLE", "AuthGate", "AuthLimits", "GateLimits"]
+__all__ = ["RESOURCE_EXHAUSTED", "UNAUTHENTICATED", "UNAVAILABLE", "AuthGate", "GateLimits"]
 
 UNAUTHENTICATED = "UNAUTHENTICATED"
 UNAVAILABLE = "UNAVAILABLE"
 RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
 
 
-class AuthLimits(Protocol):
-    """The limits the gate reads (the MetricHub's HubLimits has them among its own)."""
-
-    @property
-    def concurrent_reviews(self) -> int: ...
-    @property
-    def auth_failure_rate(self) -> float: ...
-    @property
-    def auth_failure_burst(self) -> float: ...
-    @property
-    def peers_tracked(self) -> int: ...
-    @property
-    def refusal_delay(self) -> float: ...
-    @property
-    def max_delayed(self) -> int: ...
-
-
 @dataclass(frozen=True)
 class GateLimits:
-    """AuthLimits with the MetricHub's defaults, for servers without limits of their own."""
+    """The limits the gate reads, with the documented defaults (the MetricHub's HubLimits extends
+    them with its own)."""
 
     concurrent_reviews: int = 4
     auth_failure_rate: float = 0.5  # per second, per peer address
     auth_failure_burst: float = 10.0
     peers_tracked: int = 10_000
+    # A rate-limited call is answered only after 0.5-1 x refusal_delay seconds, so a flooder's
+    # concurrency, not its speed, bounds what it costs; past max_delayed such calls, at once.
     refusal_delay: float = 2.0
     max_delayed: int = 1_000
 
@@ -70,7 +55,7 @@ class AuthGate:
     def __init__(
         self,
         authenticator: Authenticator,
-        limits: AuthLimits,
+        limits: GateLimits,
         pool: futures.Executor | None,
         refused: Counts,
         failures: BucketMap | None = None,

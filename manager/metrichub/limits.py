@@ -15,7 +15,7 @@ A call refused for its rate is answered after 0.5-1 x `refusal_delay` seconds: a
 with its concurrency instead of the hub's CPU (`Tarpit`).
 The buckets, tarpit, refusal and counts are kube.grpcauth.limits (shared with the shard arbiter),
 re-exported here.
-Imports: apis.reportlimits, kube.grpcauth.limits.
+Imports: apis.reportlimits, kube.grpcauth (gate, limits).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apis.reportlimits import MAX_REPORT_BYTES
+from kube.grpcauth.gate import GateLimits
 from kube.grpcauth.limits import BucketMap, Counts, RefusedError, Tarpit, TokenBucket, peer_host
 
 __all__ = [
@@ -34,8 +35,9 @@ REPORT_TOKEN_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
-class HubLimits:
-    """Every limit of the hub; the defaults are the documented ones."""
+class HubLimits(GateLimits):
+    """Every limit of the hub (the authentication gate's, GateLimits, and the reports'); the defaults
+    are the documented ones."""
 
     report_bytes: int = MAX_REPORT_BYTES
     report_rate: float = 2.0  # tokens per second, per node
@@ -43,14 +45,6 @@ class HubLimits:
     report_nodes_tracked: int = 100_000  # buckets kept (least recently used dropped first)
     # A report larger than this is checked off the event loop, in the hub's blocking pool.
     inline_check_bytes: int = 64 * 1024
-    concurrent_reviews: int = 4
-    auth_failure_rate: float = 0.5  # per second, per peer address
-    auth_failure_burst: float = 10.0
-    peers_tracked: int = 10_000
-    # A rate-limited call is answered only after 0.5-1 x refusal_delay seconds, so a flooder's
-    # concurrency, not its speed, bounds what it costs; past max_delayed such calls, at once.
-    refusal_delay: float = 2.0
-    max_delayed: int = 1_000
 
     def __post_init__(self) -> None:
         if report_cost(self.report_bytes) > self.report_burst:
