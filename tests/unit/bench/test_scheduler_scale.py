@@ -21,7 +21,7 @@ KEYS = {
     "unschedulable_attempts", "preemption_victims", "node_events", "metric_updates", "pod_deletes",
     "pending_at_end", "unbound_after_drain", "informer_backlog_at_end", "keeps_up", "timed_out", "error",
     "rate", "seconds", "warmup", "node_churn", "percentage", "rich_share", "bind_workers", "prefilled_pods",
-    "pod_lifetime_s", "setup_s", "rss_mib", "loadavg_1m",
+    "pod_lifetime_s", "setup_s", "prime_s", "rss_mib", "loadavg_1m",
 }  # fmt: skip
 
 
