@@ -10,7 +10,6 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -73,28 +72,20 @@ def fit_error_message(num_nodes: int, statuses: Iterable[Status]) -> str:
     return f"0/{num_nodes} nodes are available: {', '.join(parts)}."
 
 
-def select_best(scores: IntArray, rng: random.Random | None, names: Sequence[str] | None = None) -> int:
+def select_best(scores: IntArray, rng: random.Random | None, ranks: IntArray | None = None) -> int:
     """The index of a highest score: uniformly among equal ones with `rng` (one draw, and only when
-    there is a tie), else the first. `names[k]` names the node of `scores[k]`: tied nodes are then
-    taken in name order, so the choice does not depend on the order of the snapshot's rows (which
-    follow the node list, docs/architecture.md#ties-between-nodes)."""
+    there is a tie), else the first. `ranks[k]` is the name rank of `scores[k]`'s node
+    (`Snapshot.name_rank`): tied nodes are then taken in name order — the draw picks the k-th tied
+    name — so the choice does not depend on the order of the snapshot's rows, which follow the node
+    list (docs/architecture.md#ties-between-nodes). O(ties) in C: no sort."""
     first = int(np.argmax(scores))
     ties = np.flatnonzero(scores == scores[first])
     if len(ties) == 1:
         return first
-    if names is not None:
-        ties = np.array(sorted(ties.tolist(), key=lambda k: names[k]), np.int64)
-    return int(ties[0]) if rng is None else int(ties[rng.randrange(len(ties))])
-
-
-class RowNames(Sequence[str]):
-    """`names[rows[k]]` as a sequence, without building the list (only tied entries are read)."""
-
-    def __init__(self, names: Sequence[str], rows: IntArray) -> None:
-        self.names, self.rows = names, rows
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, k: Any) -> Any:
-        return self.names[int(self.rows[k])]
+    if ranks is None:
+        return int(ties[0]) if rng is None else int(ties[rng.randrange(len(ties))])
+    tied = ranks[ties]
+    if rng is None:
+        return int(ties[int(np.argmin(tied))])
+    k = rng.randrange(len(ties))
+    return int(ties[int(np.argpartition(tied, k)[k])])

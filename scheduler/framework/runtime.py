@@ -49,7 +49,7 @@ from scheduler.framework.interfaces import (
     ScoreAllPlugin,
     ScorePlugin,
 )
-from scheduler.framework.results import Rejections, RowNames, ScheduleResult, fit_error_message, select_best
+from scheduler.framework.results import Rejections, ScheduleResult, fit_error_message, select_best
 from scheduler.framework.sampling import filter_window, num_feasible_nodes_to_find
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, Code, Status
@@ -274,8 +274,7 @@ class Framework:
         if not st.is_success():
             return ScheduleResult(None, st, len(feasible), evaluated, rejections)
         scores = self.score_all(state, pod, snapshot, feasible)
-        names = snapshot.names
-        best = int(feasible[select_best(scores, self.rng, RowNames(names, feasible))])
+        best = int(feasible[select_best(scores, self.rng, snapshot.name_rank.take(feasible))])
         return ScheduleResult(snapshot.names[best], Status.success(), len(feasible), evaluated, rejections)
 
     def _filter_every(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> tuple[IntArray, Rejections]:

@@ -21,6 +21,7 @@ Imports: the standard library, numpy, apis (gonum, kubeobjects, quantity, pod), 
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -178,6 +179,10 @@ class Snapshot:
         self.infos: list[NodeInfo] = []
         self.names: list[str] = []
         self.index: dict[str, int] = {}
+        # each row's node name's rank in name order: ties between nodes are broken in name order
+        # whatever the rows' order (docs/architecture.md#ties-between-nodes)
+        self.name_rank: I64 = np.zeros(0, np.int64)
+        self._sorted_names: list[str] = []
         self.resources: tuple[str, ...] = ()
         self.col: dict[str, int] = {}
         # The first n rows of buffers with spare rows (`_allocate`, `RowChange.array`).
@@ -213,6 +218,9 @@ class Snapshot:
         self.infos = list(infos)
         self.names = [i.name for i in self.infos]
         self.index = {name: i for i, name in enumerate(self.names)}
+        self._sorted_names = sorted(self.names)
+        rank_of = {name: r for r, name in enumerate(self._sorted_names)}
+        self.name_rank = np.fromiter((rank_of[x] for x in self.names), np.int64, len(self.names))
         names = {*resources, *BASE_RESOURCES}  # cpu and memory always have a column
         for info in self.infos:
             names.update(info.allocatable)
@@ -280,6 +288,22 @@ class Snapshot:
             self._copy_row(i)
         return rows, replaced
 
+    def _rerank(self, removed: Sequence[str], change: RowChange) -> None:
+        """`name_rank` after `removed` left and `change.added` joined: O(n) in C per node, no sort."""
+        ordered, rank = self._sorted_names, self.name_rank
+        for name in removed:
+            r = bisect.bisect_left(ordered, name)
+            del ordered[r]
+            rank[rank > r] -= 1  # (the removed row keeps its rank: `change` drops the row)
+        rank = change.array(rank, -1)
+        for i in change.added:
+            name = self.names[i]
+            r = bisect.bisect_left(ordered, name)
+            ordered.insert(r, name)
+            rank[rank >= r] += 1  # (new rows not ranked yet hold -1)
+            rank[i] = r
+        self.name_rank = rank
+
     def apply_nodes(
         self, added: Sequence[NodeInfo], removed: Iterable[str] = (), changed: Sequence[NodeInfo] = ()
     ) -> RowChange:
@@ -298,6 +322,7 @@ class Snapshot:
             self.refresh(changed)
             return RowChange(np.arange(self.n, dtype=np.int64), (), (), (), self.n, self.n)
         change = move_rows(self.names, self.index, removed, list(fresh), self.rng)
+        self._rerank(removed, change)
         change.list(self.infos)
         change.list(self.nodes)
         for i in change.added:

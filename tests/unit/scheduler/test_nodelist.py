@@ -64,6 +64,8 @@ def assert_consistent(snap: Snapshot, expected: dict[str, NodeInfo]) -> None:
     """The rows hold exactly `expected`, each once, and equal a fresh snapshot over the same rows."""
     assert sorted(snap.names) == sorted(expected) and len(snap.infos) == len(snap.nodes) == snap.n
     assert snap.index == {name: i for i, name in enumerate(snap.names)}
+    ordered = sorted(snap.names)  # name_rank: each row's name's position in name order
+    assert snap.name_rank.tolist() == [ordered.index(name) for name in snap.names]
     for i, name in enumerate(snap.names):
         assert snap.infos[i] is expected[name] and snap.nodes[i] is expected[name].node
     fresh = Snapshot(snap.infos, snap.resources)

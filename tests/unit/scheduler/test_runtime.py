@@ -8,6 +8,7 @@ import random
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -341,13 +342,26 @@ def test_a_pre_filter_error_is_reported_as_it_is() -> None:
 
 
 def test_ties_are_taken_in_name_order_whatever_the_row_order() -> None:
+    def ranks(names: list[str]) -> npt.NDArray[np.int64]:
+        ordered = sorted(names)
+        return np.array([ordered.index(x) for x in names], np.int64)
+
     scores = np.array([9, 1, 9, 9], np.int64)
     names = ["d", "a", "b", "c"]  # rows not in name order: the tied nodes in name order are b, c, d
-    assert select_best(scores, None, names) == 2  # "b", not row 0's "d"
-    rows_picked = [names[select_best(scores, random.Random(s), names)] for s in range(20)]
+    assert select_best(scores, None, ranks(names)) == 2  # "b", not row 0's "d"
+    rows_picked = [names[select_best(scores, random.Random(s), ranks(names))] for s in range(40)]
+    assert set(rows_picked) == {"b", "c", "d"}
     shuffled = ["c", "a", "d", "b"]  # the same nodes on other rows, the same scores per node
     by_node = np.array([9, 1, 9, 9], np.int64)
-    assert [shuffled[select_best(by_node, random.Random(s), shuffled)] for s in range(20)] == rows_picked
+    assert [
+        shuffled[select_best(by_node, random.Random(s), ranks(shuffled))] for s in range(40)
+    ] == rows_picked
+    # the k-th tied name is the one drawn: as sorting the tied names and indexing them
+    for s in range(40):
+        tied = sorted(n for n, x in zip(names, scores.tolist(), strict=True) if x == 9)
+        assert (
+            names[select_best(scores, random.Random(s), ranks(names))] == tied[random.Random(s).randrange(3)]
+        )
 
 
 def test_weights_whose_total_could_overflow_are_refused_as_kube() -> None:
