@@ -68,7 +68,6 @@ def short_repr(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-
 def join_path(path: str, name: str) -> str:
     """``a.b`` JSON path join (inline fields and the document root add no segment)."""
     return f"{path}.{name}" if path and name else path or name
