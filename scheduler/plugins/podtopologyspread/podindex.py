@@ -33,6 +33,7 @@ from scheduler.framework.snapshot import PodInfo, Snapshot
 I64 = npt.NDArray[np.int64]
 VIEW_KEY: Final = ("Spread", "pods")
 _NONE: Final[frozenset[int]] = frozenset()
+ROW_SCAN_LIMIT: Final = 32  # stale rows recounted by scanning their pods; beyond, from the posting lists
 Slots = set[int] | frozenset[int]
 
 
@@ -190,9 +191,12 @@ class PodIndex:
             return np.zeros(self.n, np.int64)
 
         def rule(rows: npt.NDArray[np.intp] | None) -> I64:
-            if rows is None:
+            if rows is None or len(rows) > ROW_SCAN_LIMIT:
+                # the posting lists touch only matching pods; scanning stale rows touches every pod
+                # on them (thousands of rows between evaluations under churn: seconds per cycle)
                 hits = self._matching(ns, selector)
-                return np.bincount(self.slot_row[hits], minlength=self.n).astype(np.int64)
+                every = np.bincount(self.slot_row[hits], minlength=self.n).astype(np.int64)
+                return every if rows is None else every[rows]
             out = np.zeros(len(rows), np.int64)
             for j, i in enumerate(rows.tolist()):
                 out[j] = sum(

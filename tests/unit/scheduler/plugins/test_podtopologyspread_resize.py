@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 from hypothesis import given, settings
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from apis.labelselector import OP_DOES_NOT_EXIST, OP_EXISTS, OP_IN, Requirement
 from scheduler.framework.listers import Requirements, map_requirements
 from scheduler.framework.snapshot import Snapshot
-from scheduler.plugins.podtopologyspread import PodTopologySpread, SpreadArgs
+from scheduler.plugins.podtopologyspread import PodTopologySpread, SpreadArgs, podindex
 from scheduler.plugins.podtopologyspread.podindex import CodeColumn, PodIndex, pod_index
 from scheduler.plugins.selectorspread import SelectorSpread
 from tests.unit.scheduler._rowchange import move, new_node
@@ -107,3 +108,12 @@ def test_spread_views_follow_rows_moved_in_place(
             feasible = sorted(data.draw(st.sets(st.integers(0, snap.n - 1), min_size=1)))
             check(snap, p, plugin, selector, feasible)
     assert np.all(pod_index(snap).slot_row[pod_index(snap).slot_row >= 0] < max(snap.n, 1))
+
+
+def test_kept_counts_of_many_stale_rows_come_from_the_posting_lists() -> None:
+    """Past ROW_SCAN_LIMIT stale rows the kept counts are recomputed from the posting lists instead of
+    scanning the rows' pods: the same counts either way (the property test above, every stale row
+    through the posting lists)."""
+    inner = test_spread_views_follow_rows_moved_in_place.hypothesis.inner_test  # type: ignore[attr-defined]
+    with patch.object(podindex, "ROW_SCAN_LIMIT", 0):
+        settings(max_examples=60, deadline=None)(given(clusters(), incoming, args, st.data())(inner))()
