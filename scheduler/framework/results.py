@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.interfaces import IntArray
+from scheduler.framework.interfaces import FilterResult, IntArray
 from scheduler.framework.status import Code, Status
 
 
@@ -89,3 +89,22 @@ def select_best(scores: IntArray, rng: random.Random | None, ranks: IntArray | N
         return int(ties[int(np.argmin(tied))])
     k = rng.randrange(len(ties))
     return int(ties[int(np.argpartition(tied, k)[k])])
+
+
+def record_rejections(
+    res: FilterResult, plugin: str, rejected_by: npt.NDArray[np.int32], found: list[Status]
+) -> npt.NDArray[np.bool_] | None:
+    """Adds one Filter plugin's result to `rejected_by` (per row: index into `found` of the first
+    rejecting status, -1 when none yet): rows it rejects that no earlier plugin rejected get its
+    status (all its statuses are appended to `found`; Rejections reports only those in use). Returns
+    those rows' mask, or None when it rejected no row not already rejected."""
+    if not res.statuses:
+        return None
+    newly = rejected_by < 0
+    newly &= res.which >= 0
+    if not np.count_nonzero(newly):
+        return None
+    base = len(found)
+    found.extend(st.with_plugin(plugin) for st in res.statuses)
+    np.add(res.which, base, out=rejected_by, where=newly)
+    return newly

@@ -49,7 +49,13 @@ from scheduler.framework.interfaces import (
     ScoreAllPlugin,
     ScorePlugin,
 )
-from scheduler.framework.results import Rejections, ScheduleResult, fit_error_message, select_best
+from scheduler.framework.results import (
+    Rejections,
+    ScheduleResult,
+    fit_error_message,
+    record_rejections,
+    select_best,
+)
 from scheduler.framework.sampling import filter_window, num_feasible_nodes_to_find
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, Code, Status
@@ -182,16 +188,7 @@ class Framework:
                 )
             if self.observer is not None:
                 self.observer(p.name, "Filter", time.perf_counter() - t0)
-            if not res.statuses:  # rejected nothing
-                continue
-            newly = rejected_by < 0
-            newly &= res.which >= 0
-            if not np.count_nonzero(newly):
-                continue
-            # All of this plugin's statuses are recorded; Rejections reports only those in use.
-            base = len(found)
-            found.extend(st.with_plugin(p.name) for st in res.statuses)
-            np.add(res.which, base, out=rejected_by, where=newly)
+            record_rejections(res, p.name, rejected_by, found)
         feasible = np.flatnonzero(rejected_by < 0)
         return feasible, Rejections(rejected_by, tuple(found), snapshot.names)
 

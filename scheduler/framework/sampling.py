@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterAllPlugin, FilterPlugin, IntArray, Pod
+from scheduler.framework.results import record_rejections
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 
@@ -112,16 +113,8 @@ def filter_window(
         res = v.filter_all(state, pod, snapshot)
         if observer is not None:
             observer(p.name, "Filter", time.perf_counter() - t0)
-        if not res.statuses:
-            continue
-        newly = rejected_by < 0
-        newly &= res.which >= 0
-        if not np.count_nonzero(newly):
-            continue
-        base = len(found)
-        found.extend(st.with_plugin(p.name) for st in res.statuses)
-        np.add(res.which, base, out=rejected_by, where=newly)
-        if first_at is not None:
+        newly = record_rejections(res, p.name, rejected_by, found)
+        if newly is not None and first_at is not None:
             first_at[newly] = pos
     checked: dict[int, Status | None] = {}
     if first_at is None:
