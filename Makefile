@@ -36,7 +36,7 @@ importlint: venv
 	$(BIN)/lint-imports
 
 test: deps lint typecheck importlint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
 # Generated files (tests fail when the committed ones differ from a fresh generation).
 proto-gen: venv

@@ -10,6 +10,7 @@ Imports: the standard library and apis (pod field access, rfc3339). Pure.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -115,6 +116,24 @@ def node_name(pod: Mapping[str, Any]) -> str:
 def uid(pod: Mapping[str, Any]) -> str:
     value = metadata(pod).get("uid")
     return value if isinstance(value, str) else ""
+
+
+def parse_gang_groups(text: str) -> list[str]:
+    """The groups annotation as a JSON array of strings; [] when empty or not such an array."""
+    if not text:
+        return []
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except ValueError:
+        return []  # Go's decoder rejects the whole text: nothing decoded
+    if not isinstance(value, list):
+        return []
+    # Go decodes what it can: an element that is not a string stays "" (and the error is only logged).
+    return [v if isinstance(v, str) else "" for v in value]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON constant {name}")  # NaN/Infinity are not JSON to Go
 
 
 def match_policy_annotation(annotations: Mapping[str, str]) -> str:

@@ -177,6 +177,8 @@ class SchedulerService:
             )
             self.gangs = GangEvents(gangs, self.scheduler.lock, self.podgroups)
         if sharding is not None:
+            if gangs:  # a gang group is scheduled by one shard (docs/shards.md#gangs)
+                sharding.gate.group_of = gangs[0].gang_group_head
             self.router.shard(sharding.gate, sharding.host)
         self.hub: HubWatcher | None = None
         if hub_addr:

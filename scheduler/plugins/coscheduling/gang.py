@@ -11,7 +11,6 @@ scheduler serialises plugin state under its lock.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -32,6 +31,7 @@ from apis.podgroup import (
     PodGroup,
     go_parse_int32,
     match_policy_annotation,
+    parse_gang_groups,
     time_or_zero,
 )
 from scheduler.plugins.coscheduling.args import CoschedulingArgs
@@ -219,24 +219,6 @@ class Gang:
         if self.match_policy == "waiting-and-running":
             return waiting + len(self.bound) >= self.min_required
         return waiting >= self.min_required or self.group_info.once_resource_satisfied
-
-
-def parse_gang_groups(text: str) -> list[str]:
-    """The groups annotation as a JSON array of strings; [] when empty or not such an array."""
-    if not text:
-        return []
-    try:
-        value = json.loads(text, parse_constant=_no_constant)
-    except ValueError:
-        return []  # Go's decoder rejects the whole text: nothing decoded
-    if not isinstance(value, list):
-        return []
-    # Go decodes what it can: an element that is not a string stays "" (and the error is only logged).
-    return [v if isinstance(v, str) else "" for v in value]
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"invalid JSON constant {name}")  # NaN/Infinity are not JSON to Go
 
 
 def _strs(value: Mapping[str, Any]) -> dict[str, str]:

@@ -90,6 +90,15 @@ class Coscheduling:
         elif old is not None:
             self.cache.on_pod_group_delete(old.namespace, old.name)
 
+    def gang_group_head(self, pod: Pod) -> str | None:
+        """The smallest gang id of ``pod``'s gang group once its gang is initialised, else None: the
+        shards partition gangs by it (docs/shards.md#gangs). Called on informer threads; reads one
+        dict entry and an immutable-once-set list, so no lock is needed."""
+        gang = self.cache.gang_of(pod)
+        if gang is None or not gang.has_init:
+            return None
+        return next((gid for gid in gang.gang_group if gid), None)  # sorted: the first non-empty
+
     def _activate_if_ready(self, gang: Gang | None) -> None:
         """docs/rules/scheduler-coscheduling.md#wiring: a group that now passes the basic check, is not
         being scheduled and has no representative gets one pending member activated (PreEnqueue parked

@@ -8,7 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.shards.admission import ShardGate
+from apis.podgroup import LABEL_POD_GROUP
+from scheduler.shards.admission import ShardGate, partition_key
 from scheduler.shards.ring import owner
 
 
@@ -51,3 +52,41 @@ def test_a_join_moves_about_a_share() -> None:
     assert not moves.add
     # c takes ~1/3 of all pods, half of them from a: ~100 of a's ~300.
     assert 60 < len(moves.drop) < 140
+
+
+def gang_pod(uid: str, gang: str, ns: str = "ns", groups: str | None = None) -> Any:
+    annotations = {"gang.scheduling.koordinator.sh/name": gang}
+    if groups is not None:
+        annotations["gang.scheduling.koordinator.sh/groups"] = groups
+    return {
+        "metadata": {"name": f"p-{uid}", "namespace": ns, "uid": uid, "annotations": annotations},
+        "spec": {},
+    }
+
+
+def test_a_gang_is_owned_by_one_shard_and_gangs_spread() -> None:
+    """docs/shards.md#gangs: every pod of a gang has one owner, and gangs still spread over members."""
+    members = ["a", "b", "c"]
+    owners_by_gang = {}
+    for g in range(60):
+        keys = {partition_key(gang_pod(f"{g}-{i}", f"job-{g}")) for i in range(8)}
+        assert keys == {f"gang/ns/job-{g}"}
+        owners_by_gang[g] = owner(keys.pop(), members)
+    assert set(owners_by_gang.values()) == set(members)
+    assert partition_key(pod("u1")) == "u1"  # not a gang: the UID
+    assert partition_key({"metadata": {"annotations": {"gang.scheduling.koordinator.sh/name": "x"}}}) == ""
+
+
+def test_a_gang_group_hashes_its_smallest_gang_id() -> None:
+    groups = '["ns/worker","ns/ps"]'
+    ps, worker = gang_pod("1", "ps", groups=groups), gang_pod("2", "worker", groups=groups)
+    assert partition_key(ps) == partition_key(worker) == "gang/ns/ps"
+    assert partition_key(gang_pod("3", "worker", groups="not json")) == "gang/ns/worker"
+    # The gang cache's answer (it also knows groups declared on PodGroups) wins when it has one.
+    crd = {"metadata": {"name": "w", "namespace": "ns", "uid": "9", "labels": {LABEL_POD_GROUP: "worker"}}}
+    assert partition_key(crd) == "gang/ns/worker"
+    assert partition_key(crd, lambda p: "ns/ps") == "gang/ns/ps"
+    assert partition_key(crd, lambda p: None) == "gang/ns/worker"
+    gate = ShardGate("a", ["a", "b", "c", "d"])
+    gate.group_of = lambda p: "ns/ps"
+    assert gate.admits(crd) == (owner("gang/ns/ps", gate.members) == "a")

@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from apis.podgroup import ZERO_TIME, gang_id, gang_name, go_parse_int32, parse_pod_group
+from apis.podgroup import ZERO_TIME, gang_id, gang_name, go_parse_int32, parse_gang_groups, parse_pod_group
 from scheduler.plugins.coscheduling.args import CoschedulingArgs
-from scheduler.plugins.coscheduling.gang import Gang, parse_gang_groups
+from scheduler.plugins.coscheduling.gang import Gang
 
 from ._support import gang_pod
 
