@@ -43,6 +43,7 @@ from scheduler.plugins.loadaware.args import ArgsError
 from scheduler.plugins.loadaware.plugin import LoadAwareScheduling
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.nodepool import NodePool
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.nodepreferavoidpods import NodePreferAvoidPods
 from scheduler.plugins.noderesources import NodeResourcesFit
@@ -53,6 +54,7 @@ from scheduler.plugins.noderesources_allocated import (
 )
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.plugins.scarcedevice import ScarceDevice
 from scheduler.plugins.selectorspread import SelectorSpread
 from scheduler.plugins.tainttoleration import TaintToleration
 from scheduler.plugins.volume.binderapi import VolumeBinderAPI
@@ -194,6 +196,9 @@ REGISTRY: dict[str, Factory] = {
     "CinderLimits": _with_volumes(CinderLimits, "CinderLimits"),
     "VolumeBinding": _volume_binding,
     "Coscheduling": _coscheduling,  # not in the defaults: a profile enables it
+    # not in the defaults: Hard (a Filter) or Soft (a Score) by their args' mode
+    "NodePool": _with_args(NodePool, "NodePool"),
+    "ScarceDevice": _with_args(ScarceDevice, "ScarceDevice"),
 }
 KNOWN = frozenset(REGISTRY)
 
