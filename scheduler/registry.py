@@ -39,6 +39,7 @@ from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
+from scheduler.plugins.jobreservation.plugin import JobReservation
 from scheduler.plugins.loadaware.args import ArgsError
 from scheduler.plugins.loadaware.plugin import LoadAwareScheduling
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -167,6 +168,14 @@ def _coscheduling(args: Mapping[str, Any], handle: Handle) -> Plugin:
         raise ConfigError(f"pluginConfig Coscheduling.args: {e}") from None
 
 
+def _job_reservation(args: Mapping[str, Any], handle: Handle) -> Plugin:
+    """Attached to its profile's Coscheduling by `build_framework`."""
+    try:
+        return JobReservation.from_args(args, handle.activate)
+    except ValueError as e:
+        raise ConfigError(f"pluginConfig JobReservation.args: {e}") from None
+
+
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable, "NodeUnschedulable"),
     "NodeName": _no_args(NodeName, "NodeName"),
@@ -199,6 +208,7 @@ REGISTRY: dict[str, Factory] = {
     # not in the defaults: Hard (a Filter) or Soft (a Score) by their args' mode
     "NodePool": _with_args(NodePool, "NodePool"),
     "ScarceDevice": _with_args(ScarceDevice, "ScarceDevice"),
+    "JobReservation": _job_reservation,  # not in the defaults: a profile enables it with Coscheduling
 }
 KNOWN = frozenset(REGISTRY)
 
@@ -297,4 +307,12 @@ def build_framework(
     for plugin in plugins.values():
         if isinstance(plugin, DefaultPreemption):
             plugin.attach(fw)
+        if isinstance(plugin, JobReservation):  # docs/rules/scheduler-jobreservation.md#wiring
+            gangs = [p for p in plugins.values() if isinstance(p, Coscheduling)]
+            if not gangs:
+                raise ConfigError(
+                    f"profile {profile.scheduler_name!r}: plugin 'JobReservation' needs 'Coscheduling' "
+                    "enabled in the same profile (its jobs are Coscheduling's gangs)"
+                )
+            plugin.attach(gangs[0])
     return fw

@@ -11,6 +11,7 @@ A profile with PreEnqueue plugins has each popped pod checked first: a refused p
 (no attempt counted, no backoff). A profile's NextPod plugins may offer the pod to schedule next (a
 gang's next member), taken out of the queue ahead of its head (docs/architecture.md#gated-pods).
 Pods a Permit plugin holds wait in `waiting` (scheduler.framework.waiting), the plugins' handle.
+SessionPlugins run between cycles, each every its period (`run_sessions`).
 Imports: standard library, scheduler.framework, scheduler.queue, scheduler.cache.
 """
 
@@ -28,7 +29,7 @@ from typing import Protocol
 
 from scheduler.cache import SchedulerCache
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import ClusterEvent, Pod
+from scheduler.framework.interfaces import ClusterEvent, Pod, SessionPlugin
 from scheduler.framework.nominated import NominatedPods
 from scheduler.framework.runtime import Framework, ScheduleResult
 from scheduler.framework.snapshot import Snapshot
@@ -51,6 +52,13 @@ class Decision:
     node: str | None
     status: Status
     seconds: float
+
+
+@dataclass(slots=True)
+class _Session:
+    profile: str
+    plugin: SessionPlugin
+    due: float = 0.0  # monotonic time of its next session
 
 
 class Scheduler:
@@ -109,6 +117,9 @@ class Scheduler:
         # Only profiles with these points pay for them (the default profile has none).
         self._gated = any(fw.pre_enqueues for fw in self.frameworks.values())
         self._next_pods = [fw for fw in self.frameworks.values() if fw.next_pods]
+        # SessionPlugins, each with the monotonic time of its next session
+        # (docs/rules/scheduler-jobreservation.md#sessions).
+        self._sessions = [_Session(name, p) for name, fw in self.frameworks.items() for p in fw.sessions]
         self.interested: dict[str, set[ClusterEvent]] = {}
         for fw in self.frameworks.values():
             for p in fw.plugins:
@@ -269,10 +280,26 @@ class Scheduler:
         self.queue.move_to_active_or_backoff(event, self.interested)
 
     # --- loop ------------------------------------------------------------------------------------------
+    def run_sessions(self) -> int:
+        """Runs the SessionPlugins whose period has passed, each under the lock with its profile's
+        snapshot brought up to date (docs/rules/scheduler-jobreservation.md#sessions); how many ran."""
+        ran = 0
+        for session in self._sessions:
+            if time.monotonic() < session.due:
+                continue
+            with self.lock:
+                snapshot = self._snapshots[session.profile]
+                self.cache.update_snapshot(snapshot)
+                session.plugin.on_session(snapshot, self.clock())
+            session.due = time.monotonic() + session.plugin.session_period
+            ran += 1
+        return ran
+
     def run(self, stop: threading.Event, flush_every: float = 1.0) -> None:
         next_flush = time.monotonic() + flush_every
         while not stop.is_set():
             self.schedule_one(timeout=0.2)
+            self.run_sessions()
             if time.monotonic() >= next_flush:
                 self.queue.flush_backoff()
                 self.queue.flush_unschedulable()

@@ -264,6 +264,19 @@ class WaitingPods(Protocol):
 
 
 @runtime_checkable
+class SessionPlugin(Plugin, Protocol):
+    """Acts once per session: a periodic tick of the scheduling loop, every `session_period` seconds,
+    run on the scheduling thread between pod cycles under the scheduler's lock, with the profile's
+    snapshot brought up to date; `now` is the clock (epoch seconds)
+    (docs/rules/scheduler-jobreservation.md#sessions)."""
+
+    @property
+    def session_period(self) -> float: ...
+
+    def on_session(self, snapshot: Snapshot, now: float) -> None: ...
+
+
+@runtime_checkable
 class NodeMetricEventHandler(Plugin, Protocol):
     """A plugin that follows node metrics (`nm` None: the node's metric is gone)."""
 

@@ -48,6 +48,7 @@ from scheduler.framework.interfaces import (
     ReservePlugin,
     ScoreAllPlugin,
     ScorePlugin,
+    SessionPlugin,
 )
 from scheduler.framework.results import (
     Rejections,
@@ -127,6 +128,8 @@ class Framework:
         self.after_post_filters: list[AfterPostFilterPlugin] = [
             p for p in self.plugins if isinstance(p, AfterPostFilterPlugin)
         ]
+        # Run by the scheduling loop between cycles (docs/rules/scheduler-jobreservation.md#sessions).
+        self.sessions: list[SessionPlugin] = [p for p in self.plugins if isinstance(p, SessionPlugin)]
         names = [p.name for p in self.scores]
         for name, w in weights.items():
             if name not in names:
