@@ -57,10 +57,12 @@ from scheduler.gateway import (
     UnschedulableReporter,
     start_informers,
 )
+from scheduler.jobreservation_events import JobReservationReporter
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
 from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption.api import KubePreemptionAPI
+from scheduler.plugins.jobreservation.plugin import JobReservation
 from scheduler.plugins.volume.api import KubeVolumeBinderAPI
 from scheduler.podgroupcontroller import GangAnnotationBinder, GangEvents, PodGroupStatusController
 from scheduler.queue import SchedulingQueue
@@ -180,6 +182,11 @@ class SchedulerService:
             if gangs:  # a gang group is scheduled by one shard (docs/shards.md#gangs)
                 sharding.gate.group_of = gangs[0].gang_group_head
             self.router.shard(sharding.gate, sharding.host)
+        # JobReservation's Events and metrics (docs/rules/scheduler-jobreservation.md#events-and-metrics).
+        self.jobres: JobReservationReporter | None = None
+        for plugin in (p for fw in frameworks.values() for p in fw.plugins if isinstance(p, JobReservation)):
+            self.jobres = self.jobres or JobReservationReporter(api, names[0], self.metrics)
+            plugin.observer = self.jobres
         self.hub: HubWatcher | None = None
         if hub_addr:
             self.hub = HubWatcher(
@@ -221,6 +228,7 @@ class SchedulerService:
                 stop.wait(0.2)
                 continue
             s.schedule_one(timeout=0.2)
+            s.run_sessions()  # docs/rules/scheduler-jobreservation.md#sessions
             ticks += 1
             if ticks % 50 == 0 or s.queue.pending().get("active", 0) == 0:
                 s.queue.flush_backoff()
@@ -237,6 +245,8 @@ class SchedulerService:
             self.sharding.close()
         self.reporter.close()
         self.scheduled.close()
+        if self.jobres is not None:
+            self.jobres.close()
 
 
 def build_parser() -> argparse.ArgumentParser:

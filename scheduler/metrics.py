@@ -1,6 +1,7 @@
 """koord-scheduler's Prometheus metrics, named as kube-scheduler's so existing dashboards work:
 attempts by result, attempt latency, pending pods per queue, plugin execution duration; and koord's
-own: hub items skipped by reason, supervised threads restarted.
+own: hub items skipped by reason, supervised threads restarted, JobReservation's locks, elections and
+releases (docs/rules/scheduler-jobreservation.md#events-and-metrics).
 The registry is injectable (tests use a fresh one). Imports: prometheus_client, scheduler.
 """
 
@@ -44,6 +45,22 @@ class SchedulerMetrics:
             "koord_scheduler_thread_restarts",
             "Supervised threads that raised and were restarted, by thread.",
             ["thread"], registry=registry,
+        )  # fmt: skip
+
+        self.jobres_locked = Gauge(
+            "koord_scheduler_jobreservation_locked_nodes",
+            "JobReservation: nodes locked for the target job.",
+            registry=registry,
+        )
+        self.jobres_elections = Counter(
+            "koord_scheduler_jobreservation_elections",
+            "JobReservation: target jobs elected.",
+            registry=registry,
+        )
+        self.jobres_releases = Counter(
+            "koord_scheduler_jobreservation_releases",
+            "JobReservation: reservations released, by reason (ready, gone).",
+            ["reason"], registry=registry,
         )  # fmt: skip
 
     def on_hub_skipped(self, reason: str) -> None:

@@ -57,8 +57,8 @@ class SessionObserver(Protocol):
 
     def elected(self, job: JobRef) -> None: ...
 
-    def released(self, job: JobRef, why: str) -> None:
-        """`why`: ``ready`` or ``gone``."""
+    def released(self, job: JobRef, why: str, unlocked: int) -> None:
+        """`why`: ``ready`` or ``gone``; `unlocked`: how many nodes were locked."""
         ...
 
     def locked(self, job: JobRef | None, node: str | None, count: int) -> None:
@@ -70,7 +70,7 @@ class _Quiet:
     def elected(self, job: JobRef) -> None:
         pass
 
-    def released(self, job: JobRef, why: str) -> None:
+    def released(self, job: JobRef, why: str, unlocked: int) -> None:
         pass
 
     def locked(self, job: JobRef | None, node: str | None, count: int) -> None:
@@ -164,9 +164,9 @@ class JobReservation:
                 self.observer.elected(self.target_ref)
         step = d.lock_step(self.target, jobs, node_idles(snapshot), self.locked)
         if step.released:
-            ref = self.target_ref or JobRef(str(self.target), False)
+            ref, unlocked = self.target_ref or JobRef(str(self.target), False), len(self.locked)
             self._release()
-            self.observer.released(ref, step.released)
+            self.observer.released(ref, step.released, unlocked)
         elif step.newly_locked is not None:
             self.locked = step.locked
             self._version += 1
