@@ -28,6 +28,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "NodeSLO": ("manager.controllers.simulate_nodeslo", "simulate"),
     "ColocationProfile": ("manager.webhook.simulate_profile", "simulate"),
     "Coscheduling": ("scheduler.plugins.coscheduling.scenario", "simulate"),
+    "ElasticQuota": ("scheduler.plugins.elasticquota.scenario", "simulate"),
     "JobReservation": ("scheduler.plugins.jobreservation.scenario", "simulate"),
 }
 
