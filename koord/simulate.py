@@ -30,6 +30,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "Coscheduling": ("scheduler.plugins.coscheduling.scenario", "simulate"),
     "ElasticQuota": ("scheduler.plugins.elasticquota.scenario", "simulate"),
     "JobReservation": ("scheduler.plugins.jobreservation.scenario", "simulate"),
+    "Reservation": ("scheduler.plugins.reservation.scenario", "simulate"),
 }
 
 

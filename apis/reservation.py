@@ -1,0 +1,441 @@
+"""Koordinator's Reservation (``scheduling.koordinator.sh/v1alpha1``, cluster-scoped): the object parsed
+from its JSON with errors naming the field and value (docs/rules/scheduler-reservation.md#the-crd), the
+labels and annotations (docs/rules/scheduler-reservation.md#labels-and-annotations), the status
+predicates and condition writers (docs/rules/scheduler-reservation.md#status), the reservation requests
+and the restricted resources (docs/rules/scheduler-reservation.md#requests). The reserve pod, owner
+matching and the reservation affinity live in apis.reservation_pod.
+
+Imports: the standard library and apis (duration, labelselector, pod, quantity, rfc3339). Pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from apis.duration import DurationError, parse_go_duration
+from apis.pod import ResourceList, pod_requests
+from apis.quantity import Quantity, QuantityError, parse_resource_list
+from apis.rfc3339 import parse_rfc3339
+
+# --- labels and annotations (docs/rules/scheduler-reservation.md#labels-and-annotations) -------------
+GROUP: Final = "scheduling.koordinator.sh"
+ANNOTATION_RESERVATION_AFFINITY: Final = GROUP + "/reservation-affinity"
+ANNOTATION_RESERVATION_ALLOCATED: Final = GROUP + "/reservation-allocated"
+LABEL_RESERVATION_IGNORED: Final = GROUP + "/reservation-ignored"
+LABEL_RESERVATION_ORDER: Final = GROUP + "/reservation-order"
+ANNOTATION_RESTRICTED_OPTIONS: Final = GROUP + "/reservation-restricted-options"
+ANNOTATION_EXACT_MATCH: Final = GROUP + "/exact-match-reservation"
+ANNOTATION_RESIZE_ALLOCATABLE: Final = GROUP + "/reservation-resize-allocatable"
+LABEL_PRE_ALLOCATION_REQUIRED: Final = GROUP + "/pre-allocation-required"
+ANNOTATION_NODE_RESERVATION: Final = "node.koordinator.sh/reservation"
+ANNOTATION_RESERVE_POD: Final = GROUP + "/reserve-pod"
+ANNOTATION_RESERVATION_NAME: Final = GROUP + "/reservation-name"
+ANNOTATION_RESERVATION_NODE: Final = GROUP + "/reservation-node"
+ANNOTATION_IS_PRE_ALLOCATION: Final = GROUP + "/is-pre-allocation"
+LABEL_POD_PRIORITY: Final = "koordinator.sh/priority"
+
+PHASE_PENDING: Final = "Pending"
+PHASE_AVAILABLE: Final = "Available"
+PHASE_SUCCEEDED: Final = "Succeeded"
+PHASE_WAITING: Final = "Waiting"
+PHASE_FAILED: Final = "Failed"
+PHASES: Final = (PHASE_PENDING, PHASE_AVAILABLE, PHASE_SUCCEEDED, PHASE_WAITING, PHASE_FAILED)
+CONDITION_SCHEDULED: Final = "Scheduled"
+CONDITION_READY: Final = "Ready"
+REASON_SCHEDULED: Final = "Scheduled"
+REASON_UNSCHEDULABLE: Final = "Unschedulable"
+REASON_AVAILABLE: Final = "Available"
+REASON_SUCCEEDED: Final = "Succeeded"
+REASON_EXPIRED: Final = "Expired"
+POLICY_DEFAULT: Final = ""
+POLICY_ALIGNED: Final = "Aligned"
+POLICY_RESTRICTED: Final = "Restricted"
+POLICIES: Final = (POLICY_DEFAULT, POLICY_ALIGNED, POLICY_RESTRICTED)
+DEFAULT_TTL_NS: Final = 24 * 3600 * 10**9  # the CRD's default "24h"
+
+Condition = dict[str, str]
+
+
+# --- parsing (docs/rules/scheduler-reservation.md#the-crd) ------------------------------------------
+def _show(value: object) -> str:
+    text = json.dumps(value) if isinstance(value, str | int | float | bool | type(None)) else repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _fail(where: str, expected: str, value: object) -> ValueError:
+    return ValueError(f"{where}: expected {expected}, got {_show(value)}")
+
+
+def _obj(value: object, where: str, absent_ok: bool = True) -> dict[str, Any]:
+    if value is None and absent_ok:
+        return {}
+    if not isinstance(value, dict):
+        raise _fail(where, "an object", value)
+    return value
+
+
+def _str(d: Mapping[str, Any], key: str, where: str) -> str:
+    value = d.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _fail(f"{where}.{key}", "a string", value)
+    return value
+
+
+def _bool(d: Mapping[str, Any], key: str, where: str) -> bool | None:
+    value = d.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise _fail(f"{where}.{key}", "a boolean", value)
+    return value
+
+
+def _str_map(d: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+    raw = _obj(d.get(key), f"{where}.{key}")
+    for k, v in raw.items():
+        if not isinstance(v, str):
+            raise _fail(f"{where}.{key}.{k}", "a string", v)
+    return dict(raw)
+
+
+def _list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = d.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _fail(f"{where}.{key}", "a list", value)
+    return value
+
+
+def resources(value: object, where: str) -> ResourceList:
+    """A ResourceList (absent or null: empty); ValueError names the resource."""
+    raw = _obj(value, where)
+    try:
+        return parse_resource_list(raw)
+    except QuantityError as e:
+        raise ValueError(f"{where}: {e}") from None
+
+
+def _time(d: Mapping[str, Any], key: str, where: str) -> _dt.datetime | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError as e:
+        raise ValueError(f"{where}.{key}={_show(value)}: {e}") from None
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The fields of a Reservation koord reads. ``template`` is the raw PodTemplateSpec (None when
+    absent); ``owners`` the raw owner terms (their selectors are compiled by apis.reservation_pod);
+    ``ttl_ns`` None means unset (``0`` disables expiration)."""
+
+    name: str = ""
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    creation: _dt.datetime | None = None
+    deleting: bool = False
+    template: Mapping[str, Any] | None = None
+    owners: Sequence[Mapping[str, Any]] = ()
+    ttl_ns: int | None = DEFAULT_TTL_NS
+    expires: _dt.datetime | None = None
+    pre_allocation: bool = False
+    allocate_once: bool | None = None
+    allocate_policy: str = POLICY_DEFAULT
+    unschedulable: bool = False
+    taints: Sequence[Mapping[str, str]] = ()
+    phase: str = PHASE_PENDING
+    conditions: Sequence[Condition] = ()
+    current_owners: Sequence[Mapping[str, str]] = ()
+    node_name: str = ""
+    allocatable: ResourceList = field(default_factory=dict)
+    allocated: ResourceList = field(default_factory=dict)
+
+    @property
+    def is_allocate_once(self) -> bool:
+        """Unset means true (docs/rules/scheduler-reservation.md#quirks)."""
+        return self.allocate_once is not False
+
+    @property
+    def template_node_name(self) -> str:
+        spec = (self.template or {}).get("spec")
+        value = spec.get("nodeName") if isinstance(spec, Mapping) else None
+        return value if isinstance(value, str) else ""
+
+
+def _owner(raw: object, where: str) -> dict[str, Any]:
+    term = _obj(raw, where, absent_ok=False)
+    obj = _obj(term.get("object"), f"{where}.object")
+    for key in ("uid", "name", "namespace", "apiVersion", "kind", "resourceVersion", "fieldPath"):
+        _str(obj, key, f"{where}.object")
+    ctrl = _obj(term.get("controller"), f"{where}.controller")
+    for key in ("apiVersion", "kind", "name", "uid", "namespace"):
+        _str(ctrl, key, f"{where}.controller")
+    for key in ("controller", "blockOwnerDeletion"):
+        _bool(ctrl, key, f"{where}.controller")
+    _obj(term.get("labelSelector"), f"{where}.labelSelector")
+    return term
+
+
+def _condition(raw: object, where: str) -> Condition:
+    c = _obj(raw, where, absent_ok=False)
+    keys = ("type", "status", "reason", "message", "lastProbeTime", "lastTransitionTime")
+    return {k: _str(c, k, where) for k in keys if c.get(k) is not None}
+
+
+def _ref(raw: object, where: str) -> dict[str, str]:
+    ref = _obj(raw, where, absent_ok=False)
+    return {k: _str(ref, k, where) for k in ("namespace", "name", "uid")}
+
+
+def _taint(raw: object, where: str) -> dict[str, str]:
+    t = _obj(raw, where, absent_ok=False)
+    return {k: _str(t, k, where) for k in ("key", "value", "effect")}
+
+
+def parse_reservation(value: object, where: str = "reservation") -> Reservation:
+    """A Reservation from its JSON; ValueError names the field and value. Absent fields take the CRD's
+    defaults (``ttl`` 24h, phase Pending); a ``null`` field is an unset one."""
+    obj = _obj(value, where, absent_ok=False)
+    meta = _obj(obj.get("metadata"), f"{where}.metadata")
+    spec = _obj(obj.get("spec"), f"{where}.spec")
+    status = _obj(obj.get("status"), f"{where}.status")
+    m, s, st = f"{where}.metadata", f"{where}.spec", f"{where}.status"
+    template = spec.get("template")
+    if template is not None:
+        template = _obj(template, f"{s}.template")
+        _obj(template.get("metadata"), f"{s}.template.metadata")
+        _obj(template.get("spec"), f"{s}.template.spec")
+    ttl: int | None = DEFAULT_TTL_NS
+    if "ttl" in spec:
+        raw_ttl = spec["ttl"]
+        if raw_ttl is None:
+            ttl = None
+        else:
+            try:
+                ttl = parse_go_duration(raw_ttl)
+            except DurationError as e:
+                raise ValueError(f"{s}.ttl={_show(raw_ttl)}: {e}") from None
+    policy = _str(spec, "allocatePolicy", s)
+    if policy not in POLICIES:
+        raise ValueError(f'{s}.allocatePolicy={_show(policy)}: must be one of "", Aligned, Restricted')
+    phase = _str(status, "phase", st) or PHASE_PENDING
+    if phase not in PHASES:
+        raise ValueError(f"{st}.phase={_show(phase)}: must be one of {', '.join(PHASES)}")
+    owners_raw = _list(spec, "owners", s)
+    current_raw = _list(status, "currentOwners", st)
+    conditions_raw = _list(status, "conditions", st)
+    return Reservation(
+        name=_str(meta, "name", m),
+        uid=_str(meta, "uid", m),
+        labels=_str_map(meta, "labels", m),
+        annotations=_str_map(meta, "annotations", m),
+        creation=_time(meta, "creationTimestamp", m),
+        deleting=_time(meta, "deletionTimestamp", m) is not None,
+        template=template,
+        owners=tuple(_owner(o, f"{s}.owners[{i}]") for i, o in enumerate(owners_raw)),
+        ttl_ns=ttl,
+        expires=_time(spec, "expires", s),
+        pre_allocation=bool(_bool(spec, "preAllocation", s)),
+        allocate_once=_bool(spec, "allocateOnce", s),
+        allocate_policy=policy,
+        unschedulable=bool(_bool(spec, "unschedulable", s)),
+        taints=tuple(_taint(t, f"{s}.taints[{i}]") for i, t in enumerate(_list(spec, "taints", s))),
+        phase=phase,
+        conditions=tuple(_condition(c, f"{st}.conditions[{i}]") for i, c in enumerate(conditions_raw)),
+        current_owners=tuple(_ref(o, f"{st}.currentOwners[{i}]") for i, o in enumerate(current_raw)),
+        node_name=_str(status, "nodeName", st),
+        allocatable=resources(status.get("allocatable"), f"{st}.allocatable"),
+        allocated=resources(status.get("allocated"), f"{st}.allocated"),
+    )  # fmt: skip
+
+
+# --- status (docs/rules/scheduler-reservation.md#status) -------------------------------------------
+def is_available(r: Reservation | None) -> bool:
+    return r is not None and r.node_name != "" and r.phase == PHASE_AVAILABLE
+
+
+def is_active(r: Reservation | None) -> bool:
+    return r is not None and r.node_name != "" and r.phase in (PHASE_AVAILABLE, PHASE_WAITING)
+
+
+def is_succeeded(r: Reservation | None) -> bool:
+    return r is not None and r.phase == PHASE_SUCCEEDED
+
+
+def is_failed(r: Reservation | None) -> bool:
+    return r is not None and r.phase == PHASE_FAILED
+
+
+def is_expired(r: Reservation | None) -> bool:
+    """Failed and the *first* Ready condition is False with reason Expired."""
+    if r is None or r.phase != PHASE_FAILED:
+        return False
+    ready = next((c for c in r.conditions if c.get("type") == CONDITION_READY), None)
+    return ready is not None and ready.get("status") == "False" and ready.get("reason") == REASON_EXPIRED
+
+
+def _last(conditions: list[Condition], kind: str) -> int:
+    return next((i for i in range(len(conditions) - 1, -1, -1) if conditions[i].get("type") == kind), -1)
+
+
+def _cond(kind: str, status: str, reason: str, message: str, now: str) -> Condition:
+    return {
+        "type": kind, "status": status, "reason": reason, "message": message,
+        "lastProbeTime": now, "lastTransitionTime": now,
+    }  # fmt: skip
+
+
+def set_unschedulable(r: Reservation, message: str, now: str) -> Reservation:
+    """``SetReservationUnschedulable``: the phase is kept; the last Scheduled condition is updated."""
+    conditions = [dict(c) for c in r.conditions]
+    i = _last(conditions, CONDITION_SCHEDULED)
+    if i < 0:
+        conditions.append(_cond(CONDITION_SCHEDULED, "False", REASON_UNSCHEDULABLE, message, now))
+    elif conditions[i].get("status") == "True":
+        conditions[i]["lastProbeTime"] = now
+    else:
+        conditions[i].update(reason=REASON_UNSCHEDULABLE, message=message, lastProbeTime=now)
+    return dataclasses.replace(r, conditions=tuple(conditions))
+
+
+def set_expired(r: Reservation, now: str) -> Reservation:
+    """``SetReservationExpired``: phase Failed, the last Ready condition False/Expired."""
+    conditions = [dict(c) for c in r.conditions]
+    i = _last(conditions, CONDITION_READY)
+    if i < 0:
+        conditions.append(_cond(CONDITION_READY, "False", REASON_EXPIRED, "", now))
+    elif conditions[i].get("status") == "True":
+        conditions[i] = _cond(CONDITION_READY, "False", REASON_EXPIRED, "", now)
+    else:
+        conditions[i].update(reason=REASON_EXPIRED, lastProbeTime=now)
+    return dataclasses.replace(r, phase=PHASE_FAILED, conditions=tuple(conditions))
+
+
+def set_succeeded(r: Reservation, now: str) -> Reservation:
+    """``SetReservationSucceeded``: phase Succeeded, the last Ready condition False/Succeeded."""
+    conditions = [dict(c) for c in r.conditions]
+    i = _last(conditions, CONDITION_READY)
+    if i < 0:
+        conditions.append(_cond(CONDITION_READY, "False", REASON_SUCCEEDED, "", now))
+    else:
+        conditions[i].update(
+            status="False", reason=REASON_SUCCEEDED, lastProbeTime=now, lastTransitionTime=now
+        )
+    return dataclasses.replace(r, phase=PHASE_SUCCEEDED, conditions=tuple(conditions))
+
+
+def set_available(r: Reservation, node: str, now: str) -> Reservation:
+    """``SetReservationAvailable``: allocatable = requests with the resize entries on top, the node,
+    phase Available and the conditions replaced by Scheduled/True and Ready/True."""
+    allocatable = dict(reservation_requests(r))
+    allocatable.update(resize_allocatable(r.annotations))
+    conditions = (
+        _cond(CONDITION_SCHEDULED, "True", REASON_SCHEDULED, "", now),
+        _cond(CONDITION_READY, "True", REASON_AVAILABLE, "", now),
+    )
+    return dataclasses.replace(
+        r, allocatable=allocatable, node_name=node, phase=PHASE_AVAILABLE, conditions=conditions
+    )
+
+
+# --- requests (docs/rules/scheduler-reservation.md#requests) ---------------------------------------
+def reservation_requests(r: Reservation | None) -> ResourceList:
+    """``status.allocatable`` when available, else the template's pod requests, else empty."""
+    if r is None:
+        return {}
+    if is_available(r):
+        return dict(r.allocatable)
+    if r.template is not None:
+        return pod_requests({"spec": r.template.get("spec") or {}})
+    return {}
+
+
+def _json_annotation(annotations: Mapping[str, str], key: str) -> Any:
+    text = annotations.get(key, "")
+    if not text:
+        return None
+    return json.loads(text)
+
+
+def resize_allocatable(annotations: Mapping[str, str]) -> ResourceList:
+    """The resize-allocatable annotation's ``resources`` (empty when absent or unparsable)."""
+    try:
+        raw = _json_annotation(annotations, ANNOTATION_RESIZE_ALLOCATABLE)
+        return parse_resource_list(raw.get("resources") or {}) if isinstance(raw, dict) else {}
+    except (ValueError, AttributeError):
+        return {}
+
+
+def inner_reserved(annotations: Mapping[str, str]) -> ResourceList | None:
+    """``node.koordinator.sh/reservation``'s resources, ``reservedCPUs`` (a cpuset) setting cpu; None
+    when absent or unparsable."""
+    try:
+        raw = _json_annotation(annotations, ANNOTATION_NODE_RESERVATION)
+        if not isinstance(raw, dict):
+            return None
+        out = parse_resource_list(raw.get("resources") or {})
+        cpus = raw.get("reservedCPUs") or ""
+        if cpus:
+            out["cpu"] = Quantity(str(_cpuset_size(cpus)))
+        return out
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def _cpuset_size(text: object) -> int:
+    if not isinstance(text, str):
+        raise ValueError("reservedCPUs")
+    count = 0
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        first, last = int(lo), int(hi or lo)
+        if first < 0 or last < first:
+            raise ValueError(part)
+        count += last - first + 1
+    return count
+
+
+def restricted_options(annotations: Mapping[str, str]) -> list[str] | None:
+    """The restricted-options annotation's resource names (None when absent); ValueError when it does
+    not parse."""
+    raw = _json_annotation(annotations, ANNOTATION_RESTRICTED_OPTIONS)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{ANNOTATION_RESTRICTED_OPTIONS}: expected an object")
+    names = raw.get("resources") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{ANNOTATION_RESTRICTED_OPTIONS}.resources: expected a list of strings")
+    return names
+
+
+def restricted_resources(names: Sequence[str], options: Sequence[str] | None) -> list[str]:
+    """``GetReservationRestrictedResources``: the names listed in the options (input order), or all of
+    them when the options are null or leave none."""
+    if options is None:
+        return list(names)
+    wanted = set(options)
+    kept = [n for n in names if n in wanted]
+    return kept or list(names)
+
+
+def exact_match(
+    pod_requests_: Mapping[str, Quantity], allocatable: Mapping[str, Quantity], names: Sequence[str] | None
+) -> bool:
+    """``ExactMatchReservation``; quirk: a name absent on both sides ends the check with true."""
+    for name in names or ():
+        a, b = pod_requests_.get(name), allocatable.get(name)
+        if a is None and b is None:
+            return True
+        if a is None or b is None or a != b:
+            return False
+    return True
