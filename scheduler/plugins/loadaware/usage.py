@@ -61,39 +61,59 @@ def _add_delta(a: list[int], e: Sequence[int], u: Sequence[int] | None) -> None:
         a[i] += v if u is None else max(0, v - u[i])
 
 
-def node_sums(
-    args: LoadAwareSchedulingArgs, r: int, entry: MetricEntry | None, pods: Sequence[PodEntry]
-) -> NodeSums:
-    """The pseudo-code of docs/rules/scheduler.md#pods-already-on-the-node over the node's assigned pods
-    (order-independent)."""
+def pod_contribution(entry: MetricEntry, p: PodEntry, r: int) -> NodeSums:
+    """What one assigned pod adds to each of the node's sums (docs/rules/scheduler.md#pods-already-on-
+    the-node): the pseudo-code's loop body. The sums are plain sums of these, so a pod joining or
+    leaving a node changes them by its contribution alone (AssignCache keeps them so)."""
     prod_usage, prod_delta, node_delta, node_estimated = [0] * r, [0] * r, [0] * r, [0] * r
-    if entry is None:
-        return NodeSums(tuple(prod_usage), tuple(prod_delta), tuple(node_delta), tuple(node_estimated))
-    if args.prod_usage_include_sys and entry.has_node_metric:
-        _add(prod_usage, entry.system_usage)
-    window_start = entry.estimate_time - entry.report_interval
-    for p in pods:
-        u = entry.pod_usage.get(p.key)
-        active_prod = p.prod and p.key in entry.prod_pods
-        if active_prod and u is not None:
-            _add(prod_usage, u)
-        e = p.estimate
-        if e is None:
-            continue
+    u = entry.pod_usage.get(p.key)
+    active_prod = p.prod and p.key in entry.prod_pods
+    if active_prod and u is not None:
+        _add(prod_usage, u)
+    e = p.estimate
+    if e is not None:
         must = (
             u is None
-            or p.timestamp > window_start
+            or p.timestamp > entry.estimate_time - entry.report_interval
             or (p.deadline is not None and p.deadline > entry.estimate_time)
         )
         if must:
             _add_delta(node_delta, e, u)
         _add(node_estimated, e)
-        if not p.prod:
-            continue
-        if not active_prod and u is not None:
-            u, must = None, True
-        if must:
-            _add_delta(prod_delta, e, u)
+        if p.prod:
+            if not active_prod and u is not None:
+                u, must = None, True
+            if must:
+                _add_delta(prod_delta, e, u)
+    return NodeSums(tuple(prod_usage), tuple(prod_delta), tuple(node_delta), tuple(node_estimated))
+
+
+def shift(sums: NodeSums, c: NodeSums, sign: int) -> NodeSums:
+    """``sums`` plus (sign 1) or minus (sign -1) a contribution: exact integer arithmetic."""
+    return NodeSums(
+        tuple(a + sign * b for a, b in zip(sums.prod_usage, c.prod_usage, strict=True)),
+        tuple(a + sign * b for a, b in zip(sums.prod_delta, c.prod_delta, strict=True)),
+        tuple(a + sign * b for a, b in zip(sums.node_delta, c.node_delta, strict=True)),
+        tuple(a + sign * b for a, b in zip(sums.node_estimated, c.node_estimated, strict=True)),
+    )
+
+
+def node_sums(
+    args: LoadAwareSchedulingArgs, r: int, entry: MetricEntry | None, pods: Sequence[PodEntry]
+) -> NodeSums:
+    """The pseudo-code of docs/rules/scheduler.md#pods-already-on-the-node over the node's assigned pods
+    (order-independent): the system usage (when counted) plus every pod's contribution."""
+    prod_usage, prod_delta, node_delta, node_estimated = [0] * r, [0] * r, [0] * r, [0] * r
+    if entry is None:
+        return NodeSums(tuple(prod_usage), tuple(prod_delta), tuple(node_delta), tuple(node_estimated))
+    if args.prod_usage_include_sys and entry.has_node_metric:
+        _add(prod_usage, entry.system_usage)
+    for p in pods:
+        c = pod_contribution(entry, p, r)
+        _add(prod_usage, c.prod_usage)
+        _add(prod_delta, c.prod_delta)
+        _add(node_delta, c.node_delta)
+        _add(node_estimated, c.node_estimated)
     return NodeSums(tuple(prod_usage), tuple(prod_delta), tuple(node_delta), tuple(node_estimated))
 
 
