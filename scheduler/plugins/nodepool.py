@@ -28,14 +28,16 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
+from scheduler.plugins.nodeaffinity_terms import LabelColumn
 from scheduler.plugins.poollabels import (
     HARD,
     asked_values,
+    bad_values,
     check_fields,
+    filter_result,
     label_arg,
     label_column,
     mode_arg,
-    rows_where,
     scores_of,
 )
 
@@ -79,10 +81,10 @@ class _NodePoolBase:
     def name(self) -> str:
         return NAME
 
-    def _outside(self, pools: frozenset[str], snapshot: Snapshot) -> BoolArray | None:
-        """The rows in a pool the pod did not ask for; None when there is none."""
+    def _outside(self, pools: frozenset[str], snapshot: Snapshot) -> tuple[LabelColumn, BoolArray | None]:
+        """The pool label's column, and which of its values are pools the pod did not ask for."""
         column = label_column(snapshot, NAME, self.args.label)
-        return rows_where(column, lambda v: v not in pools)
+        return column, bad_values(column, lambda v: v not in pools)
 
     def _pools(self, state: CycleState, key: str, pod: Pod) -> frozenset[str]:
         pools = state.get(key)
@@ -104,10 +106,8 @@ class NodePool(_NodePoolBase):
         return Status.success()
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
-        outside = self._outside(self._pools(state, STATE_KEY, pod), snapshot)
-        if outside is None:
-            return FilterResult.all_pass(snapshot.n)
-        return FilterResult.from_mask(outside, self._status)
+        column, outside = self._outside(self._pools(state, STATE_KEY, pod), snapshot)
+        return filter_result(column, outside, self._status)
 
 
 class NodePoolScore(_NodePoolBase):
@@ -118,5 +118,4 @@ class NodePoolScore(_NodePoolBase):
         return Status.success()
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        outside = self._outside(self._pools(state, SCORE_STATE_KEY, pod), snapshot)
-        return scores_of(outside, snapshot.n)
+        return scores_of(*self._outside(self._pools(state, SCORE_STATE_KEY, pod), snapshot))

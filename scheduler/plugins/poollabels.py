@@ -18,9 +18,9 @@ import numpy as np
 
 from apis.jsonfields import as_mapping
 from apis.labelselector import is_label_value, is_qualified_name
-from scheduler.framework.interfaces import BoolArray, IntArray, Pod
+from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import MAX_NODE_SCORE, MIN_NODE_SCORE
+from scheduler.framework.status import MAX_NODE_SCORE, MIN_NODE_SCORE, Status
 from scheduler.plugins.nodeaffinity_terms import IN, LabelColumn, as_list
 
 HARD: Final = "Hard"
@@ -57,19 +57,27 @@ def label_column(snapshot: Snapshot, owner: str, key: str) -> LabelColumn:
     return snapshot.view((owner, "label", key), lambda: LabelColumn(key))
 
 
-def rows_where(column: LabelColumn, bad: Callable[[str], bool]) -> BoolArray | None:
-    """The rows whose label value ``v`` has ``bad(v)`` (rows without the label never), or None when no
-    value is bad: the caller then has nothing to do over the rows. One call of ``bad`` per distinct
-    value, then one gather over the rows."""
-    table = np.zeros(len(column.values) + 1, np.bool_)  # the last slot: code -1, no label
+def bad_values(column: LabelColumn, bad: Callable[[str], bool]) -> BoolArray | None:
+    """Per code of ``column``, plus a last slot for rows without the label (never bad): whether its
+    value ``v`` has ``bad(v)``; None when no value is bad, so the caller has nothing to do over the
+    rows. One call of ``bad`` per distinct value; the caller then gathers a table typed as its result
+    over the rows (one ``take``: several times faster than fancy indexing, and -1 reads the last slot)."""
+    table = np.zeros(len(column.values) + 1, np.bool_)
     for c, v in enumerate(column.values):
         table[c] = bad(v)
-    if not table.any():
-        return None
-    return table.take(column.codes)  # (take: several times faster than fancy indexing; -1 is the last)
+    return table if table.any() else None
 
 
+_REJECT_WHICH: Final = np.array([-1, 0], np.int32)  # FilterResult.which of a good (0) and a bad (1) value
+_SCORES: Final = np.array([MAX_NODE_SCORE, MIN_NODE_SCORE], np.int64)
 _ALL_MAX: dict[int, IntArray] = {}
+
+
+def filter_result(column: LabelColumn, bad: BoolArray | None, status: Status) -> FilterResult:
+    """Rows whose value is bad get ``status``; the others pass."""
+    if bad is None:
+        return FilterResult.all_pass(len(column.codes))
+    return FilterResult(_REJECT_WHICH.take(bad.view(np.int8)).take(column.codes), (status,))
 
 
 def all_max(n: int) -> IntArray:
@@ -84,11 +92,11 @@ def all_max(n: int) -> IntArray:
     return got
 
 
-def scores_of(last: BoolArray | None, n: int) -> IntArray:
-    """Every row's score: 0 where ``last`` (rows to use last), 100 elsewhere."""
-    if last is None:
-        return all_max(n)
-    return np.where(last, np.int64(MIN_NODE_SCORE), np.int64(MAX_NODE_SCORE))
+def scores_of(column: LabelColumn, bad: BoolArray | None) -> IntArray:
+    """Every row's score: 0 where the value is bad (nodes to use last), 100 elsewhere."""
+    if bad is None:
+        return all_max(len(column.codes))
+    return _SCORES.take(bad.view(np.int8)).take(column.codes)
 
 
 def check_fields(args: Mapping[str, Any], known: frozenset[str]) -> None:

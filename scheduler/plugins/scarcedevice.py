@@ -16,7 +16,7 @@ asks for none (docs/rules/scheduler-nodepool.md#gpu-requests-without-a-model).
 As NodePool's, the modes are two classes (``ScarceDevice.from_args`` picks one) and the rule is
 vectorised: the asked models once per cycle, one lookup per distinct label value, one gather over the
 rows of a label column view.
-Imports: scheduler.framework, scheduler.plugins.poollabels.
+Imports: scheduler.framework, scheduler.plugins (poollabels, nodeaffinity_terms).
 """
 
 from __future__ import annotations
@@ -29,14 +29,16 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
+from scheduler.plugins.nodeaffinity_terms import LabelColumn
 from scheduler.plugins.poollabels import (
     HARD,
     asked_values,
+    bad_values,
     check_fields,
+    filter_result,
     label_arg,
     label_column,
     mode_arg,
-    rows_where,
     scores_of,
     values_arg,
 )
@@ -85,11 +87,11 @@ class _ScarceDeviceBase:
     def name(self) -> str:
         return NAME
 
-    def _kept_from(self, models: frozenset[str], snapshot: Snapshot) -> BoolArray | None:
-        """The rows with a scarce model the pod did not ask for; None when there is none."""
+    def _kept_from(self, models: frozenset[str], snapshot: Snapshot) -> tuple[LabelColumn, BoolArray | None]:
+        """The model label's column, and which of its values are scarce models the pod did not ask for."""
         column = label_column(snapshot, NAME, self.args.label)
         scarce = self.args.is_scarce
-        return rows_where(column, lambda v: scarce(v) and v not in models)
+        return column, bad_values(column, lambda v: scarce(v) and v not in models)
 
     def _models(self, state: CycleState, key: str, pod: Pod) -> frozenset[str]:
         models = state.get(key)
@@ -111,10 +113,8 @@ class ScarceDevice(_ScarceDeviceBase):
         return Status.success()
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
-        kept = self._kept_from(self._models(state, STATE_KEY, pod), snapshot)
-        if kept is None:
-            return FilterResult.all_pass(snapshot.n)
-        return FilterResult.from_mask(kept, self._status)
+        column, kept = self._kept_from(self._models(state, STATE_KEY, pod), snapshot)
+        return filter_result(column, kept, self._status)
 
 
 class ScarceDeviceScore(_ScarceDeviceBase):
@@ -125,5 +125,4 @@ class ScarceDeviceScore(_ScarceDeviceBase):
         return Status.success()
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        kept = self._kept_from(self._models(state, SCORE_STATE_KEY, pod), snapshot)
-        return scores_of(kept, snapshot.n)
+        return scores_of(*self._kept_from(self._models(state, SCORE_STATE_KEY, pod), snapshot))

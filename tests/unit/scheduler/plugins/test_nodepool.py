@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.config import ConfigError, parse_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterAllPlugin, ScoreAllPlugin
 from scheduler.framework.snapshot import NodeInfo, Snapshot
@@ -20,6 +21,7 @@ from scheduler.plugins.nodepool import (
     NodePoolScore,
     pod_pools,
 )
+from scheduler.registry import KNOWN, build_framework
 
 from ._nodepool_support import filter_statuses, in_term, pod_with, scores
 from ._support import make_node, refresh_nodes
@@ -212,3 +214,35 @@ def test_soft_scores(pod: dict[str, Any], want: list[int]) -> None:
 def test_soft_unlabelled_cluster_scores_every_node_100() -> None:
     snap = Snapshot.build([make_node("a"), make_node("b")])
     assert scores(soft(), pod_with(), snap) == [100, 100]
+
+
+# --- in a profile -------------------------------------------------------------------------------------
+def _profile(plugins: dict[str, Any], args: dict[str, Any]) -> Any:
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "koord-scheduler",
+                "plugins": plugins,
+                "pluginConfig": [{"name": "NodePool", "args": args}],
+            }
+        ],
+    }
+    return parse_config(doc, KNOWN).profiles[0]
+
+
+@pytest.mark.parametrize(("mode", "filters"), [("Hard", True), ("Soft", False)])
+def test_multipoint_puts_each_mode_where_it_acts(mode: str, filters: bool) -> None:
+    fw = build_framework(_profile({"multiPoint": {"enabled": [{"name": "NodePool"}]}}, {"mode": mode}))
+    assert ("NodePool" in [p.name for p in fw.filters]) == filters
+    assert ("NodePool" in [p.name for p in fw.scores]) != filters
+
+
+def test_a_soft_plugin_at_filter_and_bad_args_are_configuration_errors() -> None:
+    with pytest.raises(ConfigError, match="plugin 'NodePool' does not extend the filter extension point"):
+        build_framework(_profile({"filter": {"enabled": [{"name": "NodePool"}]}}, {"mode": "Soft"}))
+    with pytest.raises(
+        ConfigError, match=r"pluginConfig NodePool.args: mode='Sometimes': must be Hard or Soft"
+    ):
+        build_framework(_profile({"filter": {"enabled": [{"name": "NodePool"}]}}, {"mode": "Sometimes"}))
