@@ -2,8 +2,10 @@
 bound pods and NodeMetrics, filled to a share of capacity at the start), the Driver thread that offers pods
 at a fixed rate and churns nodes, pods and NodeMetrics as a live cluster would, and the Recorder of what
 the window measured. Every change reaches the scheduler as a watch event through the informer thread,
-in the daemon's EventRouter handlers.
-Imports: the standard library, bench._scheduler_world, scheduler (gateway, interfaces, status).
+in the daemon's EventRouter handlers (bench/scheduler_scale.py), or as a batch written to every shard
+process (bench/_shard_cluster.py, where the handlers are named, not called). `overcommitted_nodes` is the
+end-of-run truth check: nodes whose pods request more than they hold.
+Imports: the standard library, apis (kubeobjects, pod, quantity), bench._scheduler_world, scheduler (framework).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from apis.kubeobjects import CustomResource, Node
+from apis.pod import pod_requests
+from apis.quantity import parse_resource_list
 from bench._scheduler_world import (
     BATCH_EVERY,
     MI,
@@ -34,7 +38,7 @@ from bench._scheduler_world import (
 )
 from scheduler.framework.interfaces import Pod
 from scheduler.framework.status import Status
-from scheduler.gateway import EventRouter
+from scheduler.framework.units import to_values
 
 METRIC_PERIOD = 60.0  # seconds between two NodeMetrics of a node (the koordlet's default report interval)
 TICK = 0.005  # the driver's pacing step
@@ -43,6 +47,32 @@ MAX_PER_TICK = 20_000  # bounds one tick's work of each kind (catching up after 
 
 class Poster(Protocol):
     def post(self, handler: Any, *args: Any) -> None: ...
+
+
+class Handlers(Protocol):
+    """The watch handlers the driver posts to: EventRouter's bound methods in one process, their names
+    when the events are written to shard processes."""
+
+    @property
+    def pod_add(self) -> Any: ...
+    @property
+    def pod_update(self) -> Any: ...
+    @property
+    def pod_delete(self) -> Any: ...
+    @property
+    def node_add(self) -> Any: ...
+    @property
+    def node_delete(self) -> Any: ...
+    @property
+    def nodemetric_upsert(self) -> Any: ...
+
+
+class InitialSink(Protocol):
+    """What receives the informers' first list (EventRouter, or nothing in the shards' cluster process)."""
+
+    def node_add(self, node: Node) -> None: ...
+    def pod_add(self, pod: Pod) -> None: ...
+    def nodemetric_upsert(self, *objs: CustomResource) -> None: ...
 
 
 @dataclass(slots=True)
@@ -132,7 +162,7 @@ class World:
         rows = [(NAMESPACE, p.pod["metadata"]["name"], p.cpu_m, p.mem) for p in pods]
         return metric_object(name, cpu, mem, stamp, rows)
 
-    def apply_initial(self, router: EventRouter, lifetime: float) -> None:
+    def apply_initial(self, router: InitialSink, lifetime: float) -> None:
         """The informers' first list: every node, its bound pods and its NodeMetric (node i's written
         i/n of a period before its first refresh), and each pod's remaining life drawn in [0, lifetime)."""
         now, n = time.time(), max(1, len(self.names))
@@ -167,6 +197,30 @@ def build_world(n_nodes: int, fill: float, rich_share: float, seed: int) -> Worl
             world.place(_key(pod), name, pod)
             world.prefilled += 1
     return world
+
+
+def overcommitted_nodes(world: World) -> int:
+    """Nodes the run's binds overcommitted: at the end, a resource requested beyond the node's
+    allocatable (or more pods than it holds) by pods among which one bound during the run (not prefilled)
+    requests that resource. Pods only leave a node between binds, so the latest such bind overcommitted
+    it when it was made; a node the prefill alone left over (random draws, --fill near 1) does not count.
+    No scheduler, sharded or not, may ever cause one."""
+    prefilled = f"{NAMESPACE}/f-"
+    over = 0
+    for state in world.nodes.values():
+        alloc = to_values(parse_resource_list(state.node["status"]["allocatable"]))
+        used: dict[str, int] = {}
+        bound: set[str] = set()  # resources the run's pods on it request
+        for key in state.pods:
+            requests = to_values(pod_requests(world.live[key].pod))
+            for name, value in requests.items():
+                used[name] = used.get(name, 0) + value
+            if not key.startswith(prefilled):
+                bound.update(name for name, value in requests.items() if value)
+                bound.add("pods")
+        used["pods"] = len(state.pods)
+        over += any(value > alloc.get(name, 0) for name, value in used.items() if name in bound)
+    return over
 
 
 class Recorder:
@@ -237,7 +291,7 @@ class Driver:
     the monotonic clock from `start`; hears of binds and preemption victims through `inbox`."""
 
     def __init__(
-        self, world: World, informer: Poster, router: EventRouter, pending: dict[str, Pending],
+        self, world: World, informer: Poster, router: Handlers, pending: dict[str, Pending],
         inbox: queue.SimpleQueue[Any], rec: Recorder, rate: float, node_churn: float, lifetime: float,
         rich_share: float, offering: threading.Event,
     ) -> None:  # fmt: skip

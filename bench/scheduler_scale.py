@@ -13,9 +13,14 @@ with the node's pods in `podsMetric` as the koordlet reports them. The cluster s
 there. It measures the scheduler, not the API server: a 2-core machine's kube-apiserver and etcd cannot
 take 1,000 creates and 1,000 binds per second (bench/scheduler_vs_kube.py measures through one).
 
-Prints one JSON object (its keys: docs/testing.md#scheduler-scale-benchmark).
+With `--shards 1,2,4`, one measured run per count: one shard runs in-process as above; N shards run as
+N scheduler processes against a cluster process (bench/_shard_cluster.py, bench/_shard_proc.py), binding
+through the shard arbiter. Every run starts from the same world.
+
+Prints one JSON object (its keys: docs/testing.md#scheduler-scale-benchmark): the first run's keys, and
+`shards`, one entry per run.
 Usage: python bench/scheduler_scale.py [--nodes 20000] [--rate 1000] [--seconds 60] [--warmup 10]
-       [--node-churn 1] [--percentage N] [--rich-share 0.1] [--seed 7] [--profile FILE]
+       [--node-churn 1] [--percentage N] [--rich-share 0.1] [--seed 7] [--profile FILE] [--shards 1,2,4]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import gc
 import json
 import os
 import queue
@@ -40,7 +46,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench._scale_driver import Driver, Pending, Recorder, World, build_world  # noqa: E402
+from bench._scale_driver import (  # noqa: E402
+    Driver,
+    Pending,
+    Recorder,
+    World,
+    build_world,
+    overcommitted_nodes,
+)
 from bench._scheduler_world import SCHEDULER_NAME, make_pod, rich_fields, time_string  # noqa: E402
 from scheduler.cache import SchedulerCache  # noqa: E402
 from scheduler.framework.cycle_state import CycleState  # noqa: E402
@@ -69,6 +82,8 @@ class Settings:
     drain: float = 10.0
     seed: int = 7
     profile: str | None = None
+    shards: tuple[int, ...] = (1,)
+    single_in_process: bool = True  # one shard: today's in-process run, not one shard process
 
 
 class Informer:
@@ -101,13 +116,15 @@ class Binder:
                  rec: Recorder, driver_inbox: queue.SimpleQueue[Any]) -> None:  # fmt: skip
         self.pending, self.informer, self.router = pending, informer, router
         self.rec, self.inbox = rec, driver_inbox
+        self.twice = 0  # binds of a pod no longer pending (bound already): must stay 0
 
     def bind(self, pod: Pod, node: str) -> Status:
         now = time.monotonic()
         meta = pod["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         offered = self.pending.pop(key, None)
-        if offered is None:  # not the driver's pod (cannot happen): nothing to send
+        if offered is None:  # bound already (cannot happen): the API server would refuse it
+            self.twice += 1
             return Status.success()
         self.rec.bound(offered, now)
         cond = {"type": "PodScheduled", "status": "True", "lastTransitionTime": time_string(time.time())}
@@ -210,6 +227,12 @@ def vm_hwm_mib() -> float | None:
 
 
 def run(cfg: Settings) -> dict[str, Any]:
+    """One in-process run: the result's keys are the documented top-level ones."""
+    return run_in_process(cfg)[0]
+
+
+def run_in_process(cfg: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One in-process run: the result, and its `shards` entry's own keys (shard_entry)."""
     t_setup = time.monotonic()
     profile = default_profile()
     if cfg.percentage is not None:
@@ -226,7 +249,8 @@ def run(cfg: Settings) -> dict[str, Any]:
     sched = Scheduler(fw, SchedulerCache(), SchedulingQueue(), _NoBinder(), bind_workers=cfg.bind_workers,
                       on_unschedulable=rec.unschedulable)  # fmt: skip
     router = EventRouter(sched, SCHEDULER_NAME)
-    sched.binder = Binder(pending, informer, router, rec, inbox)
+    binder = Binder(pending, informer, router, rec, inbox)
+    sched.binder = binder
     sched.on_post_filter = Preemptor(sched, api, preempt_pool)
     world: World = build_world(cfg.nodes, cfg.fill, cfg.rich_share, cfg.seed)
     lifetime = cfg.pod_lifetime or max(1.0, len(world.live) / cfg.rate)
@@ -283,11 +307,18 @@ def run(cfg: Settings) -> dict[str, Any]:
     end = time.monotonic()
     binds = rec.binds_in_window()
     lat = rec.latencies(pending, end)
+    # The truth check, after the clock: the binds the driver has not heard of yet reach the world.
+    for _ in range(1000):
+        if inbox.empty():
+            break
+        driver._drain_inbox(start)
+    checks = {"overcommitted_nodes": overcommitted_nodes(world), "bound_twice": binder.twice,
+              "arbiter_rejections": 0, "binds_by_shard": [binds], "mode": "in-process"}  # fmt: skip
 
     def per_pod(cpu: float | None) -> float | None:
         return round(cpu * 1000 / binds, 3) if binds and cpu is not None else None
 
-    return {
+    result = {
         "nodes": cfg.nodes,
         "offered_pods_per_s": round(rec.offers_in_window() / cfg.seconds, 1),
         "pods_per_s": round(binds / cfg.seconds, 1),
@@ -325,6 +356,16 @@ def run(cfg: Settings) -> dict[str, Any]:
         "rss_mib": vm_hwm_mib(),
         "loadavg_1m": round(os.getloadavg()[0], 2),
     }
+    return result, checks
+
+
+ENTRY_KEYS = ("pods_per_s", "offered_pods_per_s", "p50_ms", "p99_ms", "p999_ms", "cpu_ms_per_pod",
+              "sched_cpu_ms_per_pod", "unbound_after_drain", "keeps_up", "error")  # fmt: skip
+
+
+def shard_entry(shards: int, result: dict[str, Any], checks: dict[str, Any]) -> dict[str, Any]:
+    """One run's entry in `shards`: its main numbers and the checks that must hold whatever the load."""
+    return {"shards": shards, **{k: result[k] for k in ENTRY_KEYS}, **checks}
 
 
 class _NoBinder:
@@ -349,7 +390,16 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     ap.add_argument("--drain", type=float, default=10.0, help="seconds the window's pods get after it")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--profile", default=None, help="write the scheduling thread's cProfile stats here")
+    ap.add_argument("--shards", default="1", help="comma list of shard counts, one measured run each")
+    ap.add_argument("--single-in-process", action=argparse.BooleanOptionalAction, default=True,
+                    help="run one shard in-process (default) rather than as one shard process")  # fmt: skip
     a = ap.parse_args(argv)
+    try:
+        shards = tuple(int(x) for x in a.shards.split(","))
+    except ValueError:
+        ap.error(f"--shards={a.shards}: a comma list of shard counts")
+    if not shards or not all(1 <= n <= 16 for n in shards):
+        ap.error(f"--shards={a.shards}: each count 1..16")
     if not 1 <= a.nodes <= 100_000 or not 0 < a.rate <= 20_000 or not 0 < a.seconds <= 3600:
         ap.error("--nodes 1..100000, --rate 0..20000, --seconds 0..3600")
     if a.percentage is not None and not 0 <= a.percentage <= 100:
@@ -360,12 +410,24 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         nodes=a.nodes, rate=a.rate, seconds=a.seconds, warmup=max(0.0, min(a.warmup, 600.0)),
         node_churn=max(0.0, a.node_churn), percentage=a.percentage, rich_share=a.rich_share, fill=a.fill,
         pod_lifetime=a.pod_lifetime, bind_workers=max(0, a.bind_workers), drain=max(0.0, min(a.drain, 60.0)),
-        seed=a.seed, profile=a.profile,
+        seed=a.seed, profile=a.profile, shards=shards, single_in_process=a.single_in_process,
     )  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    result = run(parse_args(argv))
+    from bench._shard_cluster import run_sharded  # it imports this module
+
+    cfg = parse_args(argv)
+    runs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for n in cfg.shards:
+        runs.append(run_in_process(cfg) if n == 1 and cfg.single_in_process else run_sharded(cfg, n))
+        # The in-process run froze its heap (freeze_heap): let its cycles go before the next run.
+        gc.unfreeze()
+        gc.collect()
+    result = {
+        **runs[0][0],
+        "shards": [shard_entry(n, r, c) for n, (r, c) in zip(cfg.shards, runs, strict=True)],
+    }
     print(json.dumps(result), flush=True)
     return result
 
