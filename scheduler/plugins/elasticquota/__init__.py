@@ -1,0 +1,1 @@
+"""ElasticQuota: hierarchical elastic quotas (docs/rules/scheduler-elasticquota.md)."""
