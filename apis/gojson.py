@@ -249,6 +249,20 @@ _Table = tuple[list[tuple[str, "FieldSpec"]], dict[str, str], dict[str, str]]
 _TABLES: dict[type[Any], _Table] = {}
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Shape:
+    """Per class, what decoding needs besides the table: the field specs by attribute, the init fields
+    no spec covers (copied from the base as ``dataclasses.replace`` would), and the pointer-kind
+    attributes whose default is not None (nil in Go's zero value)."""
+
+    by_attr: dict[str, FieldSpec]
+    others: tuple[str, ...]
+    nils: tuple[str, ...]
+
+
+_SHAPES: dict[type[Any], _Shape] = {}
+
+
 def _table(cls: type[Any]) -> _Table:
     """(attr, spec) pairs plus exact and case-folded JSON-name → attr maps (inline fields expanded)."""
     cached = _TABLES.get(cls)
@@ -272,18 +286,31 @@ def _table(cls: type[Any]) -> _Table:
     return specs, exact, folded
 
 
+def _shape(cls: type[Any]) -> _Shape:
+    cached = _SHAPES.get(cls)
+    if cached is not None:
+        return cached
+    specs = _table(cls)[0]
+    by_attr = dict(specs)
+    others = tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name not in by_attr)
+    obj = cls()
+    nils = tuple(a for a, spec in specs if spec.kind.pointer and getattr(obj, a) is not None)
+    shape = _SHAPES[cls] = _Shape(by_attr, others, nils)
+    return shape
+
+
 def go_zero(cls: type[T]) -> T:
     """What Go decodes into: the dataclass defaults with every pointer-kind field ``None``."""
-    obj = cls()
-    nils = {a: None for a, spec in _table(cls)[0] if spec.kind.pointer and getattr(obj, a) is not None}
-    return dataclasses.replace(obj, **nils) if nils else obj  # type: ignore[type-var]
+    nils = _shape(cls).nils
+    return cls(**dict.fromkeys(nils)) if nils else cls()
 
 
 def _decode_struct(
     cls: type[Any], base: Any, raw: Mapping[str, Any], path: str, errs: list[FieldError]
 ) -> Any:
     specs, exact, folded = _table(cls)
-    by_attr = dict(specs)
+    shape = _shape(cls)
+    by_attr = shape.by_attr
     values = {attr: getattr(base, attr) for attr, _ in specs}
     for key, item in raw.items():
         if not isinstance(key, str):
@@ -299,7 +326,11 @@ def _decode_struct(
             values[attr] = _decode_struct(kind.cls, current, {key: item}, path, errs)
         else:
             values[attr] = spec.kind.decode(values[attr], item, join_path(path, spec.name), errs)
-    return dataclasses.replace(base, **values)
+    if type(base) is not cls:  # a subclass instance: replace() knows its own fields
+        return dataclasses.replace(base, **values)
+    for attr in shape.others:  # what dataclasses.replace(base, **values) would carry over
+        values[attr] = getattr(base, attr)
+    return cls(**values)
 
 
 def encode(obj: Any) -> dict[str, Any]:

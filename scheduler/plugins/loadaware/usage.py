@@ -62,9 +62,9 @@ def _add_delta(a: list[int], e: Sequence[int], u: Sequence[int] | None) -> None:
 
 
 def pod_contribution(entry: MetricEntry, p: PodEntry, r: int) -> NodeSums:
-    """What one assigned pod adds to each of the node's sums (docs/rules/scheduler.md#pods-already-on-
-    the-node): the pseudo-code's loop body. The sums are plain sums of these, so a pod joining or
-    leaving a node changes them by its contribution alone (AssignCache keeps them so)."""
+    """What one assigned pod adds to each of the node's sums: the loop body of the pseudo-code in
+    docs/rules/scheduler.md#pods-already-on-the-node. The sums are plain sums of these, so a pod joining
+    or leaving a node changes them by its contribution alone (AssignCache keeps them so)."""
     prod_usage, prod_delta, node_delta, node_estimated = [0] * r, [0] * r, [0] * r, [0] * r
     u = entry.pod_usage.get(p.key)
     active_prod = p.prod and p.key in entry.prod_pods
