@@ -15,7 +15,7 @@ from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.loadaware import LoadAwareScheduling
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.selectorspread import SelectorSpread
-from tests.oracles import basic, noderesources_scores
+from tests.oracles import basic, nodepool, noderesources_scores
 from tests.oracles.interpodaffinity import InterPodAffinityOracle
 from tests.oracles.loadaware import LoadAwareOracle
 from tests.oracles.plugins import oracle_for
@@ -33,7 +33,7 @@ def oracle_of(plugin: Plugin) -> Plugin:
     if isinstance(plugin, SelectorSpread):
         return SelectorSpreadOracle(plugin)
     # noderesources_scores first: its NodeResourcesFit oracle follows the plugin's args.
-    for lookup in (noderesources_scores.oracle_for, basic.oracle_for, oracle_for):
+    for lookup in (noderesources_scores.oracle_for, basic.oracle_for, nodepool.oracle_for, oracle_for):
         found = lookup(plugin)
         if found is not None:
             return found
