@@ -5,7 +5,7 @@ predicates and condition writers (docs/rules/scheduler-reservation.md#status), t
 and the restricted resources (docs/rules/scheduler-reservation.md#requests). The reserve pod, owner
 matching and the reservation affinity live in apis.reservation_pod.
 
-Imports: the standard library and apis (duration, labelselector, pod, quantity, rfc3339). Pure.
+Imports: the standard library and apis (duration, kubeobjects, objectcheck, pod, quantity, rfc3339). Pure.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from apis.duration import DurationError, parse_go_duration
+from apis.kubeobjects import Pod
+from apis.objectcheck import check_object
 from apis.pod import ResourceList, pod_requests
 from apis.quantity import Quantity, QuantityError, parse_resource_list
 from apis.rfc3339 import parse_rfc3339
@@ -210,10 +212,8 @@ def parse_reservation(value: object, where: str = "reservation") -> Reservation:
     status = _obj(obj.get("status"), f"{where}.status")
     m, s, st = f"{where}.metadata", f"{where}.spec", f"{where}.status"
     template = spec.get("template")
-    if template is not None:
-        template = _obj(template, f"{s}.template")
-        _obj(template.get("metadata"), f"{s}.template.metadata")
-        _obj(template.get("spec"), f"{s}.template.spec")
+    if template is not None:  # a PodTemplateSpec has a pod's metadata and spec: checked as one
+        template = check_object(template, Pod, f"{s}.template")
     ttl: int | None = DEFAULT_TTL_NS
     if "ttl" in spec:
         raw_ttl = spec["ttl"]

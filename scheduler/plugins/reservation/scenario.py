@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from apis.objectcheck import as_node, as_pod, show
 from apis.pod import ResourceList, pod_requests
-from apis.quantity import format_resource_list
+from apis.quantity import Quantity, format_resource_list
 from apis.reservation import (
     Reservation,
     exact_match,
@@ -29,6 +29,7 @@ from apis.reservation import (
     set_unschedulable,
 )
 from apis.reservation_pod import (
+    exact_match_names,
     is_reservation_ignored,
     new_reserve_pod,
     parse_affinity,
@@ -37,7 +38,8 @@ from apis.reservation_pod import (
 )
 from apis.rfc3339 import parse_rfc3339
 from scheduler.framework.status import Code, Status
-from scheduler.framework.units import to_values
+from scheduler.framework.units import MILLI_RESOURCES, to_values
+from scheduler.plugins.nodeaffinity_terms import node_labels
 from scheduler.plugins.reservation.controller import sync
 from scheduler.plugins.reservation.filtering import (
     Ignored,
@@ -54,6 +56,7 @@ from scheduler.plugins.reservation.scoring import (
     preferred_node,
     score_reservation,
 )
+from scheduler.plugins.reservation.transformer import PodMatchFacts, node_state
 
 EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 CODES: Final = {
@@ -278,6 +281,35 @@ def _op_score(s: Scenario) -> dict[str, Any]:
     return {"score": scores, "normalizedScore": default_normalize(scores), "preferredNode": preferred}
 
 
+def _op_match(s: Scenario) -> dict[str, Any]:
+    """A koord addition: which of the node's matchable reservations the pod matches, and the node
+    state's restored resources (docs/rules/scheduler-reservation.md#matching)."""
+    node = as_node(s.get("node"), "node")
+    pod = as_pod(s.get("pod"), "pod")
+    try:
+        facts = PodMatchFacts(pod, parse_affinity(pod), exact_match_names(pod), pod_requests(pod),
+                              is_reservation_ignored(pod))  # fmt: skip
+    except ValueError as e:
+        raise ValueError(f"pod.{e}") from None
+    infos = [_entry(e, f"reservations[{i}]") for i, e in enumerate(_list(s, "reservations"))]
+    name = str(node.get("metadata", {}).get("name", ""))
+    matchable = [i for i in infos if i.matchable and i.reservation.node_name == name]
+    state = node_state(facts, matchable, name, node_labels(node), _values(s, "nodeRequested"))
+    if state is None:
+        return {"matched": [], "unmatched": [], "hasState": False}
+    return {
+        "matched": [r.name for r in state.matched],
+        "unmatched": [r.name for r in state.unmatched],
+        "hasState": True,
+        "nodeRequested": _quantities(state.requested),
+        "reservedAllocated": _quantities(state.reserved_allocated),
+    }
+
+
+def _quantities(values: Mapping[str, int]) -> dict[str, str]:
+    return {n: str(Quantity(f"{v}m" if n in MILLI_RESOURCES else str(v))) for n, v in values.items()}
+
+
 def _op_controller_sync(s: Scenario) -> dict[str, Any]:
     r = _reservation(s)
     nodes = [as_node(n, f"nodes[{i}]") for i, n in enumerate(_list(s, "nodes"))]
@@ -308,6 +340,7 @@ OPERATIONS: Final[dict[str, Callable[[Scenario], dict[str, Any]]]] = {
     "filterReservePod": _op_filter_reserve_pod,
     "score": _op_score,
     "controllerSync": _op_controller_sync,
+    "match": _op_match,
 }
 
 
