@@ -247,7 +247,15 @@ class GroupQuotaManager:
         if not self._dirty:
             return
         kids = self.children()
-        self._aggregate(ROOT_QUOTA, kids, set())
+        seen: set[str] = set()
+        self._aggregate(ROOT_QUOTA, kids, seen)
+        # quotas whose parent does not exist (yet): their subtrees count for themselves only
+        for name in sorted(self.quotas):
+            if name not in seen and self.quotas[name].parent not in self.quotas:
+                self._aggregate(name, kids, seen)
+        for name in sorted(self.quotas):  # what is left is a parent cycle
+            if name not in seen:
+                self._aggregate(name, kids, seen)
         root = self.quotas[ROOT_QUOTA]
         root.child_request = {}
         sharing = {p: [c for c in cs if c not in SPECIAL_CHILDREN] for p, cs in kids.items()}

@@ -244,3 +244,14 @@ def test_preemption_hooks() -> None:
 
 def st_ok() -> Status:
     return Status.success()
+
+
+def test_a_quota_whose_parent_is_missing_still_counts_its_own_pods() -> None:
+    plugin = _plugin()
+    plugin.on_quota_add(quota("orphan", {"cpu": "10"}, parent="missing"))
+    plugin.on_quota_add(quota("child", {"cpu": "10"}, parent="orphan"))
+    plugin.on_any_pod_add(_p(pod("p", {"cpu": "1"}, "child", node="n1")))
+    assert plugin.manager.info("child").used == {"cpu": 1000}  # type: ignore[union-attr]
+    assert plugin.manager.info("orphan").used == {"cpu": 1000}  # type: ignore[union-attr]
+    assert plugin.manager.info("koordinator-root-quota").used == {}  # type: ignore[union-attr]
+    assert plugin.manager.refresh_runtime("orphan") == {}  # no runtime for an orphan subtree
