@@ -1,5 +1,5 @@
 """The CustomResourceDefinitions of ``deploy/crds/`` (NodeSLO, NodeMetric, ClusterColocationProfile,
-PodGroup) as data.
+PodGroup, ElasticQuota) as data.
 
 Each CRD is built from the typed dataclasses through ``apis.gojson.struct_openapi``, so the committed
 YAML (written by ``hack/gen_crds.py``) can be checked against the code: cluster-scoped, ``v1alpha1``
@@ -17,6 +17,7 @@ from typing import Any, Final
 from apis import constants as c
 from apis.colocationprofile import ClusterColocationProfileSpec
 from apis.gojson import struct_openapi
+from apis.gojson_kinds import QUANTITY_PATTERN
 from apis.nodemetric import NodeMetricSpec, NodeMetricStatus
 from apis.nodeslo import NodeSLOSpec
 
@@ -233,10 +234,60 @@ def pod_group_crd() -> dict[str, Any]:
     )
 
 
+def elastic_quota_crd() -> dict[str, Any]:
+    """The ElasticQuota CRD of hierarchical quotas (scheduling.sigs.k8s.io/v1alpha1, namespaced,
+    wire-compatible with scheduler-plugins; docs/rules/scheduler-elasticquota.md#the-elasticquota-object):
+    min and max in spec, the used the scheduler's status controller writes."""
+    quantity = {
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "pattern": QUANTITY_PATTERN,
+        "x-kubernetes-int-or-string": True,
+    }
+
+    def resource_list(description: str) -> dict[str, Any]:
+        return {"description": description, "type": "object", "additionalProperties": quantity}
+
+    spec = {
+        "description": "ElasticQuotaSpec defines the Min and Max for Quota.",
+        "type": "object",
+        "properties": {
+            "min": resource_list("Min is the set of desired guaranteed limits for each named resource."),
+            "max": resource_list(
+                "Max is the set of desired max limits for each named resource; its names are the resources "
+                "the quota accounts."
+            ),
+        },
+    }
+    status = {
+        "description": "ElasticQuotaStatus defines the observed use.",
+        "type": "object",
+        "properties": {
+            "used": resource_list("Used is the current observed total usage of the resource in the quota."),
+        },
+    }
+    return _crd(
+        "ElasticQuota",
+        "elasticquotas",
+        "ElasticQuota sets elastic quota restrictions: a guaranteed min, a max, and a parent through the "
+        "label quota.scheduling.koordinator.sh/parent.",
+        spec,
+        status,
+        [],
+        group="scheduling.sigs.k8s.io",
+        version="v1alpha1",
+        scope="Namespaced",
+        # *.k8s.io groups are protected: the API server wants the approval upstream's CRD carries
+        annotations={
+            "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/scheduler-plugins/pull/52"
+        },
+    )
+
+
 # Committed file name under deploy/crds/ → its generator.
 CRDS: Final = {
     f"{c.SLO_GROUP}_{c.NODE_SLO_PLURAL}.yaml": node_slo_crd,
     f"{c.SLO_GROUP}_{c.NODE_METRIC_PLURAL}.yaml": node_metric_crd,
     f"{c.CONFIG_GROUP}_{c.CLUSTER_COLOCATION_PROFILE_PLURAL}.yaml": cluster_colocation_profile_crd,
     "scheduling.sigs.k8s.io_podgroups.yaml": pod_group_crd,
+    "scheduling.sigs.k8s.io_elasticquotas.yaml": elastic_quota_crd,
 }

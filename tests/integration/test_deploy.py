@@ -318,7 +318,7 @@ RESOURCE_GROUPS = {
     "validatingwebhookconfigurations": "admissionregistration.k8s.io",
     "replicasets": "apps", "statefulsets": "apps", "poddisruptionbudgets": "policy",
     "storageclasses": "storage.k8s.io", "csinodes": "storage.k8s.io",
-    "podgroups": "scheduling.sigs.k8s.io",
+    "podgroups": "scheduling.sigs.k8s.io", "elasticquotas": "scheduling.sigs.k8s.io",
 }  # fmt: skip
 MUTATING, VALIDATING = (
     "koordinator-mutating-webhook-configuration",
@@ -437,6 +437,11 @@ SCHEDULER = [
     ("list", "podgroups", "", "", True), ("watch", "podgroups", "", "", True),
     ("patch", "podgroups/status", "default", "g", True), ("patch", "pods", "default", "p", True),
     ("update", "podgroups", "default", "g", False), ("delete", "podgroups", "default", "g", False),
+    # ElasticQuota: the informer, the special quotas, the status annotations and status.used
+    *[(v, "elasticquotas", "", "", True) for v in ("list", "watch")],
+    *[(v, "elasticquotas", "koordinator-system", "q", True) for v in ("get", "create", "update", "patch")],
+    *[(v, "elasticquotas/status", "team", "q", True) for v in ("patch", "update")],
+    ("delete", "elasticquotas", "team", "q", False),
     ("update", "persistentvolumes", "", "pv", True),
     ("update", "persistentvolumeclaims", "default", "c", True),
     ("get", "persistentvolumeclaims", "default", "c", True),
