@@ -139,13 +139,14 @@ class GroupQuotaManager:
 
     def resolve(self, pod: Mapping[str, Any]) -> str:
         """The pod's quota (docs/rules/scheduler-elasticquota.md#which-quota-a-pod-belongs-to): its label,
-        else a quota named like its namespace in that namespace, else the first quota listing the namespace,
-        else the default quota; an unknown name is the default quota."""
+        else a quota named like its namespace in that namespace (a quota read without a namespace matches
+        any), else the first quota listing the namespace, else the default quota; an unknown name is the
+        default quota."""
         name = pod_quota_label(pod)
         if not name:
             ns = metadata(pod).get("namespace") or ""
             same = self.quotas.get(ns) if isinstance(ns, str) and ns else None
-            if same is not None and same.quota.namespace == ns:
+            if same is not None and same.quota.namespace in (ns, ""):  # "": a scenario's quota without one
                 name = ns
             else:
                 listing = [q.name for q in self.quotas.values() if ns in q.quota.namespaces]

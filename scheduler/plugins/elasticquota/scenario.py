@@ -105,10 +105,9 @@ def _plugin(scenario: Scenario, names: bool = False) -> Plugin:
     for quota in _quotas(scenario):
         plugin.upsert_quota(quota)
     if names:
-        # a quota known by name only is taken to live in the namespace of its name
-        for name in _names(scenario):
+        for name in _names(scenario):  # known by name only: no namespace, so it matches any
             if name not in (ROOT_QUOTA, *SPECIAL_CHILDREN):
-                plugin.upsert_quota(ElasticQuota(name, namespace=name))
+                plugin.upsert_quota(ElasticQuota(name))
     return plugin
 
 
