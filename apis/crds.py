@@ -1,5 +1,5 @@
 """The CustomResourceDefinitions of ``deploy/crds/`` (NodeSLO, NodeMetric, ClusterColocationProfile,
-PodGroup, ElasticQuota) as data.
+PodGroup, ElasticQuota, Reservation) as data.
 
 Each CRD is built from the typed dataclasses through ``apis.gojson.struct_openapi``, so the committed
 YAML (written by ``hack/gen_crds.py``) can be checked against the code: cluster-scoped, ``v1alpha1``
@@ -283,6 +283,80 @@ def elastic_quota_crd() -> dict[str, Any]:
     )
 
 
+def reservation_crd() -> dict[str, Any]:
+    """Koordinator's Reservation CRD (scheduling.koordinator.sh/v1alpha1, cluster-scoped;
+    docs/rules/scheduler-reservation.md#the-crd): the fields koord reads, with the CRD's defaults
+    (``ttl`` 24h, ``allocateOnce`` true, phase Pending); the template and owner selectors free-form."""
+    free: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    text = {"type": "string"}
+    quantities = {"type": "object", "additionalProperties": {
+        "anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": QUANTITY_PATTERN,
+        "x-kubernetes-int-or-string": True}}  # fmt: skip
+    owner = {"type": "object", "minProperties": 1, "properties": {
+        "object": free, "controller": free, "labelSelector": free}}  # fmt: skip
+    taint = {
+        "type": "object",
+        "required": ["key", "effect"],
+        "properties": {
+            "key": text,
+            "value": text,
+            "effect": text,
+            "timeAdded": {"type": "string", "format": "date-time"},
+        },
+    }
+    spec = {
+        "description": "ReservationSpec: the pod template it reserves for and the owners allowed to use it.",
+        "type": "object",
+        "required": ["template", "owners"],
+        "properties": {
+            "template": free,
+            "owners": {"type": "array", "minItems": 1, "items": owner},
+            "ttl": {"type": "string", "default": "24h"},
+            "expires": {"type": "string", "format": "date-time"},
+            "preAllocation": {"type": "boolean"},
+            "allocateOnce": {"type": "boolean", "default": True},
+            "allocatePolicy": {"type": "string", "enum": ["", "Aligned", "Restricted"]},
+            "unschedulable": {"type": "boolean"},
+            "taints": {"type": "array", "items": taint},
+            "preAllocationPolicy": {"type": "object", "properties": {
+                "mode": {"type": "string", "enum": ["Default", "Cluster"]},
+                "enableMultiple": {"type": "boolean"}}},
+        },
+    }  # fmt: skip
+    condition = {"type": "object", "properties": {
+        k: text for k in ("type", "status", "reason", "message")} | {
+        "lastProbeTime": {"type": "string", "format": "date-time"},
+        "lastTransitionTime": {"type": "string", "format": "date-time"}}}  # fmt: skip
+    status = {
+        "description": "ReservationStatus, written by koord-scheduler when it places and expires it.",
+        "type": "object",
+        "properties": {
+            "phase": {"type": "string", "default": "Pending",
+                      "enum": ["Pending", "Available", "Succeeded", "Waiting", "Failed"]},
+            "conditions": {"type": "array", "items": condition},
+            "currentOwners": {"type": "array", "items": free},
+            "nodeName": text,
+            "allocatable": quantities,
+            "allocated": quantities,
+        },
+    }  # fmt: skip
+    crd = _crd(
+        "Reservation", "reservations",
+        "Reservation holds resources on a node for the pods its owners select.",
+        spec, status, [], group=c.SCHEDULING_DOMAIN_PREFIX, version="v1alpha1",
+    )  # fmt: skip
+    column = [
+        {"name": name, "type": "string", "description": f"The {what} of reservation.", "jsonPath": path}
+        for name, what, path in (
+            ("Phase", "phase", ".status.phase"), ("Node", "node", ".status.nodeName"),
+            ("TTL", "TTL", ".spec.ttl"), ("Expires", "expiry", ".spec.expires"),
+        )
+    ]  # fmt: skip
+    # upstream's order: Phase, Age, Node, TTL, Expires
+    crd["spec"]["versions"][0]["additionalPrinterColumns"] = [column[0], AGE_COLUMN, *column[1:]]
+    return crd
+
+
 # Committed file name under deploy/crds/ → its generator.
 CRDS: Final = {
     f"{c.SLO_GROUP}_{c.NODE_SLO_PLURAL}.yaml": node_slo_crd,
@@ -290,4 +364,5 @@ CRDS: Final = {
     f"{c.CONFIG_GROUP}_{c.CLUSTER_COLOCATION_PROFILE_PLURAL}.yaml": cluster_colocation_profile_crd,
     "scheduling.sigs.k8s.io_podgroups.yaml": pod_group_crd,
     "scheduling.sigs.k8s.io_elasticquotas.yaml": elastic_quota_crd,
+    "scheduling.koordinator.sh_reservations.yaml": reservation_crd,
 }
