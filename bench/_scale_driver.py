@@ -4,8 +4,9 @@ at a fixed rate and churns nodes, pods and NodeMetrics as a live cluster would, 
 the window measured. Every change reaches the scheduler as a watch event through the informer thread,
 in the daemon's EventRouter handlers (bench/scheduler_scale.py), or as a batch written to every shard
 process (bench/_shard_cluster.py, where the handlers are named, not called). `overcommitted_nodes` is the
-end-of-run truth check: nodes whose pods request more than they hold.
-Imports: the standard library, apis (kubeobjects, pod, quantity), bench._scheduler_world, scheduler (framework).
+end-of-run truth check: nodes the run's binds filled beyond what they hold.
+Imports: the standard library, apis (kubeobjects, pod, quantity), bench._scheduler_world,
+scheduler (framework).
 """
 
 from __future__ import annotations

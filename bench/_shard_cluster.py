@@ -17,7 +17,6 @@ _scheduler_world, _shard_proc's wire types).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import heapq
 import os
@@ -27,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ from koord.localcluster.procs import die_with_parent_argv
 REPO = Path(__file__).resolve().parent.parent
 FLUSH = 0.002  # seconds between two event batches
 DONE_TIMEOUT = 60.0  # a stopped shard's binds, ledger and gRPC server wound down
+STOP_BATCH = pickle.dumps([(STOP, ())], protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class Ops:
@@ -75,16 +76,32 @@ class NullSink:
 
 
 class FanOut:
-    """The driver's Poster: events gathered, then flushed as one batch to every shard. Thread-safe."""
+    """The driver's Poster: events gathered, then flushed every FLUSH seconds as one batch, pickled
+    once, that a writer thread per shard writes to its pipe, so a slow shard delays only itself (its
+    backlog waits here, as the in-process informer's queue). Thread-safe."""
 
-    def __init__(self, conns: list[Connection]) -> None:
-        self.conns = conns
+    def __init__(self) -> None:
         self._batch: list[tuple[str, tuple[Any, ...]]] = []
         self._lock = threading.Lock()  # the batch
-        self._send = threading.Lock()  # batches leave in order
-        self.closed = False
+        self._send = threading.Lock()  # batches are queued in order
+        self._queues: list[queue.SimpleQueue[bytes | None]] = []
+        self._writers: list[threading.Thread] = []
+        self.closed = False  # no more events; writers drop what they hold and write STOP
         self.posted = 0  # events, every shard gets each
         self.batches = 0
+        self.written = 0  # bytes, per shard
+
+    @property
+    def started(self) -> bool:
+        return bool(self._writers)
+
+    def start(self, conns: list[Connection]) -> None:
+        for k, conn in enumerate(conns):
+            q: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+            t = threading.Thread(target=self._write, args=(conn, q), name=f"shard-{k}-writer")
+            self._queues.append(q)
+            self._writers.append(t)
+            t.start()
 
     def post(self, handler: str, *args: Any) -> None:
         with self._lock:
@@ -92,23 +109,47 @@ class FanOut:
                 self._batch.append((handler, args))
                 self.posted += 1
 
-    def flush(self, last: bool = False) -> None:
+    def flush(self) -> None:
         with self._send:
             with self._lock:
                 batch, self._batch = self._batch, []
-                if last:
-                    self.closed = True
-                    batch.append((STOP, ()))
             if not batch:
                 return
             data = pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
             self.batches += 1
-            for conn in self.conns:
-                try:
-                    conn.send_bytes(data)
-                except OSError:
-                    if not last:  # a shard gone mid-run: its collector reports it
-                        raise
+            self.written += len(data)
+            for q in self._queues:
+                q.put(data)
+
+    def backlog(self) -> int:
+        """Batches not yet written to the slowest shard."""
+        return max((q.qsize() for q in self._queues), default=0)
+
+    def close(self) -> None:
+        """The run is over: each shard gets STOP after the batch it is being written, not the backlog
+        (the in-process run's informer also stops with events left)."""
+        with self._send, self._lock:
+            self.closed = True
+            self._batch = []
+            for q in self._queues:
+                q.put(None)
+
+    def join(self, timeout: float) -> None:
+        for t in self._writers:
+            t.join(timeout=timeout)
+
+    def _write(self, conn: Connection, q: queue.SimpleQueue[bytes | None]) -> None:
+        while True:
+            data = q.get()
+            last = data is None  # queued by close, after every batch
+            if self.closed and not last:
+                continue  # the backlog is dropped
+            try:
+                conn.send_bytes(STOP_BATCH if data is None else data)
+            except OSError:  # the shard is gone: its collector reports it
+                return
+            if last:
+                return
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -174,10 +215,11 @@ class ShardProc:
         self.errors.append(what)
         self.lost.set()
 
-    def reap(self, deadline: float) -> None:
-        """Closes its input (EOF after STOP), waits for the process until `deadline`, then SIGTERM, then
-        SIGKILL; then for its collector."""
-        self.to.close()
+    def stop(self, deadline: float, eof: bool) -> None:
+        """Waits for the process until `deadline` (it ends on STOP, or at once on EOF when `eof`: no
+        writer thread holds its pipe), then SIGTERM, then SIGKILL."""
+        if eof:
+            self.to.close()
         try:
             self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -187,7 +229,11 @@ class ShardProc:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+
+    def close(self) -> None:
+        """Once the process is gone and no writer holds its pipe: the collector, the pipes."""
         self.thread.join(timeout=10)
+        self.to.close()
         self.frm.close()
 
 
@@ -255,14 +301,14 @@ def run_sharded(cfg: Settings, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
     pending: dict[str, Pending] = {}
     procs: list[ShardProc] = []
     threads: list[threading.Thread] = []
-    fan = FanOut([])
+    fan = FanOut()
     offering = threading.Event()
     offering.set()
     driver = ClusterDriver(world, fan, Ops(), pending, inbox, rec, cfg.rate, cfg.node_churn, lifetime,
                            cfg.rich_share, offering, shards=n)  # fmt: skip
     timed_out = False
     cpu0 = cpu1 = 0.0
-    posted_end = pending_at_end = 0
+    posted_end = pending_at_end = fan_backlog = 0
     start = time.monotonic()
     ok = False  # the run went to its end (else the shards are not waited for long)
     try:
@@ -270,7 +316,6 @@ def run_sharded(cfg: Settings, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
         for k in range(n):
             procs.append(ShardProc(k, inbox, stop, errors))
             procs[-1].send(Init(settings, k, members))
-        fan.conns = [p.to for p in procs]
         ready_by = time.monotonic() + 300 + cfg.nodes * 0.1
         while not all(p.ready is not None for p in procs):
             if stop.is_set() or time.monotonic() > ready_by:
@@ -286,6 +331,7 @@ def run_sharded(cfg: Settings, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
         for p in procs:
             p.send(go)
         hard = start + cfg.warmup + cfg.seconds + 60
+        fan.start([p.to for p in procs])
         threads = [
             threading.Thread(target=guarded(name, fn, stop, errors), args=args, name=name)
             for name, fn, args in (("driver", driver.run, (stop, start)), ("fanout", fan.run, (stop,)))
@@ -296,7 +342,7 @@ def run_sharded(cfg: Settings, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
         cpu0 = time.process_time()
         stop.wait(max(0.0, rec.window[1] - time.monotonic()))
         cpu1 = time.process_time()
-        posted_end, pending_at_end = fan.posted, len(pending)
+        posted_end, pending_at_end, fan_backlog = fan.posted, len(pending), fan.backlog()
         offering.clear()
         drain_end = min(time.monotonic() + cfg.drain, hard)
         while time.monotonic() < drain_end and rec.window_pending(pending):
@@ -312,12 +358,14 @@ def run_sharded(cfg: Settings, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
             t.join(timeout=30)
         for p in procs:
             p.finishing = True
-        if procs:
-            with contextlib.suppress(OSError):
-                fan.flush(last=True)  # the events left, then STOP: each shard winds down
+        writing = fan.started
+        fan.close()  # STOP: each shard winds down (binds finished, arbiter stopped) and reports
         done_by = time.monotonic() + (DONE_TIMEOUT if ok else 5.0)
         for p in procs:
-            p.reap(done_by)
+            p.stop(done_by, eof=not writing)
+        fan.join(timeout=10)  # a writer to a killed shard ended on EPIPE
+        for p in procs:
+            p.close()
     end = time.monotonic()
     binds = rec.binds_in_window()
     lat = rec.latencies(pending, end)
@@ -390,5 +438,8 @@ def run_sharded(cfg: Settings, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
         "cluster_rss_mib": vm_hwm_mib(),
         "arbiter": ledger,
         "event_batches": fan.batches,
+        "event_mib_per_shard": round(fan.written / 2**20, 1),
+        "fanout_backlog_at_end": fan_backlog,
+        "arbiter_reasons": dict(sum((Counter(d["reasons"]) for d in done), Counter())),
     }
     return result, checks

@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any
@@ -44,8 +45,10 @@ from scheduler.queue import SchedulingQueue
 from scheduler.registry import Handle, build_framework, default_profile
 from scheduler.scheduler import Scheduler, freeze_heap
 from scheduler.shards.admission import ShardGate
+from scheduler.shards.arbiter import BindRequest
 from scheduler.shards.client import ArbiterClient, ArbitratedBinder, CoalescingArbiter, LocalFirstArbiter
 from scheduler.shards.host import ArbiterHost
+from scheduler.shards.ledger import Decision
 from scheduler.shards.wiring import MemberGatedBinder
 
 STOP = "__stop__"  # the last handler name of the event stream
@@ -119,6 +122,33 @@ class ClusterPreemptionAPI:
         self.nominations += 1
 
 
+class CountingArbiter:
+    """The shard's arbiter, its refusals counted by reason (node names and pods left out)."""
+
+    def __init__(self, inner: LocalFirstArbiter) -> None:
+        self.inner = inner
+        self.reasons: Counter[str] = Counter()
+
+    def bind(self, req: BindRequest) -> Decision:
+        d = self.inner.bind(req)
+        if not d.accepted:
+            self.reasons[reason_kind(d.reason)] += 1
+        return d
+
+    def forget(self, uid: str, shard: str = "") -> bool:
+        return self.inner.forget(uid, shard)
+
+
+def reason_kind(reason: str) -> str:
+    """`node n-1: Insufficient cpu` → `Insufficient cpu`; `pod ns/p is being bound to n by s` → `pod
+    is being bound`; others as they are."""
+    if reason.startswith("node ") and ": " in reason:
+        return reason.split(": ", 1)[1]
+    if reason.startswith("pod ") and " is " in reason:
+        return "pod is " + " ".join(reason.split(" is ", 1)[1].split()[:2])
+    return reason
+
+
 class Shard:
     def __init__(self, init: Init, out: Outbox) -> None:
         self.init, self.out = init, out
@@ -143,9 +173,8 @@ class Shard:
             self.host.start((), ())  # filled by the informers' first list through the router
         self.router.shard(ShardGate(init.identity, init.members), self.host)
         self.remote = CoalescingArbiter(ArbiterClient(lambda: self.address))
-        self.arbitrated = ArbitratedBinder(
-            self.api, LocalFirstArbiter(lambda: self.host.ledger, self.remote), shard=init.identity
-        )
+        self.arbiter = CountingArbiter(LocalFirstArbiter(lambda: self.host.ledger, self.remote))
+        self.arbitrated = ArbitratedBinder(self.api, self.arbiter, shard=init.identity)
         self.sched.binder = MemberGatedBinder(self.arbitrated, lambda: True, SCHEDULER_NAME)
         self.preempt_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preemption")
         self.preemption = ClusterPreemptionAPI(out)
@@ -227,6 +256,7 @@ class Shard:
         return {
             "binds": self.api.binds,
             "rejections": self.arbitrated.rejections,
+            "reasons": dict(self.arbiter.reasons),
             "victims": self.preemption.victims,
             "unschedulable_pods": sorted(self.rec.unschedulable_pods),
             "unschedulable_attempts": self.rec.unschedulable_attempts,
@@ -255,6 +285,8 @@ def main(argv: list[str]) -> int:
         shard = Shard(init, out)
         out.send(("ready", shard.setup()))
         go = pickle.loads(inp.recv_bytes())
+        if not isinstance(go, Go):  # STOP before the run: the cluster gave up
+            return 1
         out.send(("done", shard.run(inp, go)))
         return 0
     except EOFError:  # the cluster process went away before the run: nothing to report to
@@ -271,4 +303,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # The wire's classes are unpickled as bench._shard_proc's, not __main__'s: run that module's main.
+    from bench import _shard_proc
+
+    sys.exit(_shard_proc.main(sys.argv[1:]))

@@ -360,7 +360,8 @@ def run_in_process(cfg: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 ENTRY_KEYS = ("pods_per_s", "offered_pods_per_s", "p50_ms", "p99_ms", "p999_ms", "cpu_ms_per_pod",
-              "sched_cpu_ms_per_pod", "unbound_after_drain", "keeps_up", "error")  # fmt: skip
+              "sched_cpu_ms_per_pod", "informer_cpu_ms_per_pod", "unbound_after_drain",
+              "informer_backlog_at_end", "keeps_up", "error")  # fmt: skip
 
 
 def shard_entry(shards: int, result: dict[str, Any], checks: dict[str, Any]) -> dict[str, Any]:

@@ -36,10 +36,13 @@ KEYS = {
 }  # fmt: skip
 ENTRY = {
     "shards", "pods_per_s", "offered_pods_per_s", "p50_ms", "p99_ms", "p999_ms", "cpu_ms_per_pod",
-    "sched_cpu_ms_per_pod", "unbound_after_drain", "keeps_up", "error", "overcommitted_nodes", "bound_twice",
-    "arbiter_rejections", "binds_by_shard", "mode",
+    "sched_cpu_ms_per_pod", "informer_cpu_ms_per_pod", "unbound_after_drain", "informer_backlog_at_end",
+    "keeps_up", "error", "overcommitted_nodes", "bound_twice", "arbiter_rejections", "binds_by_shard", "mode",
 }  # fmt: skip
-PROCESS_ENTRY = ENTRY | {"cluster_cpu_ms_per_pod", "cluster_rss_mib", "arbiter", "event_batches"}
+PROCESS_ENTRY = ENTRY | {
+    "cluster_cpu_ms_per_pod", "cluster_rss_mib", "arbiter", "arbiter_reasons", "event_batches",
+    "event_mib_per_shard", "fanout_backlog_at_end",
+}  # fmt: skip
 
 
 @pytest.mark.timeout(90)
@@ -59,7 +62,9 @@ def test_a_tiny_run_binds_pods_and_reports_the_documented_keys(capsys: pytest.Ca
     # Both shards bound pods (the gate split them), every bind through the arbiter on shard 0.
     assert len(two["binds_by_shard"]) == 2 and min(two["binds_by_shard"]) > 0, two
     assert two["arbiter"]["accepted"] >= sum(two["binds_by_shard"]), two
-    assert two["arbiter_rejections"] == two["arbiter"]["rejected"], two
+    assert two["arbiter_rejections"] == two["arbiter"]["rejected"] == sum(two["arbiter_reasons"].values()), (
+        two
+    )
     # Timing-dependent facts carry the whole result, so a failure on a loaded machine says what ran.
     assert result["error"] is None and not result["timed_out"], result
     assert result["nodes"] == 200 and result["prefilled_pods"] > 200 * 5, result  # about 30 % full
@@ -162,25 +167,35 @@ def test_the_cluster_binds_a_pod_once_and_tells_every_shard() -> None:
 def test_the_fan_out_writes_one_pickled_batch_to_every_shard_then_stop() -> None:
     pipes = [os.pipe() for _ in range(2)]
     readers = [Connection(r, writable=False) for r, _ in pipes]
-    fan = FanOut([Connection(w, readable=False) for _, w in pipes])
+    writers = [Connection(w, readable=False) for _, w in pipes]
+    fan = FanOut()
+    fan.start(writers)
     try:
         fan.post("pod_add", {"metadata": {"name": "a"}})
         fan.post("node_delete", {"metadata": {"name": "n"}})
         fan.flush()
         fan.flush()  # nothing new: nothing written
-        fan.post("pod_delete", {"metadata": {"name": "a"}})
-        fan.flush(last=True)
-        fan.post("pod_add", {"metadata": {"name": "late"}})  # after STOP: dropped
+        first = [r.recv_bytes() for r in readers]
+        assert first[0] == first[1]  # the same bytes: pickled once
+        batch = pickle.loads(first[0])
+        assert [h for h, _ in batch] == ["pod_add", "node_delete"]
+        assert batch[0][1] == ({"metadata": {"name": "a"}},)
+        fan.close()
+        fan.post("pod_add", {"metadata": {"name": "late"}})  # after close: dropped
         fan.flush()
         for r in readers:
-            first, second = pickle.loads(r.recv_bytes()), pickle.loads(r.recv_bytes())
-            assert [h for h, _ in first] == ["pod_add", "node_delete"]
-            assert first[0][1] == ({"metadata": {"name": "a"}},)
-            assert [h for h, _ in second] == ["pod_delete", STOP]
-            assert not r.poll(0)
-        assert fan.posted == 3 and fan.batches == 2
+            assert pickle.loads(r.recv_bytes()) == [(STOP, ())]
+            assert not r.poll(0.05)
+        fan.join(timeout=5)
+        writing = [
+            t for t in threading.enumerate() if t.name.startswith("shard-") and t.name.endswith("-writer")
+        ]
+        assert fan.started and not writing
+        assert fan.posted == 2 and fan.batches == 1
     finally:
-        for c in [*readers, *fan.conns]:
+        fan.close()
+        fan.join(timeout=5)
+        for c in [*readers, *writers]:
             c.close()
 
 
