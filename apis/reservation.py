@@ -1,9 +1,9 @@
 """Koordinator's Reservation (``scheduling.koordinator.sh/v1alpha1``, cluster-scoped): the object parsed
 from its JSON with errors naming the field and value (docs/rules/scheduler-reservation.md#the-crd), the
 labels and annotations (docs/rules/scheduler-reservation.md#labels-and-annotations), the status
-predicates and condition writers (docs/rules/scheduler-reservation.md#status), the reservation requests
-and the restricted resources (docs/rules/scheduler-reservation.md#requests). The reserve pod, owner
-matching and the reservation affinity live in apis.reservation_pod.
+predicates and condition writers (docs/rules/scheduler-reservation.md#status) and the reservation
+requests (docs/rules/scheduler-reservation.md#requests). The reserve pod, owner matching, the
+reservation affinity, restricted resources and exact match live in apis.reservation_pod.
 
 Imports: the standard library and apis (duration, kubeobjects, objectcheck, pod, quantity, rfc3339). Pure.
 """
@@ -359,7 +359,7 @@ def reservation_requests(r: Reservation | None) -> ResourceList:
     return {}
 
 
-def _json_annotation(annotations: Mapping[str, str], key: str) -> Any:
+def json_annotation(annotations: Mapping[str, str], key: str) -> Any:
     text = annotations.get(key, "")
     if not text:
         return None
@@ -369,7 +369,7 @@ def _json_annotation(annotations: Mapping[str, str], key: str) -> Any:
 def resize_allocatable(annotations: Mapping[str, str]) -> ResourceList:
     """The resize-allocatable annotation's ``resources`` (empty when absent or unparsable)."""
     try:
-        raw = _json_annotation(annotations, ANNOTATION_RESIZE_ALLOCATABLE)
+        raw = json_annotation(annotations, ANNOTATION_RESIZE_ALLOCATABLE)
         return parse_resource_list(raw.get("resources") or {}) if isinstance(raw, dict) else {}
     except (ValueError, AttributeError):
         return {}
@@ -379,7 +379,7 @@ def inner_reserved(annotations: Mapping[str, str]) -> ResourceList | None:
     """``node.koordinator.sh/reservation``'s resources, ``reservedCPUs`` (a cpuset) setting cpu; None
     when absent or unparsable."""
     try:
-        raw = _json_annotation(annotations, ANNOTATION_NODE_RESERVATION)
+        raw = json_annotation(annotations, ANNOTATION_NODE_RESERVATION)
         if not isinstance(raw, dict):
             return None
         out = parse_resource_list(raw.get("resources") or {})
@@ -402,40 +402,3 @@ def _cpuset_size(text: object) -> int:
             raise ValueError(part)
         count += last - first + 1
     return count
-
-
-def restricted_options(annotations: Mapping[str, str]) -> list[str] | None:
-    """The restricted-options annotation's resource names (None when absent); ValueError when it does
-    not parse."""
-    raw = _json_annotation(annotations, ANNOTATION_RESTRICTED_OPTIONS)
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise ValueError(f"{ANNOTATION_RESTRICTED_OPTIONS}: expected an object")
-    names = raw.get("resources") or []
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"{ANNOTATION_RESTRICTED_OPTIONS}.resources: expected a list of strings")
-    return names
-
-
-def restricted_resources(names: Sequence[str], options: Sequence[str] | None) -> list[str]:
-    """``GetReservationRestrictedResources``: the names listed in the options (input order), or all of
-    them when the options are null or leave none."""
-    if options is None:
-        return list(names)
-    wanted = set(options)
-    kept = [n for n in names if n in wanted]
-    return kept or list(names)
-
-
-def exact_match(
-    pod_requests_: Mapping[str, Quantity], allocatable: Mapping[str, Quantity], names: Sequence[str] | None
-) -> bool:
-    """``ExactMatchReservation``; quirk: a name absent on both sides ends the check with true."""
-    for name in names or ():
-        a, b = pod_requests_.get(name), allocatable.get(name)
-        if a is None and b is None:
-            return True
-        if a is None or b is None or a != b:
-            return False
-    return True

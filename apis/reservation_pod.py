@@ -1,7 +1,8 @@
 """A Reservation seen from pods: the reserve pod that stands for it in the scheduler
 (docs/rules/scheduler-reservation.md#reserve-pod), owner matching
-(docs/rules/scheduler-reservation.md#owner-matching) and a pod's reservation affinity and exact-match
-annotations (docs/rules/scheduler-reservation.md#reservation-affinity).
+(docs/rules/scheduler-reservation.md#owner-matching), a pod's reservation affinity and exact-match
+annotations (docs/rules/scheduler-reservation.md#reservation-affinity), the restricted resources and the
+exact-match rule (docs/rules/scheduler-reservation.md#exact-match).
 
 Imports: the standard library and apis (labelselector, pod, podgroup, quantity, reservation). Pure.
 """
@@ -18,7 +19,7 @@ from typing import Any, Final
 from apis.labelselector import LabelSelector, LabelSelectorError
 from apis.pod import pod_annotations, pod_labels, pod_requests
 from apis.podgroup import go_parse_int32
-from apis.quantity import format_resource_list
+from apis.quantity import Quantity, format_resource_list
 from apis.reservation import (
     ANNOTATION_EXACT_MATCH,
     ANNOTATION_IS_PRE_ALLOCATION,
@@ -26,6 +27,7 @@ from apis.reservation import (
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
     ANNOTATION_RESERVE_POD,
+    ANNOTATION_RESTRICTED_OPTIONS,
     LABEL_POD_PRIORITY,
     LABEL_RESERVATION_IGNORED,
     Reservation,
@@ -33,6 +35,7 @@ from apis.reservation import (
     is_expired,
     is_failed,
     is_succeeded,
+    json_annotation,
 )
 
 DEFAULT_SCHEDULER: Final = "default-scheduler"
@@ -274,3 +277,42 @@ def exact_match_names(pod: Mapping[str, Any]) -> list[str] | None:
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _type_error(f"{where}.resourceNames", "a list of strings", names)
     return names
+
+
+# --- restricted resources and exact match (docs/rules/scheduler-reservation.md#requests,
+# docs/rules/scheduler-reservation.md#exact-match) ----------------------------------------------
+def restricted_options(annotations: Mapping[str, str]) -> list[str] | None:
+    """The restricted-options annotation's resource names (None when absent); ValueError when it does
+    not parse."""
+    raw = json_annotation(annotations, ANNOTATION_RESTRICTED_OPTIONS)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{ANNOTATION_RESTRICTED_OPTIONS}: expected an object")
+    names = raw.get("resources") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{ANNOTATION_RESTRICTED_OPTIONS}.resources: expected a list of strings")
+    return names
+
+
+def restricted_resources(names: Sequence[str], options: Sequence[str] | None) -> list[str]:
+    """``GetReservationRestrictedResources``: the names listed in the options (input order), or all of
+    them when the options are null or leave none."""
+    if options is None:
+        return list(names)
+    wanted = set(options)
+    kept = [n for n in names if n in wanted]
+    return kept or list(names)
+
+
+def exact_match(
+    pod_requests_: Mapping[str, Quantity], allocatable: Mapping[str, Quantity], names: Sequence[str] | None
+) -> bool:
+    """``ExactMatchReservation``; quirk: a name absent on both sides ends the check with true."""
+    for name in names or ():
+        a, b = pod_requests_.get(name), allocatable.get(name)
+        if a is None and b is None:
+            return True
+        if a is None or b is None or a != b:
+            return False
+    return True

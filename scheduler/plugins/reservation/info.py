@@ -20,10 +20,8 @@ from apis.reservation import (
     inner_reserved,
     is_available,
     reservation_requests,
-    restricted_options,
-    restricted_resources,
 )
-from apis.reservation_pod import OwnerMatcher, owner_matchers
+from apis.reservation_pod import OwnerMatcher, owner_matchers, restricted_options, restricted_resources
 
 ZERO = Quantity("0")
 

@@ -17,7 +17,6 @@ from apis.pod import ResourceList, pod_requests
 from apis.quantity import Quantity, format_resource_list
 from apis.reservation import (
     Reservation,
-    exact_match,
     is_active,
     is_available,
     is_expired,
@@ -25,15 +24,16 @@ from apis.reservation import (
     is_succeeded,
     parse_reservation,
     resources,
-    restricted_resources,
     set_unschedulable,
 )
 from apis.reservation_pod import (
+    exact_match,
     exact_match_names,
     is_reservation_ignored,
     new_reserve_pod,
     parse_affinity,
     reservation_matches_owner,
+    restricted_resources,
     scheduler_name,
 )
 from apis.rfc3339 import parse_rfc3339

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.pod import ResourceList
-from apis.reservation import exact_match
-from apis.reservation_pod import ReservationAffinity, match_owners, tolerations_tolerate
+from apis.reservation_pod import ReservationAffinity, exact_match, match_owners, tolerations_tolerate
 from scheduler.framework.units import to_values
 from scheduler.plugins.nodeaffinity_terms import (
     DOES_NOT_EXIST,

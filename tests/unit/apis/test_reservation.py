@@ -18,13 +18,17 @@ from apis.reservation import (
     is_expired,
     parse_reservation,
     reservation_requests,
-    restricted_resources,
     set_available,
     set_expired,
     set_succeeded,
     set_unschedulable,
 )
-from apis.reservation_pod import new_reserve_pod, parse_affinity, reservation_matches_owner
+from apis.reservation_pod import (
+    new_reserve_pod,
+    parse_affinity,
+    reservation_matches_owner,
+    restricted_resources,
+)
 
 BASE: dict[str, Any] = {"metadata": {"name": "r", "uid": "u"}, "spec": {"owners": [{}]}}
 
