@@ -1,15 +1,17 @@
 """ElasticQuota: hierarchical elastic quotas (docs/rules/scheduler-elasticquota.md). The plugin owns the group
 quota manager of the default tree, fed by events (quotas, every pod — pending ones too, nodes' allocatable),
 and runs at PreFilter (admission with upstream's reasons; its state kept for preemption), the PreFilter
-extensions (AddPod/RemovePod adjust that state), Reserve and Unreserve (the pod's used). The preemption
-rules, the overuse revoke and the status computation are exposed as methods for the framework's preemption
-and the wiring's loops (docs/rules/scheduler-elasticquota.md#wiring).
-Imports: the standard library, apis (elasticquota, pod, quantity), scheduler.framework and this package.
+extensions (AddPod/RemovePod adjust that state), PostFilter (preemption within the quota, through the
+attached framework), Reserve and Unreserve (the pod's used). The preemption rules, the overuse revoke and
+the status computation are also exposed as methods for the wiring's loops
+(docs/rules/scheduler-elasticquota.md#wiring).
+Imports: the standard library, apis (elasticquota, pod, quantity), scheduler.framework,
+scheduler.plugins.defaultpreemption (PDBs) and this package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from apis.elasticquota import ElasticQuota as Quota
@@ -18,9 +20,12 @@ from apis.pod import metadata, pod_key, status
 from apis.quantity import QuantityError, parse_resource_list
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, Pod
+from scheduler.framework.nominated import NominatedPods
+from scheduler.framework.runtime import Framework
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.plugins.elasticquota import preemption
+from scheduler.plugins.defaultpreemption.pdb import PDB
+from scheduler.plugins.elasticquota import postfilter, preemption
 from scheduler.plugins.elasticquota.admission import PostFilterState, admit
 from scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from scheduler.plugins.elasticquota.manager import GroupQuotaManager
@@ -36,8 +41,20 @@ AnyPod = Mapping[str, Any]
 class ElasticQuota:
     name = NAME
 
-    def __init__(self, args: ElasticQuotaArgs | None = None) -> None:
+    def __init__(
+        self,
+        args: ElasticQuotaArgs | None = None,
+        *,
+        pdbs: Callable[[], Iterable[Mapping[str, Any]]] = lambda: (),
+        nominated: NominatedPods | None = None,
+        framework: Framework | None = None,
+    ) -> None:
+        """`pdbs`, `nominated` and the attached `framework` serve PostFilter's preemption, as they do
+        DefaultPreemption's."""
         self.args = args or ElasticQuotaArgs()
+        self.pdbs = pdbs
+        self.nominated = nominated if nominated is not None else NominatedPods()
+        self.framework = framework
         self.managers: dict[str, GroupQuotaManager] = {DEFAULT_TREE: GroupQuotaManager(self.args)}
         self.quota_tree: dict[str, str] = {}  # quota name → tree id (all "" without MultiQuotaTree)
         self.monitor = OveruseMonitor(self.args.delay_evict_time)
@@ -45,8 +62,12 @@ class ElasticQuota:
         self._pods: dict[str, Pod] = {}
 
     @classmethod
-    def from_args(cls, args: Mapping[str, Any] | None) -> ElasticQuota:
-        return cls(ElasticQuotaArgs.from_args(args))
+    def from_args(cls, args: Mapping[str, Any] | None, **kwargs: Any) -> ElasticQuota:
+        return cls(ElasticQuotaArgs.from_args(args), **kwargs)
+
+    def attach(self, framework: Framework) -> None:
+        """The framework whose filters PostFilter runs on a node without its victims."""
+        self.framework = framework
 
     @property
     def manager(self) -> GroupQuotaManager:
@@ -194,6 +215,27 @@ class ElasticQuota:
             lambda v: self.can_preempt(preemptor, v),
             filters_pass,
             violates_budget,
+        )
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, statuses: dict[str, Status]
+    ) -> Status:
+        """Preemption within the pod's quota (scheduler.plugins.elasticquota.postfilter); its decision is
+        DefaultPreemption's PreemptionResult, which the gateway carries out."""
+        if self.framework is None:
+            return Status.error("ElasticQuota: no framework attached", plugin=NAME)
+        return postfilter.post_filter(
+            self.framework,
+            STATE_KEY,
+            self.can_preempt,
+            self.eligible_to_preempt,
+            self.nominated,
+            [PDB.of(o) for o in self.pdbs()],
+            state,
+            pod,
+            snapshot,
+            statuses,
+            NAME,
         )
 
     @staticmethod
