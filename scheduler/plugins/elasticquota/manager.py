@@ -180,7 +180,15 @@ class GroupQuotaManager:
             info.self_used = r.clamp_non_negative(r.add(info.self_used, delta))
             if e.non_preemptible:
                 info.self_np_used = r.clamp_non_negative(r.add(info.self_np_used, delta))
-        self._dirty = True
+        if request or self._dirty or info.name in SPECIAL_CHILDREN:
+            self._dirty = True  # requests move the runtime; the special quotas' used the root total
+            return
+        # used alone does not move any runtime: it is added along the path, no recomputation
+        for name in self.path_to_root(info.name):
+            q = self.quotas[name]
+            q.used = r.clamp_non_negative(r.add(q.used, delta))
+            if e.non_preemptible:
+                q.np_used = r.clamp_non_negative(r.add(q.np_used, delta))
 
     def _charge(self, info: QuotaInfo, key: str, pod: Mapping[str, Any], assigned: bool) -> PodEntry:
         e = PodEntry(pod, pod_charge(pod, info.max), is_pod_non_preemptible(pod), assigned)
@@ -209,8 +217,14 @@ class GroupQuotaManager:
         if e is None:
             self._charge(info, key, new, _bound(new))
             return
-        self._apply(info, e, -1, True, e.assigned)
         assign = e.assigned or _bound(new)  # a terminated assigned pod keeps its used until deleted
+        if pod_charge(new, info.max) == e.charge and is_pod_non_preemptible(new) == e.non_preemptible:
+            e.pod = new  # the usual update (bound, status): at most the used moves
+            if assign and not e.assigned:
+                e.assigned = True
+                self._apply(info, e, 1, False, True)
+            return
+        self._apply(info, e, -1, True, e.assigned)
         self._charge(info, key, new, assign)
 
     def on_pod_delete(self, quota: str, pod: Mapping[str, Any]) -> None:
