@@ -352,6 +352,7 @@ def run_sharded(cfg: Settings, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
             stop.wait(0.01)
         timed_out = time.monotonic() >= hard
         ok = True
+        drained = time.monotonic()  # before the shards wind down, as the in-process run's end
     finally:
         stop.set()
         for t in threads:
@@ -366,7 +367,7 @@ def run_sharded(cfg: Settings, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
         fan.join(timeout=10)  # a writer to a killed shard ended on EPIPE
         for p in procs:
             p.close()
-    end = time.monotonic()
+    end = drained
     binds = rec.binds_in_window()
     lat = rec.latencies(pending, end)
     unbound = rec.window_pending(pending)
