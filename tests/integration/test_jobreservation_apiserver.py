@@ -1,4 +1,5 @@
-"""JobReservation against the real API server with a real SchedulerService and real binds
+"""JobReservation against the real API server with a real SchedulerService (of a scheduler name of its
+own) and real binds
 (docs/rules/scheduler-jobreservation.md): a stream of small high-priority gangs keeps four nodes full —
 the test "completes" the oldest small job by deleting its pods and submits a new one in its place — while
 a large low-priority gang (a PodGroup of 8 one-cpu pods on 16 cpus) waits. With JobReservation enabled
@@ -29,6 +30,8 @@ GROUP, VERSION, PLURAL = "scheduling.sigs.k8s.io", "v1alpha1", "podgroups"
 PG_LABEL = "pod-group.scheduling.sigs.k8s.io"
 GANG_NAME = "gang.scheduling.koordinator.sh/name"
 GANG_MIN = "gang.scheduling.koordinator.sh/min-available"
+# a pod held at Permit holds the scheduler's close until its wait ends: keep it short
+GANG_WAIT = "gang.scheduling.koordinator.sh/waiting-time"
 COSCHEDULING_POINTS = ("preEnqueue", "preFilter", "reserve", "permit", "preBind", "postBind")
 NODES, NODE_CPUS, SMALL_JOBS, SMALL_SIZE, BIG_SIZE = 4, 4, 8, 2, 8
 SESSION_SECONDS = 0.2
@@ -38,11 +41,11 @@ SMALL_LIFETIME = 1.0  # a small job is completed this long after it was seen bou
 TICK = 0.15
 
 
-def _config(enabled: bool) -> SchedulerConfig:
+def _config(enabled: bool, scheduler_name: str) -> SchedulerConfig:
     plugins: dict[str, Any] = {p: {"enabled": [{"name": "Coscheduling"}]} for p in COSCHEDULING_POINTS}
     # Coscheduling's PostFilter only; no preemption: small pods must not evict the large gang's
     plugins["postFilter"] = {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}
-    profile: dict[str, Any] = {"schedulerName": "koord-scheduler", "plugins": plugins}
+    profile: dict[str, Any] = {"schedulerName": scheduler_name, "plugins": plugins}
     if enabled:
         plugins["filter"] = {"enabled": [{"name": "JobReservation"}]}
         profile["pluginConfig"] = [
@@ -69,6 +72,8 @@ class Stream:
         self.custom: Any = client.CustomObjectsApi(kube)
         self.sched: Any = client.SchedulingV1Api(kube)
         self.ns, self.tag = ns, uuid.uuid4().hex[:6]
+        # a scheduler of its own: gangs other tests left pending are not its jobs
+        self.scheduler_name = f"koord-jr-{self.tag}"
         self.nodes = [f"jr-{i}-{self.tag}" for i in range(NODES)]
         self.classes = {"high": f"jr-high-{self.tag}", "low": f"jr-low-{self.tag}"}
         self.sched.create_priority_class({"metadata": {"name": self.classes["high"]}, "value": 1000})
@@ -89,7 +94,7 @@ class Stream:
     def _pod(self, name: str, priority: str, labels: dict[str, str], annotations: dict[str, str]) -> None:
         self.core.create_namespaced_pod(self.ns, {
             "metadata": {"name": name, "labels": labels, "annotations": annotations},
-            "spec": {"schedulerName": "koord-scheduler", "nodeSelector": {"koord-jr": self.tag},
+            "spec": {"schedulerName": self.scheduler_name, "nodeSelector": {"koord-jr": self.tag},
                      "priorityClassName": self.classes[priority], "terminationGracePeriodSeconds": 0,
                      "containers": [{"name": "c", "image": "busybox",
                                      "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}]},
@@ -99,7 +104,7 @@ class Stream:
         job = f"small-{self.next_job}"
         self.next_job += 1
         for i in range(SMALL_SIZE):
-            self._pod(f"{job}-{i}", "high", {}, {GANG_NAME: job, GANG_MIN: str(SMALL_SIZE)})
+            self._pod(f"{job}-{i}", "high", {}, {GANG_NAME: job, GANG_MIN: str(SMALL_SIZE), GANG_WAIT: "3s"})
         self.jobs[job] = None
 
     def complete(self, job: str) -> None:
@@ -149,7 +154,7 @@ def _run(kube: Any, ns: str, enabled: bool) -> tuple[Stream, bool, int]:
     large gang is bound or BOUND_SECONDS passed; (stream, bound, sessions run when it ended)."""
     stream = Stream(kube, ns)
     stop = threading.Event()
-    service = SchedulerService(kube, _config(enabled), bind_workers=8)
+    service = SchedulerService(kube, _config(enabled, stream.scheduler_name), bind_workers=8)
     plugin = next(
         (
             p
@@ -166,7 +171,14 @@ def _run(kube: Any, ns: str, enabled: bool) -> tuple[Stream, bool, int]:
         for _ in range(SMALL_JOBS):
             stream.submit_small()
         smalls = {f"{job}-{i}" for job in stream.jobs for i in range(SMALL_SIZE)}
-        assert wait_for(lambda: smalls <= stream.bound(), timeout=15), "the small jobs never filled the nodes"
+        assert wait_for(lambda: smalls <= stream.bound(), timeout=15), (
+            "the small jobs never filled the nodes",
+            sorted(smalls - stream.bound()),
+            None
+            if plugin is None
+            else (plugin.target, sorted(plugin.locked), plugin.sessions, dict(plugin.failed_since)),
+            service.scheduler.queue.pending(),
+        )
         big = set(stream.submit_big())
         start = time.monotonic()
         done = False
