@@ -25,6 +25,8 @@ PHASE_PENDING: Final = "Pending"  # a candidate: elect may choose it
 PHASE_INQUEUE: Final = "Inqueue"  # not ready, no failed attempt since it last was ready
 PHASE_RUNNING: Final = "Running"  # ready
 
+VALID_STATUSES: Final = frozenset({"Pending", "Allocated", "Binding", "Bound", "Running", "Succeeded"})
+
 Pod = Mapping[str, Any]
 
 
@@ -65,6 +67,13 @@ class Resreqs:
         for key in [k for k in self._by_key if k not in self._seen]:
             del self._by_key[key]
         self._seen = set()
+
+
+def valid_task_num(job: Job) -> int:
+    """Volcano's ValidTaskNum: the tasks Pending, Allocated, Binding, Bound, Running or Succeeded (koord's
+    mapping gives no Pipelined task); a job with fewer than its min is not in the session
+    (docs/rules/scheduler-jobreservation.md#jobs)."""
+    return sum(1 for t in job.tasks if t.status in VALID_STATUSES)
 
 
 def job_of(gang: Gang, failed_since: _dt.datetime | None, resreqs: Resreqs) -> Job:

@@ -32,7 +32,7 @@ from scheduler.plugins.coscheduling.gang import GANG_FROM_POD_GROUP_CRD
 from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.jobreservation import decisions as d
 from scheduler.plugins.jobreservation.args import JobReservationArgs
-from scheduler.plugins.jobreservation.jobs import PHASE_RUNNING, Resreqs, job_of, node_idles
+from scheduler.plugins.jobreservation.jobs import PHASE_RUNNING, Resreqs, job_of, node_idles, valid_task_num
 
 NAME: Final = "JobReservation"
 MAX_EVENT_PODS: Final = 16  # an annotation gang's Events go to at most this many of its pods
@@ -157,7 +157,7 @@ class JobReservation:
         self.sessions += 1
         jobs = self._jobs()
         if self.target is None:
-            self.target = d.elect(None, [j for j in jobs if self._valid(j)], _utc(now))
+            self.target = d.elect(None, jobs, _utc(now))
             if self.target is not None:
                 self._version += 1
                 self.target_ref = self._ref(self.target) or JobRef(self.target, False)
@@ -174,12 +174,10 @@ class JobReservation:
             self.target_ref = self._ref(self.target) or self.target_ref
         self.observer.locked(self.target_ref, step.newly_locked, len(self.locked))
 
-    def _valid(self, job: d.Job) -> bool:
-        """Volcano's gang JobValid: a job with fewer tasks than its min is not in the session."""
-        return len(job.tasks) >= job.min_available
-
     def _jobs(self) -> list[d.Job]:
-        """Every gang as a job, in the gang cache's order; stamps of gangs ready or gone are dropped."""
+        """The session's jobs: every initialised gang that passes Volcano's gang JobValid
+        (docs/rules/scheduler-jobreservation.md#jobs), in the gang cache's order; stamps of gangs ready
+        or gone are dropped."""
         if self.gangs is None:
             return []
         jobs = []
@@ -189,7 +187,8 @@ class JobReservation:
             job = job_of(gang, self.failed_since.get(gid), self._resreqs)
             if job.phase == PHASE_RUNNING:
                 self.failed_since.pop(gid, None)
-            jobs.append(job)
+            if valid_task_num(job) >= job.min_available:
+                jobs.append(job)
         for gid in [g for g in self.failed_since if g not in self.gangs.gangs]:
             del self.failed_since[gid]
         self._resreqs.sweep()

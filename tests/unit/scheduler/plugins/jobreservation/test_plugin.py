@@ -301,3 +301,22 @@ def test_events_go_to_the_pod_group_or_the_pods() -> None:
         released_message("ns/big", "ready", 3)
         == 'node reservation for job "ns/big" released (ready), 3 node(s) unlocked'
     )
+
+
+def test_a_target_below_its_min_of_valid_pods_is_gone() -> None:
+    """Volcano's JobValid: fewer valid (not Failed) tasks than minAvailable drops the job from the session."""
+    cos, plugin, observer, _ = _setup()
+    pods = [_pod(f"b-{i}", "big", 3) for i in range(3)]
+    for pod in pods:
+        cos.on_any_pod_add(pod)
+    _fail(plugin, pods[0], T0)
+    snap = _snapshot({"a": "4", "b": "4"})
+    plugin.on_session(snap, T0 + 1)
+    assert plugin.target == "default/big"
+    failed = _pod("b-2", "big", 3)
+    failed["status"] = {"phase": "Failed"}
+    cos.on_any_pod_add(failed)  # the cache keeps it; as a Failed task it is not valid
+    plugin.on_session(snap, T0 + 2)
+    assert plugin.target is None and ("released", "default/big", "gone", 1) in observer.calls
+    plugin.on_session(snap, T0 + 3)  # still stamped, but not a job: not elected again
+    assert plugin.target is None
