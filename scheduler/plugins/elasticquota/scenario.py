@@ -206,7 +206,7 @@ def _eligible(scenario: Scenario) -> dict[str, Any]:
     plugin = _plugin(scenario, names=True)
     pod = as_pod(scenario.get("pod"), "pod")
     raw_status = scenario.get("nominatedNodeStatus", "Unschedulable")
-    if raw_status not in NODE_STATUSES:
+    if not isinstance(raw_status, str) or raw_status not in NODE_STATUSES:
         raise ValueError(
             f"nominatedNodeStatus={raw_status!r:.80}: expected Unschedulable or UnschedulableAndUnresolvable"
         )
