@@ -55,6 +55,7 @@ from scheduler.plugins.noderesources_allocated import (
 )
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.plugins.reservation.plugin import Reservation
 from scheduler.plugins.scarcedevice import ScarceDevice
 from scheduler.plugins.selectorspread import SelectorSpread
 from scheduler.plugins.tainttoleration import TaintToleration
@@ -209,6 +210,8 @@ REGISTRY: dict[str, Factory] = {
     "NodePool": _with_args(NodePool, "NodePool"),
     "ScarceDevice": _with_args(ScarceDevice, "ScarceDevice"),
     "JobReservation": _job_reservation,  # not in the defaults: a profile enables it with Coscheduling
+    # not in the defaults: a profile enables it (docs/rules/scheduler-reservation.md#wiring)
+    "Reservation": _no_args(Reservation, "Reservation"),
 }
 KNOWN = frozenset(REGISTRY)
 

@@ -4,8 +4,11 @@ StorageClasses and CSINodes into VolumeObjects (the volume plugins); PodDisrupti
 PDB store (preemption). Every change of a stored kind is also a ClusterEvent for the queue, so pods a
 plugin parked for want of one are tried again. With Coscheduling in a profile, PodGroups and every pod
 (pending ones too) also reach its plugins (scheduler.podgroupcontroller.GangEvents), each pod before the
-router queues it, so the gang cache knows a pod before PreEnqueue is asked about it.
-Imports: the kubernetes client, kube.informer, apis, scheduler (framework, gateway, podgroupcontroller).
+router queues it, so the gang cache knows a pod before PreEnqueue is asked about it. With Reservation in
+a profile, Reservations reach scheduler.reservationevents (the plugins, the controller, the reserve pods)
+and every pod the controller (its owners).
+Imports: the kubernetes client, kube.informer, apis, scheduler (framework, gateway, podgroupcontroller,
+reservationcontroller, reservationevents).
 """
 
 from __future__ import annotations
@@ -17,12 +20,16 @@ from kubernetes import client
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
 from apis.kubeobjects import KubeObject
+from apis.reservation import GROUP as RESERVATION_GROUP
 from kube.informer import Informer
 from scheduler.framework.interfaces import ClusterEvent
 from scheduler.framework.listers import REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
 from scheduler.framework.volumes import CSI_NODE, PV, PVC, STORAGE_CLASS
 from scheduler.gateway import AnyInformer, EventRouter
 from scheduler.podgroupcontroller import GROUP, PLURAL, VERSION, GangEvents
+from scheduler.reservationcontroller import PLURAL as RESERVATION_PLURAL
+from scheduler.reservationcontroller import VERSION as RESERVATION_VERSION
+from scheduler.reservationevents import ReservationEvents
 
 
 class KindStore(Protocol):
@@ -53,28 +60,47 @@ def store_handlers(store: KindStore, kind: str, on_event: Callable[[ClusterEvent
     return {"on_add": add, "on_update": update, "on_delete": delete}
 
 
-def pod_handlers(router: EventRouter, gangs: GangEvents | None) -> dict[str, Any]:
-    """The pod informer's handlers: the router's, preceded by the gang plugins' when there are any."""
-    if gangs is None:
+class PodHandlers(Protocol):
+    """Pod informer handlers (GangEvents, ReservationEvents)."""
+
+    def pod_add(self, pod: Any) -> None: ...
+
+    def pod_update(self, old: Any, new: Any) -> None: ...
+
+    def pod_delete(self, pod: Any) -> None: ...
+
+
+def pod_handlers(router: EventRouter, gangs: GangEvents | None, *others: PodHandlers) -> dict[str, Any]:
+    """The pod informer's handlers: the router's, preceded by the gang plugins' and the others' (the
+    Reservation controller's) when there are any."""
+    first: list[PodHandlers] = [*([gangs] if gangs is not None else []), *others]
+    if not first:
         return {"on_add": router.pod_add, "on_update": router.pod_update, "on_delete": router.pod_delete}
 
     def add(pod: Any) -> None:
-        gangs.pod_add(pod)
+        for h in first:
+            h.pod_add(pod)
         router.pod_add(pod)
 
     def update(old: Any, new: Any) -> None:
-        gangs.pod_update(old, new)
+        for h in first:
+            h.pod_update(old, new)
         router.pod_update(old, new)
 
     def delete(pod: Any) -> None:
-        gangs.pod_delete(pod)
+        for h in first:
+            h.pod_delete(pod)
         router.pod_delete(pod)
 
     return {"on_add": add, "on_update": update, "on_delete": delete}
 
 
 def informers(
-    router: EventRouter, api: Any, resync_seconds: float = 300, gangs: GangEvents | None = None
+    router: EventRouter,
+    api: Any,
+    resync_seconds: float = 300,
+    gangs: GangEvents | None = None,
+    reservations: ReservationEvents | None = None,
 ) -> list[AnyInformer]:
     core = client.CoreV1Api(api)
     apps = client.AppsV1Api(api)
@@ -119,12 +145,22 @@ def informers(
                      resync_seconds=resync_seconds, on_add=gangs.pod_group_add,
                      on_update=gangs.pod_group_update, on_delete=gangs.pod_group_delete, name="podgroups")
         )  # fmt: skip
+    if reservations is not None:  # docs/rules/scheduler-reservation.md#wiring
+        watched.append(
+            Informer(custom.list_cluster_custom_object,
+                     kwargs={"group": RESERVATION_GROUP, "version": RESERVATION_VERSION,
+                             "plural": RESERVATION_PLURAL},
+                     resync_seconds=resync_seconds, on_add=reservations.reservation_add,
+                     on_update=reservations.reservation_update, on_delete=reservations.reservation_delete,
+                     name="reservations")
+        )  # fmt: skip
+    others = [reservations] if reservations is not None else []
     return [
         *watched,
         Informer(core.list_node, resync_seconds=resync_seconds, on_add=router.node_add,
                  on_update=router.node_update, on_delete=router.node_delete, name="nodes"),
         Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds,
-                 **pod_handlers(router, gangs), name="pods"),
+                 **pod_handlers(router, gangs, *others), name="pods"),
         Informer(custom.list_cluster_custom_object,
                  kwargs={"group": SLO_GROUP, "version": SLO_VERSION, "plural": NODE_METRIC_PLURAL},
                  resync_seconds=resync_seconds, on_add=router.nodemetric_upsert,

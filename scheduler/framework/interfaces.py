@@ -99,6 +99,16 @@ class BeforePreFilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class NodeInfoTransformer(Plugin, Protocol):
+    """Koordinator's BeforePreFilter node transformer (docs/architecture.md#node-transformers): before
+    PreFilter, the NodeInfos every plugin of this cycle sees in place of the snapshot's (copies, e.g.
+    with a reservation's reserve pod taken off); the runtime puts the snapshot's own back after the
+    cycle. An empty list changes nothing."""
+
+    def transform_node_infos(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> list[NodeInfo]: ...
+
+
+@runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status: ...
 

@@ -35,6 +35,7 @@ from scheduler.framework.interfaces import (
     FilterResult,
     IntArray,
     NextPodPlugin,
+    NodeInfoTransformer,
     NormalizeScorePlugin,
     PermitPlugin,
     Plugin,
@@ -58,7 +59,7 @@ from scheduler.framework.results import (
     select_best,
 )
 from scheduler.framework.sampling import filter_window, num_feasible_nodes_to_find
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, Code, Status
 
 if TYPE_CHECKING:  # nominated.py builds on this module
@@ -127,6 +128,9 @@ class Framework:
         ]
         self.after_post_filters: list[AfterPostFilterPlugin] = [
             p for p in self.plugins if isinstance(p, AfterPostFilterPlugin)
+        ]
+        self.transformers: list[NodeInfoTransformer] = [
+            p for p in self.plugins if isinstance(p, NodeInfoTransformer)
         ]
         # Run by the scheduling loop between cycles (docs/rules/scheduler-jobreservation.md#sessions).
         self.sessions: list[SessionPlugin] = [p for p in self.plugins if isinstance(p, SessionPlugin)]
@@ -238,7 +242,24 @@ class Framework:
 
     # --- one pod ------------------------------------------------------------------------------------
     def schedule(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> ScheduleResult:
-        """Picks a node for pod (no side effects; Reserve is separate)."""
+        """Picks a node for pod (no side effects; Reserve is separate). The node transformers' NodeInfos
+        stand in for the snapshot's during the cycle (docs/architecture.md#node-transformers)."""
+        if not self.transformers:
+            return self._schedule(state, pod, snapshot)
+        originals: dict[str, NodeInfo] = {}
+        for t in self.transformers:
+            changed = t.transform_node_infos(state, pod, snapshot)
+            for info in changed:
+                originals.setdefault(info.name, snapshot.infos[snapshot.index[info.name]])
+            if changed:
+                snapshot.refresh(changed)
+        try:
+            return self._schedule(state, pod, snapshot)
+        finally:
+            if originals:
+                snapshot.refresh(list(originals.values()))
+
+    def _schedule(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> ScheduleResult:
         n = snapshot.n
         if n == 0:
             return ScheduleResult(None, Status.unschedulable("0/0 nodes are available."))
@@ -322,6 +343,8 @@ class Framework:
                 st = p.post_filter(state, pod, snapshot, statuses)
                 if st.is_success():
                     nominated = st.reasons[0] if st.reasons else None
+                    break
+                if st.code == Code.ERROR:  # kube: anything but Success or Unschedulable ends PostFilter
                     break
         for a in self.after_post_filters:
             a.after_post_filter(state, pod, fit_error)

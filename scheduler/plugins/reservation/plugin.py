@@ -2,14 +2,19 @@
 ``ReservationCache``: PreFilter works out each reservation node's state for the pod (only the nodes that
 hold reservations: per-node Python there, nothing elsewhere), Filter applies the pure rules of
 ``filtering``, PreScore/Score nominate a reservation per node and prefer the smallest order, Reserve
-assumes the pod as an owner of the nominated reservation and Unreserve forgets it.
+assumes the pod as an owner of the nominated reservation and Unreserve forgets it. Wired
+(docs/rules/scheduler-reservation.md#wiring): the node transformer takes the matched reservations'
+reserve pods off the NodeInfos the other plugins see, PostFilter stops preemption for reserve pods,
+PreBind writes the owner's ``reservation-allocated`` annotation and Bind hands a reserve pod to the
+status writer (Available on the node).
 Imports: the standard library, numpy, apis (pod, reservation, reservation_pod), scheduler.framework,
 this package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -17,7 +22,12 @@ import numpy as np
 
 from apis.kubeobjects import Pod
 from apis.pod import pod_annotations, pod_key, pod_requests
-from apis.reservation import ANNOTATION_RESERVATION_NAME, ANNOTATION_RESERVATION_NODE
+from apis.reservation import (
+    ANNOTATION_RESERVATION_ALLOCATED,
+    ANNOTATION_RESERVATION_NAME,
+    ANNOTATION_RESERVATION_NODE,
+)
+from apis.reservation import Reservation as ReservationObject
 from apis.reservation_pod import (
     exact_match_names,
     is_reservation_ignored,
@@ -27,7 +37,7 @@ from apis.reservation_pod import (
 )
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import FilterResult, IntArray
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.units import to_values
 from scheduler.plugins.nodeaffinity_terms import node_labels
@@ -67,6 +77,13 @@ class _State:
     preferred: str | None = None
     nominated: dict[str, ReservationInfo] = field(default_factory=dict)
     facts: dict[str, tuple[NodeState, NodeFacts]] = field(default_factory=dict)  # by node, from Filter
+    status: Status | None = None  # PreFilter's answer, when the node transformer worked it out
+    pod_counts: dict[int, int] = field(default_factory=dict)  # rows' pods before the transformer
+    chosen: ReservationInfo | None = None  # what Reserve assumed, for PreBind
+
+
+# Binding a reserve pod: the reservation made Available on the node (the wiring patches its status).
+StatusWriter = Callable[[ReservationObject, str], Status]
 
 
 class Reservation:
@@ -76,6 +93,7 @@ class Reservation:
         self.cache = cache if cache is not None else ReservationCache()
         self.ignored = ignored
         self.assumed: dict[str, str] = {}  # pod key -> reservation uid Reserve assumed
+        self.status_writer: StatusWriter | None = None  # set by the wiring (Bind of reserve pods)
 
     @property
     def name(self) -> str:
@@ -115,24 +133,55 @@ class Reservation:
                     requested[n] = requested.get(n, 0) + v
         return requested
 
+    def transform_node_infos(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> list[NodeInfo]:
+        """Restoration (docs/rules/scheduler-reservation.md#restoration): PreFilter's work, done here so
+        the matched reservations' reserve pods can be taken off the NodeInfos of this cycle."""
+        st = self._prepare(state, pod, snapshot)
+        changed: list[NodeInfo] = []
+        for row, ns in st.rows.items():
+            info = snapshot.infos[row]
+            keys = [k for r in ns.matched if (k := _reserve_pod_key(r)) in info.pods]
+            if not keys:
+                continue
+            st.pod_counts[row] = len(info.pods)
+            copy = info.copy()
+            for key in keys:
+                copy.remove_pod(key, info.generation)
+            changed.append(copy)
+        return changed
+
     def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        st = state.get(STATE_KEY)
+        if isinstance(st, _State) and st.status is not None:
+            return st.status
+        return self._prepare(state, pod, snapshot).status or Status.success()
+
+    def _prepare(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> _State:
+        st = self._compute(state, pod, snapshot)
+        state.write(STATE_KEY, st)
+        return st
+
+    def _compute(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> _State:
         requests = pod_requests(pod)
         if is_reserve_pod(pod):
             annotations = pod_annotations(pod)
             r = self.cache.get_by_name(str(annotations.get(ANNOTATION_RESERVATION_NAME, "")))
-            if r is None:
-                return Status.error("reservation not found", plugin=NAME)
             st = _State(
                 True, PodFacts(requests), pinned=str(annotations.get(ANNOTATION_RESERVATION_NODE, ""))
             )
+            if r is None:
+                st.status = Status.error("reservation not found", plugin=NAME)
+                return st
             st.policy = r.policy
-            state.write(STATE_KEY, st)
-            return Status.success()
+            st.status = Status.success()
+            return st
         try:
             affinity = parse_affinity(pod)
             exact = exact_match_names(pod)
         except ValueError as e:
-            return Status.error(str(e), plugin=NAME)
+            st = _State(False, PodFacts(requests))
+            st.status = Status.error(str(e), plugin=NAME)
+            return st
         ignored = is_reservation_ignored(pod)
         facts = PodMatchFacts(pod, affinity, exact, requests, ignored)
         st = _State(False, PodFacts(requests, affinity.present, affinity.name, ignored))
@@ -145,10 +194,11 @@ class Reservation:
             ns = node_state(facts, infos, name, node_labels(node), self._node_requested(snapshot, row, infos))
             if ns is not None:
                 st.rows[row] = ns
-        state.write(STATE_KEY, st)
         if affinity.present and not st.rows:
-            return Status.unresolvable(ERR_AFFINITY, plugin=NAME)
-        return Status.success()
+            st.status = Status.unresolvable(ERR_AFFINITY, plugin=NAME)
+        else:
+            st.status = Status.success()
+        return st
 
     def _state(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> _State:
         st = state.get(STATE_KEY)
@@ -158,11 +208,12 @@ class Reservation:
         assert isinstance(st, _State)
         return st
 
-    def _node_facts(self, snapshot: Snapshot, row: int, ns: NodeState | None) -> NodeFacts:
+    def _node_facts(self, st: _State, snapshot: Snapshot, row: int, ns: NodeState | None) -> NodeFacts:
         info = snapshot.infos[row]
+        pods = st.pod_counts.get(row, len(info.pods))  # the pods before the transformer took any off
         if ns is None:  # quirk: no state, no requested (docs/rules/scheduler-reservation.md#filter)
-            return NodeFacts(info.allocatable, len(info.pods))
-        return NodeFacts(info.allocatable, len(info.pods), ns.requested, ns.reserved_allocated)
+            return NodeFacts(info.allocatable, pods)
+        return NodeFacts(info.allocatable, pods, ns.requested, ns.reserved_allocated)
 
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         st = self._state(state, pod, snapshot)
@@ -193,7 +244,7 @@ class Reservation:
             which[rows] = 0
             statuses.append(Status.unresolvable(ERR_AFFINITY, plugin=NAME))
         for row, ns in st.rows.items():
-            facts = self._node_facts(snapshot, row, ns)
+            facts = self._node_facts(st, snapshot, row, ns)
             st.facts[snapshot.names[row]] = (ns, facts)
             status = filter_normal_pod(st.pod, facts, ns.matched, self.ignored)
             if not status.is_success():
@@ -210,7 +261,7 @@ class Reservation:
         st.preferred = preferred_node(names, {snapshot.names[i]: st.rows[i].matched for i in order})
         for i in order:
             ns = st.rows[i]
-            chosen = nominate(st.pod, self._node_facts(snapshot, i, ns), ns.matched, self.ignored)
+            chosen = nominate(st.pod, self._node_facts(st, snapshot, i, ns), ns.matched, self.ignored)
             if chosen is not None:
                 st.nominated[snapshot.names[i]] = chosen
         return Status.success()
@@ -248,6 +299,7 @@ class Reservation:
             chosen = nominate(st.pod, facts, ns.matched, self.ignored)
         if chosen is None:
             return Status.success()
+        st.chosen = chosen
         self.assumed[pod_key(pod)] = chosen.uid
         self.cache.assign(pod, chosen.uid)
         return Status.success()
@@ -261,3 +313,43 @@ class Reservation:
         ``reservation-allocated`` annotation once wired)."""
         st = state.get(STATE_KEY)
         return st.nominated.get(node_name) if isinstance(st, _State) else None
+
+    # --- PostFilter / PreBind / Bind (docs/rules/scheduler-reservation.md#wiring) -------------------
+    def post_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, statuses: dict[str, Status]
+    ) -> Status:
+        """A reserve pod never preempts (an error ends PostFilter, as upstream's); others pass on."""
+        if is_reserve_pod(pod):
+            return Status.error("reserve pods do not preempt", plugin=NAME)
+        return Status.unschedulable(plugin=NAME)
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """The owner's ``reservation-allocated`` annotation (``{"name", "uid"}``), written on the pod
+        object the binder patches onto the API before the Binding."""
+        st = state.get(STATE_KEY)
+        if not isinstance(st, _State) or st.chosen is None or pod_key(pod) not in self.assumed:
+            return Status.success()
+        meta = pod["metadata"]
+        value = json.dumps({"name": st.chosen.name, "uid": st.chosen.uid}, separators=(",", ":"))
+        # a new dict: the queue's copy of the pod shares the old one
+        meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_RESERVATION_ALLOCATED: value}
+        return Status.success()
+
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """A reserve pod's bind makes its reservation Available on the node; other pods: Skip."""
+        if not is_reserve_pod(pod):
+            return Status.skip()
+        name = str(pod_annotations(pod).get(ANNOTATION_RESERVATION_NAME, ""))
+        r = self.cache.get_by_name(name)
+        if r is None:
+            return Status.error(f"reservation {name} not found", plugin=NAME)
+        if self.status_writer is None:
+            return Status.error("no reservation status writer", plugin=NAME)
+        return self.status_writer(r.reservation, node_name)
+
+
+def _reserve_pod_key(r: ReservationInfo) -> str:
+    """The key of the reservation's reserve pod (docs/rules/scheduler-reservation.md#reserve-pod)."""
+    meta = (r.reservation.template or {}).get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    return f"{namespace or 'default'}/{r.uid}"

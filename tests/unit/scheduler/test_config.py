@@ -159,7 +159,6 @@ def test_upstream_chart_names_every_missing_plugin_in_one_error() -> None:
         parse_config(chart(), REGISTERED)
     msg = str(e.value)
     for name in (
-        "Reservation",
         "ElasticQuota",
         "DeviceShare",
         "NodeNUMAResource",
@@ -169,6 +168,7 @@ def test_upstream_chart_names_every_missing_plugin_in_one_error() -> None:
         assert name in msg
     assert "--ignore-unknown-plugins" in msg
     assert "Coscheduling" not in msg  # registered: docs/rules/scheduler-coscheduling.md#wiring
+    assert "Reservation" not in msg  # registered: docs/rules/scheduler-reservation.md#wiring
     assert "LoadAwareScheduling" not in msg and "PrioritySort" not in msg and "DefaultBinder" not in msg
 
 
@@ -195,6 +195,12 @@ def test_upstream_chart_loads_with_ignore_unknown_plugins(
                   fw.permits, fw.pre_binds, fw.post_binds, fw.before_pre_filters, fw.after_post_filters,
                   fw.next_pods):  # fmt: skip
         assert "Coscheduling" in [x.name for x in point]
+    # and Reservation at every point it names, first where the chart puts it first
+    for point in (fw.pre_filters, fw.filters, fw.post_filters, fw.pre_scores, fw.scores, fw.reserves,
+                  fw.pre_binds, fw.binds, fw.transformers):  # fmt: skip
+        assert "Reservation" in [x.name for x in point]
+    assert [x.name for x in fw.post_filters][0] == "Reservation"
+    assert fw.weights[[x.name for x in fw.scores].index("Reservation")] == 5000
 
 
 def test_a_koord_plugin_at_a_point_it_does_not_implement_is_an_error() -> None:
