@@ -63,10 +63,12 @@ from scheduler.metricsource import HubWatcher
 from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption.api import KubePreemptionAPI
 from scheduler.plugins.jobreservation.plugin import JobReservation
+from scheduler.plugins.reservation.plugin import Reservation
 from scheduler.plugins.volume.api import KubeVolumeBinderAPI
 from scheduler.podgroupcontroller import GangAnnotationBinder, GangEvents, PodGroupStatusController
 from scheduler.queue import SchedulingQueue
 from scheduler.registry import KNOWN, Handle, build_framework
+from scheduler.reservationevents import ReservationWiring
 from scheduler.scheduler import Binder, Scheduler, freeze_heap
 from scheduler.shards.wiring import ShardCollector, Sharding, ShardOptions, add_shard_flags, shard_options
 from scheduler.watches import informers
@@ -151,6 +153,14 @@ class SchedulerService:
         gangs = [p for fw in frameworks.values() for p in fw.plugins if isinstance(p, Coscheduling)]
         if gangs:  # PreBind's bind-gang annotations reach the API with the bind
             binder = GangAnnotationBinder(api, binder)
+        # Reservation: reserve pods, their binds, the controller (docs/rules/scheduler-reservation.md#wiring)
+        reservations = [p for fw in frameworks.values() for p in fw.plugins if isinstance(p, Reservation)]
+        self.reservations: ReservationWiring | None = None
+        unschedulable: Callable[[Pod, Status], None] = self.reporter
+        if reservations:
+            self.reservations = ReservationWiring(api, reservations, leading or (lambda: True))
+            binder = self.reservations.binder(binder)
+            unschedulable = self.reservations.reporter(self.reporter)
         if sharding is not None:
             binder = sharding.binder(binder)
             ShardCollector(sharding, registry)
@@ -162,13 +172,15 @@ class SchedulerService:
             queue,
             binder,
             bind_workers=bind_workers,
-            on_unschedulable=self.reporter,
+            on_unschedulable=unschedulable,
             on_decision=self.metrics.on_decision,
             waiting=waiting,
         )
         # Victims are deleted off the scheduling thread, on the unschedulable reporter's pool.
         self.scheduler.on_post_filter = Preemptor(self.scheduler, KubePreemptionAPI(api), self.reporter.pool)
         self.router = EventRouter(self.scheduler, names, self.objects, self.pdbs, self.volumes)
+        if self.reservations is not None:
+            self.reservations.attach(self.router, self.scheduler.lock)
         # Coscheduling: every gang pod and PodGroup to the plugins, and the PodGroup status controller
         # (the leader's: docs/rules/scheduler-coscheduling.md#podgroup-status).
         self.podgroups: PodGroupStatusController | None = None
@@ -198,8 +210,18 @@ class SchedulerService:
     def start(self, stop: threading.Event, sync_timeout: float = 60.0) -> None:
         """Starts informers (waits for their first list) and the hub watcher, supervised: restarted
         with backoff whenever it raises (docs/architecture.md#supervised-threads)."""
-        watched = {inf.name: inf for inf in informers(self.router, self.api, gangs=self.gangs)}
+        events = self.reservations.events if self.reservations is not None else None
+        watched = {
+            inf.name: inf for inf in informers(self.router, self.api, gangs=self.gangs, reservations=events)
+        }
         start_informers(list(watched.values()), stop, sync_timeout)
+        if self.reservations is not None:  # the leader's (docs/rules/scheduler-reservation.md#wiring)
+            nodes_informer = cast("Informer[Node]", watched["nodes"])
+            self._threads.append(
+                self.reservations.start(
+                    stop, lambda name: nodes_informer.get(name) is not None, self.metrics.on_thread_crash
+                )
+            )
         if self.podgroups is not None:
             workers = self.podgroups.plugin.args.controller_workers
             for i in range(workers):
