@@ -135,7 +135,7 @@ class SchedulerService:
         )
         # Pods held at Permit and the queue's Activate, for Coscheduling
         # (docs/rules/scheduler-coscheduling.md#wiring).
-        waiting = WaitingPodMap()
+        waiting = self.waiting = WaitingPodMap()
         handle = Handle(
             objects=self.objects, pdbs=self.pdbs.list, nominated=NominatedPods(),
             volumes=self.volumes, volume_api=KubeVolumeBinderAPI(api), waiting=waiting,
@@ -262,6 +262,10 @@ class SchedulerService:
         if self.hub is not None:
             self.hub.stop()
         self.scheduler.queue.close()
+        # Pods held at Permit are let go now rather than at their gangs' wait times (10 minutes by
+        # default): their reservations are undone and another scheduler instance takes them up.
+        for held in list(self.waiting.values()):
+            held.reject("", "the scheduler is shutting down")
         self.scheduler.wait_for_binds()
         if self.sharding is not None:
             self.sharding.close()

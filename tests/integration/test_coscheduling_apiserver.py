@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from apis.podgroup import (
     ANNOTATION_BIND_GANG_GROUP_ID,
     ANNOTATION_BIND_GANG_MEMBER_COUNT,
     ANNOTATION_GANG_GROUPS,
+    ANNOTATION_GANG_MODE,
 )
 from scheduler.config import parse_config
 from scheduler.main import SchedulerService
@@ -59,9 +61,11 @@ class World:
             self.core.patch_node(name, {"spec": {"taints": None}})  # no node lifecycle controller here
 
     def pod_group(
-        self, name: str, min_member: int, timeout: int = 30, groups: list[str] | None = None
+        self, name: str, min_member: int, timeout: int = 30, groups: list[str] | None = None, mode: str = ""
     ) -> None:
         annotations = {ANNOTATION_GANG_GROUPS: json.dumps(groups)} if groups else {}
+        if mode:
+            annotations[ANNOTATION_GANG_MODE] = mode
         self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup",
             "metadata": {"name": name, "annotations": annotations},
@@ -108,6 +112,7 @@ def run(kube: Any, namespace: str) -> Iterator[Any]:
         started.append((world, service, thread))
         return world, service
 
+    start.stop = stop  # type: ignore[attr-defined]  # a test may stop the loops before closing
     try:
         yield start
     finally:
@@ -181,3 +186,25 @@ def test_two_gangs_competing_for_one_room_do_not_deadlock(run: Any) -> None:
     assert wait_for(one_complete, timeout=60), (world.bound(xs), world.bound(ys))
     assert sorted([len(world.bound(xs)), len(world.bound(ys))]) == [0, 10]
     assert wait_for(lambda: _holds_nothing(service), timeout=15)
+
+
+def test_closing_the_scheduler_lets_its_held_pods_go_at_once(run: Any) -> None:
+    """A NonStrict gang short of room keeps its assumed member(s) at Permit for its wait (10 minutes
+    here); closing the scheduler rejects them instead of waiting that long, and binds none."""
+    world, service = run([2])
+    world.pod_group("held", 3, timeout=600, mode="NonStrict")
+    names = world.pods("held", 3)
+    s = service.scheduler
+
+    def held() -> int:
+        with s.lock:
+            return len(s.waiting)
+
+    assert wait_for(lambda: held() >= 1, timeout=30), held()
+    run.stop.set()  # as the daemon does: the loops stop, then the service closes
+    threading.Event().wait(1.0)
+    t0 = time.monotonic()
+    service.close()
+    assert time.monotonic() - t0 < 15
+    assert held() == 0
+    assert world.bound(names) == []
