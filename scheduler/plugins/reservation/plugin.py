@@ -309,8 +309,8 @@ class Reservation:
             self.cache.unassign(pod)
 
     def nominated_reservation(self, state: CycleState, node_name: str) -> ReservationInfo | None:
-        """The reservation Reserve gives the pod on ``node_name`` (PreBind writes it as the pod's
-        ``reservation-allocated`` annotation once wired)."""
+        """The reservation PreScore nominated for the pod on ``node_name`` (Reserve assumes it; PreBind
+        writes it as the pod's ``reservation-allocated`` annotation)."""
         st = state.get(STATE_KEY)
         return st.nominated.get(node_name) if isinstance(st, _State) else None
 
