@@ -15,7 +15,7 @@ The two modes are two classes (``NodePool.from_args`` picks one), so a Soft plug
 Hard one no Score: the profile puts each only where it acts. Vectorised: the pod's asked pools are
 computed once per cycle (PreFilter/PreScore), then one lookup per distinct pool value and one gather
 over the rows of a label column view.
-Imports: numpy, scheduler.framework, scheduler.plugins (poollabels, nodeaffinity_terms).
+Imports: scheduler.plugins (labelrule, poollabels).
 """
 
 from __future__ import annotations
@@ -24,28 +24,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
-from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import Status
-from scheduler.plugins.nodeaffinity_terms import LabelColumn
+from scheduler.framework.interfaces import Pod
+from scheduler.plugins.labelrule import HardLabelRule, LabelRule, SoftLabelRule
 from scheduler.plugins.poollabels import (
     HARD,
     asked_values,
-    bad_values,
     check_fields,
-    filter_result,
     label_arg,
-    label_column,
     mode_arg,
-    scores_of,
 )
 
 NAME: Final = "NodePool"
 DEFAULT_LABEL: Final = "node.koordinator.sh/pool"
 ERR_REASON: Final = "node(s) belong to a private pool the pod did not ask for"
-STATE_KEY: Final = "PreFilter" + NAME
-SCORE_STATE_KEY: Final = "PreScore" + NAME
 _FIELDS: Final = frozenset({"label", "mode"})
 
 
@@ -67,9 +58,13 @@ def pod_pools(pod: Pod, label: str) -> frozenset[str]:
     return asked_values(pod, label, own_label=True)
 
 
-class _NodePoolBase:
+class _NodePoolBase(LabelRule):
+    NAME = NAME
+    REASON = ERR_REASON
+
     def __init__(self, args: NodePoolArgs | None = None) -> None:
         self.args = args or NodePoolArgs()
+        super().__init__(self.args.label)
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None) -> NodePool | NodePoolScore:
@@ -77,45 +72,16 @@ class _NodePoolBase:
         parsed = NodePoolArgs.from_args(args)
         return NodePool(parsed) if parsed.mode == HARD else NodePoolScore(parsed)
 
-    @property
-    def name(self) -> str:
-        return NAME
+    def asked(self, pod: Pod) -> frozenset[str]:
+        return pod_pools(pod, self.args.label)
 
-    def _outside(self, pools: frozenset[str], snapshot: Snapshot) -> tuple[LabelColumn, BoolArray | None]:
-        """The pool label's column, and which of its values are pools the pod did not ask for."""
-        column = label_column(snapshot, NAME, self.args.label)
-        return column, bad_values(column, lambda v: v not in pools)
-
-    def _pools(self, state: CycleState, key: str, pod: Pod) -> frozenset[str]:
-        pools = state.get(key)
-        if not isinstance(pools, frozenset):
-            pools = pod_pools(pod, self.args.label)
-            state.write(key, pools)
-        return pools
+    def excluded(self, value: str, asked: frozenset[str]) -> bool:
+        return value not in asked
 
 
-class NodePool(_NodePoolBase):
+class NodePool(_NodePoolBase, HardLabelRule):
     """``mode: Hard``: PreFilter + Filter; see the module docstring."""
 
-    def __init__(self, args: NodePoolArgs | None = None) -> None:
-        super().__init__(args)
-        self._status = Status.unresolvable(ERR_REASON, plugin=NAME)
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        state.write(STATE_KEY, pod_pools(pod, self.args.label))
-        return Status.success()
-
-    def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
-        column, outside = self._outside(self._pools(state, STATE_KEY, pod), snapshot)
-        return filter_result(column, outside, self._status)
-
-
-class NodePoolScore(_NodePoolBase):
+class NodePoolScore(_NodePoolBase, SoftLabelRule):
     """``mode: Soft``: PreScore + Score; see the module docstring."""
-
-    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
-        state.write(SCORE_STATE_KEY, pod_pools(pod, self.args.label))
-        return Status.success()
-
-    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        return scores_of(*self._outside(self._pools(state, SCORE_STATE_KEY, pod), snapshot))

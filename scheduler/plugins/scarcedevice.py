@@ -16,7 +16,7 @@ asks for none (docs/rules/scheduler-nodepool.md#gpu-requests-without-a-model).
 As NodePool's, the modes are two classes (``ScarceDevice.from_args`` picks one) and the rule is
 vectorised: the asked models once per cycle, one lookup per distinct label value, one gather over the
 rows of a label column view.
-Imports: scheduler.framework, scheduler.plugins (poollabels, nodeaffinity_terms).
+Imports: scheduler.plugins (labelrule, poollabels).
 """
 
 from __future__ import annotations
@@ -25,29 +25,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
-from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import Status
-from scheduler.plugins.nodeaffinity_terms import LabelColumn
+from scheduler.framework.interfaces import Pod
+from scheduler.plugins.labelrule import HardLabelRule, LabelRule, SoftLabelRule
 from scheduler.plugins.poollabels import (
     HARD,
     asked_values,
-    bad_values,
     check_fields,
-    filter_result,
     label_arg,
-    label_column,
     mode_arg,
-    scores_of,
     values_arg,
 )
 
 NAME: Final = "ScarceDevice"
 DEFAULT_LABEL: Final = "node.koordinator.sh/gpu-model"
 ERR_REASON: Final = "node(s) have a scarce device model the pod did not ask for"
-STATE_KEY: Final = "PreFilter" + NAME
-SCORE_STATE_KEY: Final = "PreScore" + NAME
 _FIELDS: Final = frozenset({"label", "models", "mode"})
 
 
@@ -73,9 +64,13 @@ def pod_models(pod: Pod, label: str) -> frozenset[str]:
     return asked_values(pod, label)
 
 
-class _ScarceDeviceBase:
+class _ScarceDeviceBase(LabelRule):
+    NAME = NAME
+    REASON = ERR_REASON
+
     def __init__(self, args: ScarceDeviceArgs | None = None) -> None:
         self.args = args or ScarceDeviceArgs()
+        super().__init__(self.args.label)
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None) -> ScarceDevice | ScarceDeviceScore:
@@ -83,46 +78,16 @@ class _ScarceDeviceBase:
         parsed = ScarceDeviceArgs.from_args(args)
         return ScarceDevice(parsed) if parsed.mode == HARD else ScarceDeviceScore(parsed)
 
-    @property
-    def name(self) -> str:
-        return NAME
+    def asked(self, pod: Pod) -> frozenset[str]:
+        return pod_models(pod, self.args.label)
 
-    def _kept_from(self, models: frozenset[str], snapshot: Snapshot) -> tuple[LabelColumn, BoolArray | None]:
-        """The model label's column, and which of its values are scarce models the pod did not ask for."""
-        column = label_column(snapshot, NAME, self.args.label)
-        scarce = self.args.is_scarce
-        return column, bad_values(column, lambda v: scarce(v) and v not in models)
-
-    def _models(self, state: CycleState, key: str, pod: Pod) -> frozenset[str]:
-        models = state.get(key)
-        if not isinstance(models, frozenset):
-            models = pod_models(pod, self.args.label)
-            state.write(key, models)
-        return models
+    def excluded(self, value: str, asked: frozenset[str]) -> bool:
+        return self.args.is_scarce(value) and value not in asked
 
 
-class ScarceDevice(_ScarceDeviceBase):
+class ScarceDevice(_ScarceDeviceBase, HardLabelRule):
     """``mode: Hard``: PreFilter + Filter; see the module docstring."""
 
-    def __init__(self, args: ScarceDeviceArgs | None = None) -> None:
-        super().__init__(args)
-        self._status = Status.unresolvable(ERR_REASON, plugin=NAME)
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
-        state.write(STATE_KEY, pod_models(pod, self.args.label))
-        return Status.success()
-
-    def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
-        column, kept = self._kept_from(self._models(state, STATE_KEY, pod), snapshot)
-        return filter_result(column, kept, self._status)
-
-
-class ScarceDeviceScore(_ScarceDeviceBase):
+class ScarceDeviceScore(_ScarceDeviceBase, SoftLabelRule):
     """``mode: Soft``: PreScore + Score; see the module docstring."""
-
-    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
-        state.write(SCORE_STATE_KEY, pod_models(pod, self.args.label))
-        return Status.success()
-
-    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        return scores_of(*self._kept_from(self._models(state, SCORE_STATE_KEY, pod), snapshot))
