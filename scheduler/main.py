@@ -62,11 +62,14 @@ from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
 from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption.api import KubePreemptionAPI
+from scheduler.plugins.elasticquota.plugin import ElasticQuota
 from scheduler.plugins.jobreservation.plugin import JobReservation
 from scheduler.plugins.reservation.plugin import Reservation
 from scheduler.plugins.volume.api import KubeVolumeBinderAPI
 from scheduler.podgroupcontroller import GangAnnotationBinder, GangEvents, PodGroupStatusController
 from scheduler.queue import SchedulingQueue
+from scheduler.quotacontroller import QuotaController, QuotaEvents
+from scheduler.quotametrics import QuotaMetrics
 from scheduler.registry import KNOWN, Handle, build_framework
 from scheduler.reservationevents import ReservationWiring
 from scheduler.scheduler import Binder, Scheduler, freeze_heap
@@ -194,6 +197,23 @@ class SchedulerService:
             if gangs:  # a gang group is scheduled by one shard (docs/shards.md#gangs)
                 sharding.gate.group_of = gangs[0].gang_group_head
             self.router.shard(sharding.gate, sharding.host)
+        # ElasticQuota: quotas, every pod and node to the plugins; the leader's status and revoke loops
+        # (docs/rules/scheduler-elasticquota.md#wiring).
+        self.quotas: QuotaEvents | None = None
+        self.quota_controller: QuotaController | None = None
+        quota_plugins = [p for fw in frameworks.values() for p in fw.plugins if isinstance(p, ElasticQuota)]
+        if quota_plugins:
+            quota_metrics = QuotaMetrics(registry)
+            self.quota_controller = QuotaController(
+                api, quota_plugins[0], self.scheduler.lock, leading or (lambda: True), quota_metrics
+            )
+            self.quotas = QuotaEvents(
+                quota_plugins,
+                self.scheduler.lock,
+                self.scheduler.on_event,
+                self.quota_controller,
+                quota_metrics,
+            )
         # JobReservation's Events and metrics (docs/rules/scheduler-jobreservation.md#events-and-metrics).
         self.jobres: JobReservationReporter | None = None
         for plugin in (p for fw in frameworks.values() for p in fw.plugins if isinstance(p, JobReservation)):
@@ -212,7 +232,10 @@ class SchedulerService:
         with backoff whenever it raises (docs/architecture.md#supervised-threads)."""
         events = self.reservations.events if self.reservations is not None else None
         watched = {
-            inf.name: inf for inf in informers(self.router, self.api, gangs=self.gangs, reservations=events)
+            inf.name: inf
+            for inf in informers(
+                self.router, self.api, gangs=self.gangs, reservations=events, quotas=self.quotas
+            )
         }
         start_informers(list(watched.values()), stop, sync_timeout)
         if self.reservations is not None:  # the leader's (docs/rules/scheduler-reservation.md#wiring)
@@ -229,6 +252,13 @@ class SchedulerService:
                 self._threads.append(
                     supervise(name, self.podgroups.run, stop, on_crash=self.metrics.on_thread_crash)
                 )
+        if self.quota_controller is not None:  # docs/rules/scheduler-elasticquota.md#wiring
+            ctl = self.quota_controller
+            for name, loop in (
+                ("elasticquota-status", ctl.run_status),
+                ("elasticquota-revoke", ctl.run_revoke),
+            ):
+                self._threads.append(supervise(name, loop, stop, on_crash=self.metrics.on_thread_crash))
         freeze_heap()
         if self.sharding is not None:
             nodes = cast("Informer[Node]", watched["nodes"])

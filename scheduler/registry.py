@@ -37,6 +37,7 @@ from scheduler.framework.waiting import WaitingPodMap
 from scheduler.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption import DefaultPreemption
+from scheduler.plugins.elasticquota.plugin import ElasticQuota
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.jobreservation.plugin import JobReservation
@@ -177,6 +178,14 @@ def _job_reservation(args: Mapping[str, Any], handle: Handle) -> Plugin:
         raise ConfigError(f"pluginConfig JobReservation.args: {e}") from None
 
 
+def _elastic_quota(args: Mapping[str, Any], handle: Handle) -> Plugin:
+    """Attached to its framework by `build_framework` (its PostFilter runs the profile's filters)."""
+    try:
+        return ElasticQuota.from_args(args, pdbs=handle.pdbs, nominated=handle.nominated)
+    except ValueError as e:
+        raise ConfigError(f"pluginConfig ElasticQuota.args: {e}") from None
+
+
 REGISTRY: dict[str, Factory] = {
     "NodeUnschedulable": _no_args(NodeUnschedulable, "NodeUnschedulable"),
     "NodeName": _no_args(NodeName, "NodeName"),
@@ -212,6 +221,7 @@ REGISTRY: dict[str, Factory] = {
     "JobReservation": _job_reservation,  # not in the defaults: a profile enables it with Coscheduling
     # not in the defaults: a profile enables it (docs/rules/scheduler-reservation.md#wiring)
     "Reservation": _no_args(Reservation, "Reservation"),
+    "ElasticQuota": _elastic_quota,  # not in the defaults (docs/rules/scheduler-elasticquota.md#wiring)
 }
 KNOWN = frozenset(REGISTRY)
 
@@ -298,6 +308,13 @@ def build_framework(
             raise ConfigError(f"profile {profile.scheduler_name!r}: plugin {name!r} is not registered")
         plugins[name] = factory(profile.args.get(name, {}), h)
     points, weights = profile_points(profile, plugins)
+    if {"ElasticQuota", "DefaultPreemption"} <= set(points["postFilter"]):
+        # PostFilters run until one succeeds: DefaultPreemption would then evict other quotas' pods
+        # whenever ElasticQuota finds no candidate (docs/rules/scheduler-elasticquota.md#wiring).
+        raise ConfigError(
+            f"profile {profile.scheduler_name!r}: plugins.postFilter: 'ElasticQuota' and 'DefaultPreemption' "
+            "are both enabled; preemption must stay within a quota: disable DefaultPreemption at postFilter"
+        )
     fw = Framework(
         list(plugins.values()),
         weights,
@@ -308,7 +325,7 @@ def build_framework(
         percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
     )
     for plugin in plugins.values():
-        if isinstance(plugin, DefaultPreemption):
+        if isinstance(plugin, DefaultPreemption | ElasticQuota):
             plugin.attach(fw)
         if isinstance(plugin, JobReservation):  # docs/rules/scheduler-jobreservation.md#wiring
             gangs = [p for p in plugins.values() if isinstance(p, Coscheduling)]

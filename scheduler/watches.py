@@ -6,9 +6,11 @@ plugin parked for want of one are tried again. With Coscheduling in a profile, P
 (pending ones too) also reach its plugins (scheduler.podgroupcontroller.GangEvents), each pod before the
 router queues it, so the gang cache knows a pod before PreEnqueue is asked about it. With Reservation in
 a profile, Reservations reach scheduler.reservationevents (the plugins, the controller, the reserve pods)
-and every pod the controller (its owners).
+and every pod the controller (its owners). With ElasticQuota in a profile, ElasticQuotas, every pod
+(before the router) and every node (after it) reach its plugins (scheduler.quotacontroller.QuotaEvents,
+docs/rules/scheduler-elasticquota.md#wiring).
 Imports: the kubernetes client, kube.informer, apis, scheduler (framework, gateway, podgroupcontroller,
-reservationcontroller, reservationevents).
+quotacontroller, reservationcontroller, reservationevents).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from typing import Any, Protocol
 from kubernetes import client
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
+from apis.elasticquota import GROUP as QUOTA_GROUP
+from apis.elasticquota import PLURAL as QUOTA_PLURAL
+from apis.elasticquota import VERSION as QUOTA_VERSION
 from apis.kubeobjects import KubeObject
 from apis.reservation import GROUP as RESERVATION_GROUP
 from kube.informer import Informer
@@ -27,6 +32,7 @@ from scheduler.framework.listers import REPLICA_SET, REPLICATION_CONTROLLER, SER
 from scheduler.framework.volumes import CSI_NODE, PV, PVC, STORAGE_CLASS
 from scheduler.gateway import AnyInformer, EventRouter
 from scheduler.podgroupcontroller import GROUP, PLURAL, VERSION, GangEvents
+from scheduler.quotacontroller import QuotaEvents
 from scheduler.reservationcontroller import PLURAL as RESERVATION_PLURAL
 from scheduler.reservationcontroller import VERSION as RESERVATION_VERSION
 from scheduler.reservationevents import ReservationEvents
@@ -95,12 +101,34 @@ def pod_handlers(router: EventRouter, gangs: GangEvents | None, *others: PodHand
     return {"on_add": add, "on_update": update, "on_delete": delete}
 
 
+def node_handlers(router: EventRouter, quotas: QuotaEvents | None) -> dict[str, Any]:
+    """The node informer's handlers: the router's, then the quota plugins' (allocatable makes their
+    cluster total) when there are any."""
+    if quotas is None:
+        return {"on_add": router.node_add, "on_update": router.node_update, "on_delete": router.node_delete}
+
+    def add(node: Any) -> None:
+        router.node_add(node)
+        quotas.node_add(node)
+
+    def update(old: Any, new: Any) -> None:
+        router.node_update(old, new)
+        quotas.node_update(old, new)
+
+    def delete(node: Any) -> None:
+        router.node_delete(node)
+        quotas.node_delete(node)
+
+    return {"on_add": add, "on_update": update, "on_delete": delete}
+
+
 def informers(
     router: EventRouter,
     api: Any,
     resync_seconds: float = 300,
     gangs: GangEvents | None = None,
     reservations: ReservationEvents | None = None,
+    quotas: QuotaEvents | None = None,
 ) -> list[AnyInformer]:
     core = client.CoreV1Api(api)
     apps = client.AppsV1Api(api)
@@ -154,11 +182,18 @@ def informers(
                      on_update=reservations.reservation_update, on_delete=reservations.reservation_delete,
                      name="reservations")
         )  # fmt: skip
-    others = [reservations] if reservations is not None else []
+    if quotas is not None:  # docs/rules/scheduler-elasticquota.md#wiring
+        watched.append(
+            Informer(custom.list_cluster_custom_object,
+                     kwargs={"group": QUOTA_GROUP, "version": QUOTA_VERSION, "plural": QUOTA_PLURAL},
+                     resync_seconds=resync_seconds, on_add=quotas.quota_add,
+                     on_update=quotas.quota_update, on_delete=quotas.quota_delete, name="elasticquotas")
+        )  # fmt: skip
+    others = [x for x in (reservations, quotas) if x is not None]
     return [
         *watched,
-        Informer(core.list_node, resync_seconds=resync_seconds, on_add=router.node_add,
-                 on_update=router.node_update, on_delete=router.node_delete, name="nodes"),
+        Informer(core.list_node, resync_seconds=resync_seconds, **node_handlers(router, quotas),
+                 name="nodes"),
         Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds,
                  **pod_handlers(router, gangs, *others), name="pods"),
         Informer(custom.list_cluster_custom_object,

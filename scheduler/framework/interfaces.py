@@ -221,7 +221,7 @@ class PostBindPlugin(Plugin, Protocol):
 class ClusterEvent:
     """A change that may make parked pods schedulable: resource kind and action."""
 
-    resource: str  # "Pod", "Node", "NodeMetric"
+    resource: str  # "Pod", "Node", "NodeMetric", "ElasticQuota" (its objects), ...
     action: str  # "Add", "Update", "Delete"
 
 

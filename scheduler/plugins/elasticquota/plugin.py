@@ -35,6 +35,7 @@ from scheduler.plugins.elasticquota.status import status_patch
 NAME: Final = "ElasticQuota"
 STATE_KEY: Final = "ElasticQuota/postFilterState"
 DEFAULT_TREE: Final = ""
+QUOTA_EVENT_RESOURCE: Final = "ElasticQuota"  # the ClusterEvent resource of ElasticQuota objects
 AnyPod = Mapping[str, Any]
 
 
@@ -74,8 +75,10 @@ class ElasticQuota:
         return self.managers[DEFAULT_TREE]
 
     def events_to_register(self) -> list[ClusterEvent]:
-        # the wiring requeues on quota and pod-delete events (docs/rules/scheduler-elasticquota.md#wiring)
-        return []
+        """A pod the quota turned away may fit once a pod is deleted or any quota changes (its runtime
+        moves with requests and quotas), as upstream registers
+        (docs/rules/scheduler-elasticquota.md#wiring)."""
+        return [ClusterEvent("Pod", "Delete"), ClusterEvent(QUOTA_EVENT_RESOURCE, "*")]
 
     # --- informer events --------------------------------------------------------------------------------
     def on_quota_add(self, obj: Mapping[str, Any]) -> None:
