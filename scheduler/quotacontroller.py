@@ -73,6 +73,7 @@ class QuotaController:
         self.objects: dict[str, AnyObject] = {}  # the informer's ElasticQuotas, by namespace/name
         self._objects_lock = threading.Lock()
         self.specials_created = False
+        self._create_failed: set[str] = set()
         self.patches = 0
         self.revoked: list[str] = []  # namespace/name of every pod the revoke deleted (tests, logs)
 
@@ -155,7 +156,9 @@ class QuotaController:
         }
         done = True
         for name, (labels, notes, maximum) in bodies.items():
-            if f"{ns}/{name}" in self.objects:
+            with self._objects_lock:
+                present = f"{ns}/{name}" in self.objects
+            if present:
                 continue
             body: dict[str, Any] = {
                 "apiVersion": f"{GROUP}/{VERSION}", "kind": "ElasticQuota",
@@ -170,7 +173,10 @@ class QuotaController:
                 log.info("ElasticQuota %s/%s created", ns, name)
             except ApiException as e:
                 if e.status != 409:  # 409: it exists, the informer has not shown it yet
-                    log.warning("ElasticQuota %s/%s: create failed: %s %s", ns, name, e.status, e.reason)
+                    # retried every round: said once at warning level
+                    level = logging.DEBUG if name in self._create_failed else logging.WARNING
+                    log.log(level, "ElasticQuota %s/%s: create failed: %s %s", ns, name, e.status, e.reason)
+                    self._create_failed.add(name)
                     done = False
         return done
 
