@@ -159,7 +159,6 @@ def test_upstream_chart_names_every_missing_plugin_in_one_error() -> None:
         parse_config(chart(), REGISTERED)
     msg = str(e.value)
     for name in (
-        "ElasticQuota",
         "DeviceShare",
         "NodeNUMAResource",
         "SchedulingHint",
@@ -169,6 +168,7 @@ def test_upstream_chart_names_every_missing_plugin_in_one_error() -> None:
     assert "--ignore-unknown-plugins" in msg
     assert "Coscheduling" not in msg  # registered: docs/rules/scheduler-coscheduling.md#wiring
     assert "Reservation" not in msg  # registered: docs/rules/scheduler-reservation.md#wiring
+    assert "ElasticQuota" not in msg  # registered: docs/rules/scheduler-elasticquota.md#wiring
     assert "LoadAwareScheduling" not in msg and "PrioritySort" not in msg and "DefaultBinder" not in msg
 
 
@@ -181,8 +181,9 @@ def test_upstream_chart_loads_with_ignore_unknown_plugins(
         config = load_config(f, REGISTERED, ignore_unknown=True)
     [record] = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert (
-        "skipped (--ignore-unknown-plugins)" in record.getMessage() and "ElasticQuota" in record.getMessage()
+        "skipped (--ignore-unknown-plugins)" in record.getMessage() and "DeviceShare" in record.getMessage()
     )
+    assert "ElasticQuota" not in record.getMessage()
     assert "Coscheduling" not in record.getMessage()
     [p] = config.profiles
     assert p.args["LoadAwareScheduling"]["usageThresholds"] == {"cpu": 65, "memory": 95}
@@ -199,8 +200,12 @@ def test_upstream_chart_loads_with_ignore_unknown_plugins(
     for point in (fw.pre_filters, fw.filters, fw.post_filters, fw.pre_scores, fw.scores, fw.reserves,
                   fw.pre_binds, fw.binds, fw.transformers):  # fmt: skip
         assert "Reservation" in [x.name for x in point]
-    assert [x.name for x in fw.post_filters][0] == "Reservation"
+    assert next(x.name for x in fw.post_filters) == "Reservation"
     assert fw.weights[[x.name for x in fw.scores].index("Reservation")] == 5000
+    # and ElasticQuota where the chart names it, alone with them at postFilter (DefaultPreemption disabled)
+    for point in (fw.pre_filters, fw.post_filters, fw.reserves):
+        assert "ElasticQuota" in [x.name for x in point]
+    assert "DefaultPreemption" not in [x.name for x in fw.post_filters]
 
 
 def test_a_koord_plugin_at_a_point_it_does_not_implement_is_an_error() -> None:
