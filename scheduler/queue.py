@@ -63,6 +63,7 @@ class QueuedPodInfo:
     cycle: int = 0
     updated_in_flight: bool = False
     gated: bool = False  # refused by PreEnqueue: parked without an attempt, back without backoff
+    activated_in_flight: bool = False  # `activate` found it in flight: it returns to activeQ
 
     @property
     def key(self) -> str:
@@ -222,7 +223,7 @@ class SchedulingQueue:
         info.attempts += 1
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = now
-        info.updated_in_flight = info.gated = False
+        info.updated_in_flight = info.gated = info.activated_in_flight = False
         self._in_flight[info.key] = info
         self._deleted_in_flight.discard(info.key)
         return info
@@ -252,15 +253,17 @@ class SchedulingQueue:
                 return
             info.attempts -= 1
             info.gated, info.unschedulable_plugins = True, {plugin} - {""}
-            if self._move_request_cycle >= info.cycle or info.updated_in_flight:
-                self._active.push(info)  # an event came while it was checked: check again
+            if self._move_request_cycle >= info.cycle or info.updated_in_flight or info.activated_in_flight:
+                self._active.push(info)  # an event or activation came while it was checked: check again
                 self._cond.notify()
             else:
                 self._unschedulable[key] = info
 
     def activate(self, pods: Iterable[Pod]) -> int:
-        """Moves these pods from unschedulable or backoffQ to activeQ (kube's Activate); others are
-        left where they are. Returns how many moved."""
+        """Moves these pods from unschedulable or backoffQ to activeQ (kube's Activate); a pod in
+        flight is marked so that it goes to activeQ when its attempt fails or is gated (kube's
+        ForceActivate: an activation that races PreEnqueue's refusal must not be lost); others are left
+        where they are. Returns how many moved now."""
         n = 0
         with self._cond:
             for pod in pods:
@@ -269,6 +272,8 @@ class SchedulingQueue:
                 if info is not None:
                     self._active.push(info)
                     n += 1
+                elif (flying := self._in_flight.get(key)) is not None:
+                    flying.activated_in_flight = True
             if n:
                 self._cond.notify_all()
         return n
@@ -299,8 +304,11 @@ class SchedulingQueue:
             info.unschedulable_plugins = set(rejected_by)
             info.timestamp = now
             to_backoff = self._move_request_cycle >= info.cycle or not rejected_by or info.updated_in_flight
-            info.updated_in_flight = False
-            if to_backoff:
+            activated, info.updated_in_flight = info.activated_in_flight, False
+            if activated:
+                self._active.push(info)
+                self._cond.notify()
+            elif to_backoff:
                 self._backoff.push(info)
             else:
                 self._unschedulable[key] = info
