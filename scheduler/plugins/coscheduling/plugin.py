@@ -83,10 +83,15 @@ class Coscheduling:
         self.cache.on_pod_delete(pod)
 
     def on_pod_group(self, old: PodGroup | None, new: PodGroup | None) -> None:
-        """Add (old None), update, or delete (new None)."""
+        """Add (old None), update, or delete (new None). An update activates only when it makes the
+        gang worth requeueing (docs/rules/scheduler-coscheduling.md#wiring): the status controller's
+        own patches must not start a new round at once, skipping the backoff of the member that failed."""
         if new is not None:
+            before = self.cache.get(new.key) if old is not None else None
+            worth_before = before is not None and _worth_requeue(before)
             self.cache.on_pod_group_update(old, new)
-            self._activate_if_ready(self.cache.get(new.key))
+            if not worth_before:
+                self._activate_if_ready(self.cache.get(new.key))
         elif old is not None:
             self.cache.on_pod_group_delete(old.namespace, old.name)
 
@@ -280,6 +285,11 @@ class Coscheduling:
         for waiting in self.waiting.waiting_pods():
             if d.in_group(members, waiting.pod):
                 waiting.reject(NAME, message)
+
+
+def _worth_requeue(gang: Gang) -> bool:
+    """Initialised and holding its min children (upstream's isGangWorthRequeue)."""
+    return gang.has_init and len(gang.children) >= gang.min_required
 
 
 def set_bind_annotations(pod: Any, info: tuple[str, int] | None) -> None:
