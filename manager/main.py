@@ -390,20 +390,22 @@ def main(argv: list[str] | None = None) -> int:
     # stops scanning it (its pauses stalled the hub's event loop by 30-150 ms under load).
     gc.freeze()
     stop.wait()
-    if endpoints is not None:
-        endpoints.kick()
-    if built is not None:
-        built.manager.stop()
-    for probe in probes:
-        probe.stop()
-    if webhooks is not None:
-        webhooks.stop()
-    if service is not None:
-        service.close()
-    if elector_thread is not None:
-        elector_thread.join(timeout=15)
-    server.stop(grace=5).wait()
-    shutil.rmtree(token_dir, ignore_errors=True)
+    try:
+        if endpoints is not None:
+            endpoints.kick()
+        if built is not None:
+            built.manager.stop()
+        for probe in probes:
+            probe.stop()
+        if webhooks is not None:
+            webhooks.stop()
+        if service is not None:
+            service.close()
+        if elector_thread is not None:
+            elector_thread.join(timeout=15)
+        server.stop(grace=5).wait()
+    finally:  # whatever the shutdown meets, the hub token does not outlive the process
+        shutil.rmtree(token_dir, ignore_errors=True)
     return 0
 
 

@@ -28,11 +28,11 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agent.podmeta import PodMeta, pod_meta
@@ -156,11 +156,48 @@ def _raw_be(pod: PodMeta) -> bool:
     return labels.get(c.LABEL_POD_QOS) == "BE"
 
 
+def _memory_pressure_world() -> tuple[Snapshot, frozenset[str]]:
+    """A world where BEMemoryEvict must evict: node memory at 120 % of capacity, a BE pod and an LS pod
+    using memory, every gate on, memory evict threshold 70 %. Always among the examples, so the property is
+    exercised whatever the generated worlds happen to be."""
+    pods = [
+        {"metadata": {"name": f"pod-{q}", "namespace": "ns", "uid": f"u-{q}", "labels": {c.LABEL_POD_QOS: q}},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"memory": "1G"}}}]},
+         "status": {"phase": "Running"}}
+        for q in ("BE", "LS")
+    ]  # fmt: skip
+    metas = [pod_meta(cast(Any, p), CgroupDriver.CGROUPFS) for p in pods]
+    values: dict[tuple[str, str], float] = {("node_memory_usage", ""): 120e9, ("node_cpu_usage", ""): 4.0}
+    for m in metas:
+        values[("pod_memory_usage", m.uid)] = 30e9
+        values[("pod_cpu_usage", m.uid)] = 1.0
+    node: Node = {
+        "metadata": {"name": "n"},
+        "status": {
+            "capacity": {"cpu": "32", "memory": "100G"},
+            "allocatable": {"cpu": "32", "memory": "100G"},
+        },
+    }
+    snapshot = Snapshot(
+        now=NOW, node=node,
+        node_slo=NodeSLOSpec(
+            resource_used_threshold_with_be=ResourceThresholdStrategy(
+                enable=True, memory_evict_threshold_percent=70
+            )
+        ),
+        pods=metas, metrics=Metrics(values), cgroups=NoCgroups(), cgroup_version=CgroupVersion.V2,
+        cgroup_driver=CgroupDriver.CGROUPFS, topology=None,
+        gates=dict.fromkeys((*memoryevict.GATES, *cpuevict.GATES), True),
+    )  # fmt: skip
+    return snapshot, frozenset()
+
+
 def test_be_evictors_evict_only_be_pods() -> None:
     evicted_by_be_gates = []
 
     @fuzz_settings(EXAMPLES)
     @given(eviction_worlds())
+    @example(_memory_pressure_world())
     def check(world: tuple[Snapshot, frozenset[str]]) -> None:
         snapshot, already = world
         s = snapshot.node_slo.resource_used_threshold_with_be if snapshot.node_slo else None
