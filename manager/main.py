@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import secrets
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import uuid
 from collections.abc import Callable
@@ -296,21 +295,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     store = HubStore()
     internal_token = secrets.token_urlsafe(32)
-    token_dir = tempfile.mkdtemp(prefix="koord-manager-")
-    token_file = Path(token_dir) / "hub-token"
-    token_file.write_text(internal_token)
-    token_file.chmod(0o600)
+    # The embedded scheduler reads its hub token from a file; an anonymous in-memory file (memfd) serves
+    # it without anything on disk, so not even a SIGKILL leaves the token behind.
+    token_fd = os.memfd_create("koord-manager-hub-token", os.MFD_CLOEXEC)
+    os.write(token_fd, internal_token.encode())
+    token_file = Path(f"/proc/self/fd/{token_fd}")
     try:
         authenticator, authorizer = hub_auth(args, internal_token)
     except (ValueError, RuntimeError, OSError) as e:  # KubeConfigError is a RuntimeError
         print(f"koord-manager: --hub-auth={args.hub_auth}: {e}", file=sys.stderr)
-        shutil.rmtree(token_dir, ignore_errors=True)
+        os.close(token_fd)
         return 1
     try:
         credentials, hub_ca = hub_tls(args)
     except (ValueError, RuntimeError, OSError) as e:  # GatewayError, KubeConfigError: RuntimeErrors
         print(f"koord-manager: hub TLS: {e}", file=sys.stderr)
-        shutil.rmtree(token_dir, ignore_errors=True)
+        os.close(token_fd)
         return 1
     try:
         server, port = serve(
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except (OSError, RuntimeError) as e:
         print(f"koord-manager: --hub-addr={args.hub_addr}: {e}", file=sys.stderr)
-        shutil.rmtree(token_dir, ignore_errors=True)
+        os.close(token_fd)
         return 1
     print(f"koord-manager {koord_version()}: MetricHub listening on port {port}", flush=True)
 
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError, OSError) as e:
         print(f"koord-manager: --hub-endpoints={args.hub_endpoints}: {e}", file=sys.stderr)
         server.stop(grace=None)
-        shutil.rmtree(token_dir, ignore_errors=True)
+        os.close(token_fd)
         return 1
     if endpoints is not None:
         leadership.on_start(endpoints.kick)
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
                 probe.stop()
             if webhooks is not None:
                 webhooks.stop()
-            shutil.rmtree(token_dir, ignore_errors=True)
+            os.close(token_fd)
             return 1
     if not probes:  # hub only: still /metrics and probes
         try:
@@ -404,8 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         if elector_thread is not None:
             elector_thread.join(timeout=15)
         server.stop(grace=5).wait()
-    finally:  # whatever the shutdown meets, the hub token does not outlive the process
-        shutil.rmtree(token_dir, ignore_errors=True)
+    finally:
+        os.close(token_fd)
     return 0
 
 
