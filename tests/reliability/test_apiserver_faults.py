@@ -195,6 +195,19 @@ def test_killed_then_frozen_api_server_loses_nothing_and_every_daemon_recovers(
         agent.start()
         wait_for(lambda: rig.batch_cpu() == 0, 60, 0.5, "no batch-cpu on the busy node")
         holder, transitions = lease(own_kube, ns, "koordinator-manager")
+        # The embedded scheduler hears of the load through its own watch, which may trail the manager's
+        # batch computation: wait until it turns a probe pod away (a probe bound before it knew is removed).
+        for attempt in range(10):
+            probe = f"probe-{attempt}"
+            core.create_namespaced_pod(ns, pod_manifest(probe, {"kubernetes.io/hostname": node}))
+            wait_for(lambda p=probe: rig.too_busy_for(p) or node_names(own_kube, ns, [p])[p], 30, 0.5,
+                     f"{probe} decided")  # fmt: skip
+            busy = rig.too_busy_for(probe)
+            core.delete_namespaced_pod(probe, ns, grace_period_seconds=0)
+            if busy:
+                break
+        else:
+            raise AssertionError("the scheduler never saw the busy node's load")
         for name in pods:
             core.create_namespaced_pod(ns, pod_manifest(name, {"kubernetes.io/hostname": node}))
         for name in pods:
