@@ -9,12 +9,12 @@ Imports: standard library, apis.*, agent.system.nodeinfo.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from agent.system.nodeinfo import CpuInfo
 from apis import constants as c
+from apis.cpuset import format_cpuset, parse_cpuset
 from apis.kubeobjects import KubeObject, Node, Pod
 from apis.qos import QoSClass, qos_class_raw
 from apis.quantity import Quantity
@@ -33,39 +33,10 @@ __all__ = [
     "system_exclusive_cpus",
 ]
 
-MAX_CPU_ID: Final = 4096
-_GO_ATOI: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
 
 def parse_cpuset_go(text: str) -> frozenset[int]:
-    """Kubernetes ``cpuset.Parse``: ``""`` is empty, ``A-B`` with ``A > B`` is empty, ids above 4096 and
-    malformed elements raise ``ValueError`` (docs/rules/manager.md#the-node-reservation-annotation)."""
-    if text == "":
-        return frozenset()
-    cpus: set[int] = set()
-    for element in text.split(","):
-        bounds = element.split("-", 1)
-        nums: list[int] = []
-        for b in bounds:
-            if not _GO_ATOI.fullmatch(b) or not 0 <= int(b) <= MAX_CPU_ID:
-                raise ValueError(f"invalid cpuset {text!r}: bad element {element!r}")
-            nums.append(int(b))
-        cpus.update(range(nums[0], nums[-1] + 1))
-    return frozenset(cpus)
-
-
-def format_cpuset(cpus: Iterable[int]) -> str:
-    """Canonical cpuset string with ranges, e.g. ``0-3,8,10-11`` (``""`` when empty)."""
-    ordered = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
+    """Kubernetes ``cpuset.Parse`` (apis.cpuset): malformed text raises ``ValueError``."""
+    return parse_cpuset(text)
 
 
 def _annotations(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:

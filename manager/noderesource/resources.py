@@ -8,7 +8,7 @@ number of nanos (Go rounds to nano on parse), so sums and differences are exact 
 Float steps (percent ratios) follow upstream's ``float64`` expressions exactly.
 NodeMetric objects are read as their JSON dicts (decoding them into ``apis.nodemetric`` dataclasses
 costs ~0.5 ms each, too slow for a whole-cluster recompute); a ``NodeMetric`` instance is also accepted.
-Imports: the standard library, ``apis`` and ``manager.noderesource.cpuset``. Pure, no I/O.
+Imports: the standard library, ``apis`` and ``apis.cpuset``. Pure, no I/O.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from apis import constants as c
+from apis.cpuset import CPUSetError, parse_cpuset
 from apis.gojson import GoStruct, MapKind, jf
 from apis.gojson_kinds import QuantityKind, StrKind
 from apis.kubeobjects import Node, Pod
@@ -39,7 +40,6 @@ from apis.rfc3339 import parse_rfc3339
 from apis.sloconfig_merge import default_colocation_strategy
 from apis.sloconfig_types import ColocationStrategy
 from apis.waits import clamp_seconds
-from manager.noderesource.cpuset import CPUSetError, parse_cpuset
 
 NANO: Final = 10**9
 MILLI_NANOS: Final = 10**6

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apis.cpuset import CPUSetError, parse_cpuset
 from apis.nodemetric import NodeMetric
 from apis.sloconfig_merge import default_colocation_strategy
 from apis.sloconfig_types import ColocationStrategy
-from manager.noderesource.cpuset import CPUSetError, parse_cpuset
 from manager.noderesource.plugins import batchresource, midresource
 from manager.noderesource.resources import (
     NANO,

@@ -1,11 +1,13 @@
-"""Cpuset strings (``"0-5,8"``) as used by the node reservation annotation's ``reservedCPUs``
-(docs/rules/manager.md#the-node-reservation-annotation). Pure. Imports: the
-standard library only.
+"""Cpuset strings (Linux cpulist, ``"0-5,8"``) as Kubernetes' ``cpuset.Parse`` reads them and the
+canonical form koord writes (docs/rules/manager.md#the-node-reservation-annotation): the node reservation's
+``reservedCPUs``, the pods' ``resource-status`` cpusets, the NodeResourceTopology share pools. One
+implementation for the koordlet, the manager and the scheduler. Pure. Imports: the standard library only.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Final
 
 MAX_CPU_ID: Final = 4096  # higher ids are rejected (docs/rules/manager.md#the-node-reservation-annotation)
@@ -39,3 +41,18 @@ def parse_cpuset(text: str) -> frozenset[int]:
         start, end = _atoi(bounds[0], text), _atoi(bounds[1], text)
         cpus.update(range(start, end + 1))
     return frozenset(cpus)
+
+
+def format_cpuset(cpus: Iterable[int]) -> str:
+    """Canonical cpuset string: ascending, runs of two or more consecutive ids as ``a-b``, joined by ``,``
+    (e.g. ``0-3,8,10-11``); ``""`` when empty."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
