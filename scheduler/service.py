@@ -1,7 +1,7 @@
 """SchedulerService: every profile of a KubeSchedulerConfiguration (one queue, one cache, a framework
 per schedulerName) with its informers, binder chain and the optional plugins' wiring (Coscheduling,
-JobReservation, Reservation, ElasticQuota, shards); koord-scheduler's entry point (scheduler.main) and
-koord-manager (embedded) run it.
+JobReservation, Reservation, ElasticQuota, NodeNUMAResource, DeviceShare, shards); koord-scheduler's
+entry point (scheduler.main) and koord-manager (embedded) run it.
 
 The service keeps its informers (and the MetricHub watcher, when a hub address is given) running
 on every replica, so a standby has a warm cache; only while `active()` is true — this replica holds
@@ -59,6 +59,7 @@ from scheduler.registry import Handle, build_framework
 from scheduler.reservationevents import ReservationWiring
 from scheduler.scheduler import Binder, Scheduler, freeze_heap
 from scheduler.shards.wiring import ShardCollector, Sharding
+from scheduler.topologyevents import TopologyEvents
 from scheduler.watches import informers
 
 __all__ = ["LeaderGatedBinder", "SchedulerService"]
@@ -193,6 +194,11 @@ class SchedulerService:
                 self.quota_controller,
                 quota_metrics,
             )
+        # NodeNUMAResource / DeviceShare: NodeResourceTopologies and Devices to the plugins
+        # (docs/rules/scheduler-nodenumaresource.md#wiring, docs/rules/scheduler-deviceshare.md#wiring).
+        all_plugins = (p for fw in frameworks.values() for p in fw.plugins)
+        topology = TopologyEvents(all_plugins, self.scheduler.lock, self.scheduler.on_event)
+        self.topology: TopologyEvents | None = topology if topology.wanted else None
         # JobReservation's Events and metrics (docs/rules/scheduler-jobreservation.md#events-and-metrics).
         self.jobres: JobReservationReporter | None = None
         for plugin in (p for fw in frameworks.values() for p in fw.plugins if isinstance(p, JobReservation)):
@@ -213,7 +219,12 @@ class SchedulerService:
         watched = {
             inf.name: inf
             for inf in informers(
-                self.router, self.api, gangs=self.gangs, reservations=events, quotas=self.quotas
+                self.router,
+                self.api,
+                gangs=self.gangs,
+                reservations=events,
+                quotas=self.quotas,
+                topology=self.topology,
             )
         }
         start_informers(list(watched.values()), stop, sync_timeout)

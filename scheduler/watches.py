@@ -8,9 +8,10 @@ router queues it, so the gang cache knows a pod before PreEnqueue is asked about
 a profile, Reservations reach scheduler.reservationevents (the plugins, the controller, the reserve pods)
 and every pod the controller (its owners). With ElasticQuota in a profile, ElasticQuotas, every pod
 (before the router) and every node (after it) reach its plugins (scheduler.quotacontroller.QuotaEvents,
-docs/rules/scheduler-elasticquota.md#wiring).
+docs/rules/scheduler-elasticquota.md#wiring). With NodeNUMAResource or DeviceShare in a profile,
+NodeResourceTopologies and Devices reach them (scheduler.topologyevents).
 Imports: the kubernetes client, kube.informer, apis, scheduler (framework, gateway, podgroupcontroller,
-quotacontroller, reservationcontroller, reservationevents).
+quotacontroller, reservationcontroller, reservationevents, topologyevents).
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ from scheduler.quotacontroller import QuotaEvents
 from scheduler.reservationcontroller import PLURAL as RESERVATION_PLURAL
 from scheduler.reservationcontroller import VERSION as RESERVATION_VERSION
 from scheduler.reservationevents import ReservationEvents
+from scheduler.topologyevents import (
+    DEVICE_GROUP,
+    DEVICE_PLURAL,
+    DEVICE_VERSION,
+    NRT_GROUP,
+    NRT_PLURAL,
+    NRT_VERSION,
+    TopologyEvents,
+)
 
 
 class KindStore(Protocol):
@@ -129,6 +139,7 @@ def informers(
     gangs: GangEvents | None = None,
     reservations: ReservationEvents | None = None,
     quotas: QuotaEvents | None = None,
+    topology: TopologyEvents | None = None,
 ) -> list[AnyInformer]:
     core = client.CoreV1Api(api)
     apps = client.AppsV1Api(api)
@@ -188,6 +199,20 @@ def informers(
                      kwargs={"group": QUOTA_GROUP, "version": QUOTA_VERSION, "plural": QUOTA_PLURAL},
                      resync_seconds=resync_seconds, on_add=quotas.quota_add,
                      on_update=quotas.quota_update, on_delete=quotas.quota_delete, name="elasticquotas")
+        )  # fmt: skip
+    if topology is not None and topology.topology_plugins:  # docs/rules/scheduler-nodenumaresource.md#wiring
+        watched.append(
+            Informer(custom.list_cluster_custom_object,
+                     kwargs={"group": NRT_GROUP, "version": NRT_VERSION, "plural": NRT_PLURAL},
+                     resync_seconds=resync_seconds, on_add=topology.nrt_add, on_update=topology.nrt_update,
+                     on_delete=topology.nrt_delete, name="noderesourcetopologies")
+        )  # fmt: skip
+    if topology is not None and topology.device_plugins:  # docs/rules/scheduler-deviceshare.md#wiring
+        watched.append(
+            Informer(custom.list_cluster_custom_object,
+                     kwargs={"group": DEVICE_GROUP, "version": DEVICE_VERSION, "plural": DEVICE_PLURAL},
+                     resync_seconds=resync_seconds, on_add=topology.device_add,
+                     on_update=topology.device_update, on_delete=topology.device_delete, name="devices")
         )  # fmt: skip
     others = [x for x in (reservations, quotas) if x is not None]
     return [

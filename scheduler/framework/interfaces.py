@@ -291,3 +291,19 @@ class NodeMetricEventHandler(Plugin, Protocol):
     """A plugin that follows node metrics (`nm` None: the node's metric is gone)."""
 
     def on_node_metric(self, name: str, nm: Any) -> None: ...
+
+
+@runtime_checkable
+class TopologyEventHandler(Plugin, Protocol):
+    """A plugin that follows NodeResourceTopology objects (`nrt` None: the node's object is gone;
+    docs/rules/scheduler-nodenumaresource.md#wiring)."""
+
+    def on_topology(self, node_name: str, nrt: Any) -> None: ...
+
+
+@runtime_checkable
+class DeviceEventHandler(Plugin, Protocol):
+    """A plugin that follows Device objects (`device` None: the node's object is gone;
+    docs/rules/scheduler-deviceshare.md#wiring)."""
+
+    def on_device(self, node_name: str, device: Any) -> None: ...
