@@ -1,0 +1,329 @@
+"""The ``NodeNUMAResource`` scheduler plugin (docs/rules/scheduler-nodenumaresource.md#wiring): exclusive
+cpusets for LSE/LSR pods. PreFilter decides whether the pod binds CPUs; Filter and Score are vectorised
+and visit only the rows where the rule can differ from the plain case (nodes whose labels, annotations
+or NodeResourceTopology make the plugin act, or every row for a binding pod), so a pod that binds
+nothing on a cluster without such nodes costs a few numpy calls; Reserve allocates the cpuset and
+records it as assumed, Unreserve releases it, PreBind writes ``resource-status`` (and the
+``resource-spec`` write-back). Assigned pods and NodeResourceTopology objects reach it through
+``on_pod_*`` and ``on_topology``.
+Imports: the standard library, numpy, apis (numa, pod), scheduler.framework, this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from apis.cpuset import format_cpuset
+from apis.numa import (
+    ANNOTATION_RESOURCE_AMPLIFICATION_RATIO,
+    ANNOTATION_RESOURCE_SPEC,
+    ANNOTATION_RESOURCE_STATUS,
+    BIND_DEFAULT,
+    BIND_FULL_PCPUS,
+    BIND_SPREAD_BY_PCPUS,
+    LABEL_CPU_BIND_POLICY,
+    LABEL_NUMA_TOPOLOGY_POLICY,
+    NODE_BIND_FULL_PCPUS_ONLY,
+    NODE_BIND_SPREAD_BY_PCPUS,
+    NUMA_LEAST_ALLOCATED,
+    NUMA_MOST_ALLOCATED,
+    PLUGIN_NAME,
+    ResourceSpec,
+    ResourceStatus,
+    format_resource_spec,
+    format_resource_status,
+    go_fields,
+    parse_resource_spec,
+)
+from apis.pod import pod_annotations
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import ClusterEvent, FilterResult, IntArray, Pod
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Status
+from scheduler.plugins.nodenumaresource.accumulator import AllocationError
+from scheduler.plugins.nodenumaresource.allocation import PodAllocation
+from scheduler.plugins.nodenumaresource.cache import NUMACache, pod_id
+from scheduler.plugins.nodenumaresource.cpuset_alloc import allocate_cpuset, bind_policy_used
+from scheduler.plugins.nodenumaresource.filtering import (
+    ERR_INVALID_CPU_TOPOLOGY,
+    NodeFacts,
+    filter_node,
+    pod_request,
+    request_cpu_bind,
+)
+from scheduler.plugins.nodenumaresource.prefilter import PodState, pre_filter
+from scheduler.plugins.nodenumaresource.scoring import (
+    MOST_ALLOCATED,
+    ScoringStrategy,
+    parse_strategy,
+    score_node,
+    score_rows,
+)
+
+NAME: Final = PLUGIN_NAME
+STATE_KEY: Final = PLUGIN_NAME
+_FIELDS: Final = ("defaultCPUBindPolicy", "scoringStrategy", "numaScoringStrategy")
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """One cycle's state: PreFilter's answer, the snapshot seen, what Reserve allocated and where."""
+
+    pod: PodState
+    snapshot: Snapshot | None = None
+    allocation: PodAllocation | None = None
+    node: str = ""
+
+    def clone(self) -> _Cycle:
+        return _Cycle(self.pod, self.snapshot, self.allocation, self.node)
+
+
+def _acts_on(node: Mapping[str, Any]) -> bool:
+    """Whether the Node object alone can make Filter or Score differ from the plain case."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    return (
+        labels.get(LABEL_CPU_BIND_POLICY) in (NODE_BIND_FULL_PCPUS_ONLY, NODE_BIND_SPREAD_BY_PCPUS)
+        or bool(labels.get(LABEL_NUMA_TOPOLOGY_POLICY))
+        or ANNOTATION_RESOURCE_AMPLIFICATION_RATIO in annotations
+    )
+
+
+class NodeNUMAResource:
+    """Koordinator's NodeNUMAResource (CPU binding; NUMA-node fitting is not built)."""
+
+    def __init__(
+        self,
+        default_bind_policy: str = BIND_FULL_PCPUS,
+        scoring: ScoringStrategy | None = None,
+        numa_scoring: ScoringStrategy | None = None,
+        cache: NUMACache | None = None,
+    ) -> None:
+        self.default_bind_policy = default_bind_policy
+        self.scoring = scoring or ScoringStrategy()
+        self.numa_scoring = numa_scoring or ScoringStrategy()
+        # the accumulator's default NUMA strategy (docs/rules/scheduler-nodenumaresource.md#args)
+        self.default_strategy = (
+            NUMA_MOST_ALLOCATED if self.numa_scoring.type == MOST_ALLOCATED else NUMA_LEAST_ALLOCATED
+        )
+        self.cache = cache if cache is not None else NUMACache()
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any] | None) -> NodeNUMAResource:
+        """v1 defaults for absent (or null) fields; ValueError names the bad field and its value."""
+        raw: Mapping[str, Any] = {} if args is None else args
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"args={raw!r}: must be an object")
+        for key in raw:
+            if key not in _FIELDS:
+                raise ValueError(f"{key}={raw[key]!r}: unknown field")
+        f = go_fields(raw, _FIELDS, "args")
+        policy = f.get("defaultCPUBindPolicy")
+        if policy is None:
+            policy = BIND_FULL_PCPUS
+        if policy not in ("", BIND_FULL_PCPUS, BIND_SPREAD_BY_PCPUS):
+            raise ValueError(
+                f"defaultCPUBindPolicy={policy!r}: must specified CPU bind policy FullPCPUs or SpreadByPCPUs"
+            )
+        return cls(
+            str(policy),
+            parse_strategy(f.get("scoringStrategy"), "scoringStrategy"),
+            parse_strategy(f.get("numaScoringStrategy"), "numaScoringStrategy"),
+        )
+
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def events_to_register(self) -> list[ClusterEvent]:
+        """A pod leaving frees CPUs; a NodeResourceTopology change may bring a topology."""
+        return [
+            ClusterEvent("Pod", "Delete"),
+            *(ClusterEvent("NodeResourceTopology", a) for a in ("Add", "Update", "Delete")),
+        ]
+
+    # --- events -------------------------------------------------------------------------------------
+    def on_topology(self, node_name: str, nrt: Mapping[str, Any] | None) -> None:
+        self.cache.on_topology(node_name, nrt)
+
+    def on_pod_add(self, pod: Pod) -> None:
+        self.cache.on_pod_add(pod)
+
+    def on_pod_update(self, old: Pod, new: Pod) -> None:
+        self.cache.on_pod_update(old, new)
+
+    def on_pod_delete(self, pod: Pod) -> None:
+        self.cache.on_pod_delete(pod)
+
+    # --- node facts ---------------------------------------------------------------------------------
+    def facts(self, snapshot: Snapshot, row: int) -> NodeFacts:
+        info = snapshot.infos[row]
+        meta = info.node.get("metadata") or {}
+        return NodeFacts(
+            meta.get("labels") or {}, meta.get("annotations") or {}, self.cache.options.get(info.name),
+            self.cache.allocation(info.name), info.allocatable.get("cpu", 0), info.requested.get("cpu", 0),
+        )  # fmt: skip
+
+    def _acting_rows(self, snapshot: Snapshot) -> list[int]:
+        """Rows where the rule can differ from the plain case, ascending."""
+        column = snapshot.column((NAME, "acts"), _acts_on, np.bool_)
+        rows = set(np.flatnonzero(column).tolist())
+        rows.update(i for n in self.cache.acting if (i := snapshot.index.get(n)) is not None)
+        return sorted(rows)
+
+    def _cycle(self, state: CycleState, pod: Pod, snapshot: Snapshot | None) -> _Cycle:
+        cyc = state.get(STATE_KEY)
+        if not isinstance(cyc, _Cycle):
+            _, st = pre_filter(pod, self.default_bind_policy)
+            cyc = _Cycle(st)
+            state.write(STATE_KEY, cyc)
+        if snapshot is not None:
+            cyc.snapshot = snapshot
+        return cyc
+
+    # --- PreFilter / Filter -------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> Status:
+        status, st = pre_filter(pod, self.default_bind_policy)
+        state.write(STATE_KEY, _Cycle(st, snapshot))
+        return status
+
+    def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
+        """Per-node Python only on the acting rows, or on every row for a binding pod
+        (docs/rules/scheduler-nodenumaresource.md#filter)."""
+        st = self._cycle(state, pod, snapshot).pod
+        n = snapshot.n
+        if st.skip:
+            return FilterResult.all_pass(n)
+        rows = range(n) if st.request_cpu_bind else self._acting_rows(snapshot)
+        which: np.ndarray[Any, np.dtype[np.int32]] | None = None
+        statuses: list[Status] = []
+        index: dict[Status, int] = {}
+        for i in rows:
+            status = filter_node(st, self.facts(snapshot, i), self.default_strategy)
+            if status.is_success():
+                continue
+            if which is None:
+                which = np.full(n, -1, np.int32)
+            k = index.get(status)
+            if k is None:
+                k = index[status] = len(statuses)
+                statuses.append(status)
+            which[i] = k
+        return FilterResult.all_pass(n) if which is None else FilterResult(which, tuple(statuses))
+
+    # --- PreScore / Score ---------------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:
+        return Status.skip() if self._cycle(state, pod, snapshot).pod.skip else Status.success()
+
+    def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
+        """Every row's score: the plain formula over the snapshot's columns, 0 for a binding pod where
+        the topology is invalid, and the acting rows one by one
+        (docs/rules/scheduler-nodenumaresource.md#score)."""
+        st = self._cycle(state, pod, snapshot).pod
+        n = snapshot.n
+        if st.skip:
+            return np.zeros(n, np.int64)
+        names = [r for r, _ in self.scoring.resources if r in snapshot.col]
+        req = {r: snapshot.requested[snapshot.col[r]] for r in names}
+        alloc = {r: snapshot.allocatable[snapshot.col[r]] for r in names}
+        scores = score_rows(self.scoring, req, alloc, st.requests, n)
+        if st.request_cpu_bind:
+            valid = np.zeros(n, np.bool_)
+            valid[[i for name in self.cache.valid if (i := snapshot.index.get(name)) is not None]] = True
+            scores[~valid] = 0
+        for i in self._acting_rows(snapshot):
+            info = snapshot.infos[i]
+            scores[i] = score_node(
+                st, self.facts(snapshot, i), self.scoring, info.requested, info.allocatable
+            )
+        return scores
+
+    # --- Reserve / Unreserve / PreBind --------------------------------------------------------------
+    def _node_facts(self, cyc: _Cycle, node_name: str) -> NodeFacts | None:
+        snap = cyc.snapshot
+        row = None if snap is None else snap.index.get(node_name)
+        return None if snap is None or row is None else self.facts(snap, row)
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Allocates the cpuset of a binding pod and records it as assumed
+        (docs/rules/scheduler-nodenumaresource.md#reserve)."""
+        cyc = self._cycle(state, pod, None)
+        st = cyc.pod
+        if st.skip:
+            return Status.success()
+        facts = self._node_facts(cyc, node_name)
+        if facts is None:
+            return Status.error(f"getting node {node_name!r} from Snapshot: not found", plugin=NAME)
+        bind, status = request_cpu_bind(st, facts.node_bind_policy)
+        if status is not None:
+            return status
+        if not bind:
+            return Status.success()
+        if facts.options is None or not facts.options.topology.valid:
+            return Status.error(ERR_INVALID_CPU_TOPOLOGY, plugin=NAME)
+        try:
+            cpus = allocate_cpuset(
+                facts.options, facts.allocation, pod_request(st, facts, self.default_strategy)
+            )
+        except AllocationError as e:
+            return Status.unschedulable(str(e), plugin=NAME)
+        cyc.allocation = PodAllocation(cpus, st.exclusive_policy)
+        cyc.node = node_name
+        self.cache.assign(node_name, pod_id(pod), cyc.allocation)
+        return Status.success()
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        cyc = state.get(STATE_KEY)
+        if isinstance(cyc, _Cycle) and cyc.allocation is not None:
+            self.cache.release(node_name, pod_id(pod))
+            cyc.allocation = None
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """``resource-status`` and the ``resource-spec`` write-back, on a new annotations dict (the
+        binder patches it; docs/rules/scheduler-nodenumaresource.md#prebind)."""
+        cyc = state.get(STATE_KEY)
+        if not isinstance(cyc, _Cycle) or cyc.pod.skip or cyc.allocation is None:
+            return Status.success()
+        facts = self._node_facts(cyc, node_name)
+        node_policy = facts.node_bind_policy if facts is not None else ""
+        annotations = dict(pod_annotations(pod))
+        bind, status = request_cpu_bind(cyc.pod, node_policy)
+        if status is not None:
+            return status
+        if bind:
+            spec = spec_write_back(annotations, cyc.pod, node_policy)
+            if spec is not None:
+                annotations[ANNOTATION_RESOURCE_SPEC] = spec
+        annotations[ANNOTATION_RESOURCE_STATUS] = format_resource_status(
+            ResourceStatus(format_cpuset(cyc.allocation.cpus))
+        )
+        pod["metadata"]["annotations"] = annotations
+        return Status.success()
+
+
+def spec_write_back(annotations: Mapping[str, Any], st: PodState, node_policy: str) -> str | None:
+    """The new ``resource-spec`` text when the pod's annotation misses the policy used, else None
+    (docs/rules/scheduler-nodenumaresource.md#prebind)."""
+    policy, required = bind_policy_used(st.required_policy, st.preferred_policy, node_policy)
+    try:
+        spec = parse_resource_spec(annotations)
+    except ValueError:
+        return None
+    req, pref, excl = (
+        spec.required_cpu_bind_policy,
+        spec.preferred_cpu_bind_policy,
+        spec.preferred_cpu_exclusive_policy,
+    )
+    write = False
+    if required and req in ("", BIND_DEFAULT):
+        req, write = policy, True
+    if pref == BIND_DEFAULT:
+        pref, write = policy, True
+    if req == "" and pref == "" and policy:
+        pref, write = policy, True
+    return format_resource_spec(ResourceSpec(req, pref, excl)) if write else None
