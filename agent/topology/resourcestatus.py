@@ -108,11 +108,13 @@ def _numa_entry(value: Any, index: int) -> NUMANodeResource:
     return NUMANodeResource(node, resources)
 
 
-def parse_resource_status(annotations: Mapping[str, str] | None) -> ResourceStatus:
+def parse_resource_status(annotations: Mapping[str, Any] | None) -> ResourceStatus:
     """The pod's resource status; ``ResourceStatusError`` when the annotation does not decode."""
     text = (annotations or {}).get(c.ANNOTATION_RESOURCE_STATUS)
     if text is None:
         return ResourceStatus()
+    if not isinstance(text, str):
+        raise ResourceStatusError(f"annotation value {text!r} is not a string")
     try:
         doc = json.loads(text, object_pairs_hook=_Obj, parse_constant=_reject_constant)
     except RecursionError as exc:
