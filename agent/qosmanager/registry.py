@@ -2,7 +2,8 @@
 one ``Registration`` per strategy — its name, the feature gates that enable it (any of them), whether it
 runs when none of its gates is given, and the factory that builds its loop entry (the strategy and the
 config it reads each tick). The gates and their defaults are listed in
-docs/configuration.md#koordlet-feature-gates; each strategy's rules in docs/rules/koordlet.md.
+docs/configuration.md#koordlet-feature-gates; each strategy's rules in docs/rules/koordlet.md
+(``CPUSetAllocator``'s in docs/rules/koordlet-cpuset.md#reconcile).
 
 Imports: standard library, agent.system.cgroup (HostPaths), agent.qosmanager.{framework,runner} and the
 strategy modules.
@@ -18,6 +19,7 @@ from typing import Any
 from agent.qosmanager import cpuevict, memoryevict
 from agent.qosmanager.cgroupreconcile import BatchResourceStrategy, MemoryQoSStrategy
 from agent.qosmanager.cpuburst import CPUBurstOptions, CPUBurstStrategy
+from agent.qosmanager.cpusetalloc import CPUSetAllocatorConfig, CPUSetAllocatorStrategy
 from agent.qosmanager.cpusuppress import CPUSuppressConfig, CPUSuppressStrategy
 from agent.qosmanager.framework import Strategy
 from agent.qosmanager.resctrlqos import ResctrlConfig, ResctrlConfigSource, ResctrlReconcileStrategy
@@ -93,6 +95,12 @@ REGISTRY: tuple[Registration, ...] = (
     Registration("cpuEvict", cpuevict.GATES, False, _cpu_evict),
     Registration("ResctrlReconcile", ("RdtResctrl",), False, _resctrl),
     Registration("BatchResource", ("BatchResource",), True, _plain(BatchResourceStrategy, lambda: None)),
+    Registration(
+        "CPUSetAllocator",
+        ("CPUSetAllocator",),
+        True,
+        _plain(CPUSetAllocatorStrategy, CPUSetAllocatorConfig),
+    ),
     Registration("CgroupReconcile", ("CgroupReconcile",), False, _plain(MemoryQoSStrategy, lambda: None)),
     Registration("SystemConfig", ("SystemConfig",), False, _system_config),
 )
