@@ -1,5 +1,5 @@
 """The CustomResourceDefinitions of ``deploy/crds/`` (NodeSLO, NodeMetric, ClusterColocationProfile,
-PodGroup, ElasticQuota, Reservation) as data.
+PodGroup, ElasticQuota, Reservation; Device and NodeResourceTopology from ``apis.crds_topology``) as data.
 
 Each CRD is built from the typed dataclasses through ``apis.gojson.struct_openapi``, so the committed
 YAML (written by ``hack/gen_crds.py``) can be checked against the code: cluster-scoped, ``v1alpha1``
@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from apis import constants as c
 from apis.colocationprofile import ClusterColocationProfileSpec
+from apis.crds_topology import CRDS_TOPOLOGY
 from apis.gojson import struct_openapi
 from apis.gojson_kinds import QUANTITY_PATTERN
 from apis.nodemetric import NodeMetricSpec, NodeMetricStatus
@@ -365,4 +366,5 @@ CRDS: Final = {
     "scheduling.sigs.k8s.io_podgroups.yaml": pod_group_crd,
     "scheduling.sigs.k8s.io_elasticquotas.yaml": elastic_quota_crd,
     "scheduling.koordinator.sh_reservations.yaml": reservation_crd,
+    **CRDS_TOPOLOGY,
 }
