@@ -1,0 +1,222 @@
+"""GPU device-cgroup strategy (docs/rules/koordlet-gpu.md#container): the writes worked out by hand for
+containers as runc and the NVIDIA toolkit leave them, applied to a model of the kernel's devices
+controller (the next round writes nothing, and only the allocated cards open); what is left alone; and the
+writes going through the resource executor to ``devices.deny`` / ``devices.allow`` on a fake v1 tree."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from agent.podmeta import PodMeta, pod_meta
+from agent.qosmanager.framework import Snapshot
+from agent.qosmanager.gpudevices import (
+    DEVICES_ALLOW,
+    DEVICES_DENY,
+    DEVICES_LIST,
+    V2_NOTE,
+    GPUDevicesConfig,
+    GPUDevicesConfigSource,
+    GPUDevicesStrategy,
+    decide_gpu_devices,
+    parse_devices_list,
+    uvm_major,
+)
+from agent.qosmanager.runner import HostCgroupView
+from agent.resourceexecutor.executor import ResourceExecutor, WriteStatus
+from agent.system.cgroup import CgroupFile, CgroupVersion
+from agent.system.podcgroup import CgroupDriver
+from agent.topology.gpuhook import DeviceRule
+from apis.kubeobjects import Pod
+from tests.fixtures.gpus import FakeDevicesCgroup
+from tests.fixtures.hosttree import HostTree
+
+NOW = datetime(2026, 11, 27, 21, 0, tzinfo=UTC)
+ANN = "scheduling.koordinator.sh/device-allocated"
+TOOLKIT_ALL = ["c 195:0 rw", "c 195:1 rw", "c 195:2 rw", "c 195:3 rw", "c 195:254 rw", "c 195:255 rw",
+               "c 510:0 rw", "c 510:1 rw"]  # fmt: skip
+UVM = GPUDevicesConfig(uvm_major=510)
+
+
+def _pod(name: str, minors: list[int] | None, phase: str = "Running", raw: str | None = None) -> PodMeta:
+    annotations: dict[str, str] = {}
+    if minors is not None:
+        annotations[ANN] = json.dumps(
+            {"gpu": [{"minor": m, "resources": {"koordinator.sh/gpu-core": "100"}} for m in minors]}
+        )
+    if raw is not None:
+        annotations[ANN] = raw
+    pod: dict[str, Any] = {
+        "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}", "annotations": annotations},
+        "spec": {"containers": [{"name": "main"}]},
+        "status": {"qosClass": "BestEffort", "phase": phase,
+                   "containerStatuses": [{"name": "main", "containerID": f"containerd://{name}c"}]},
+    }  # fmt: skip
+    return pod_meta(cast(Pod, pod), CgroupDriver.CGROUPFS)
+
+
+class ModelView:
+    """``CgroupView`` over the kernel model: each container dir has a ``FakeDevicesCgroup``."""
+
+    def __init__(self) -> None:
+        self.cgroups: dict[str, FakeDevicesCgroup] = {}
+
+    def read(self, spec: CgroupFile[Any], cgroup_dir: str) -> Any | None:
+        assert spec is DEVICES_LIST
+        cg = self.cgroups.get(cgroup_dir)
+        return None if cg is None else parse_devices_list(cg.devices_list(), cgroup_dir)
+
+    def children(self, cgroup_dir: str) -> list[str]:
+        return []
+
+
+def _snapshot(pods: list[PodMeta], view: Any, version: CgroupVersion = CgroupVersion.V1) -> Snapshot:
+    return Snapshot(
+        now=NOW, node=None, node_slo=None, pods=pods, metrics=None,  # type: ignore[arg-type]
+        cgroups=view, cgroup_version=version, cgroup_driver=CgroupDriver.CGROUPFS, topology=None,
+    )  # fmt: skip
+
+
+def _texts(snapshot: Snapshot, config: GPUDevicesConfig = UVM) -> list[tuple[str, str, str]]:
+    decision, _ = decide_gpu_devices(snapshot, config)
+    return [
+        (w.cgroup_dir.rstrip("/").rsplit("/", 1)[-1], w.file.name, w.value.text())
+        for w in decision.cgroup_writes
+    ]
+
+
+def _apply(view: ModelView, snapshot: Snapshot) -> None:
+    decision, _ = decide_gpu_devices(snapshot, UVM)
+    for w in sorted(decision.cgroup_writes, key=lambda w: w.order):
+        view.cgroups[w.cgroup_dir].write("allow" if w.file is DEVICES_ALLOW else "deny", w.value.text())
+
+
+def test_toolkit_gave_every_card_two_were_allocated() -> None:
+    pod = _pod("a", [1, 2])
+    view = ModelView()
+    cg = view.cgroups[pod.containers[0].cgroup_dir] = FakeDevicesCgroup.runc(TOOLKIT_ALL)
+    snap = _snapshot([pod], view)
+    # Cards 0 and 3 lose read/write; 1, 2, nvidiactl and uvm are already readable and writable.
+    assert _texts(snap) == [("ac", "devices_deny", "c 195:0 rwm"), ("ac", "devices_deny", "c 195:3 rwm")]
+    _apply(view, snap)
+    assert [cg.can_open(195, m) for m in (0, 1, 2, 3, 254, 255)] == [False, True, True, False, True, True]
+    assert cg.can_open(510, 0) and cg.can_open(1, 3)  # uvm and /dev/null untouched
+    assert _texts(snap) == []  # devices.list now shows the wanted state
+
+
+def test_wildcard_loses_rw_and_the_allocation_is_allowed() -> None:
+    pod = _pod("b", [0])
+    view = ModelView()
+    cg = view.cgroups[pod.containers[0].cgroup_dir] = FakeDevicesCgroup.runc(["c 195:* rwm", "c 510:* rw"])
+    snap = _snapshot([pod], view)
+    # 195:* keeps only mknod; card 0 and nvidiactl are allowed; uvm is covered by 510:* rw.
+    assert _texts(snap) == [
+        ("bc", "devices_deny", "c 195:* rw"),
+        ("bc", "devices_allow", "c 195:0 rw"),
+        ("bc", "devices_allow", "c 195:255 rw"),
+    ]
+    _apply(view, snap)
+    assert cg.exceptions[("c", 195, None)] == "m"
+    assert [cg.can_open(195, m) for m in (0, 1, 2, 255)] == [True, False, False, True]
+    assert cg.can_open(510, 1)
+    assert _texts(snap) == []
+
+
+def test_runc_defaults_only_get_the_allocation_allowed() -> None:
+    pod = _pod("c", [1])
+    view = ModelView()
+    view.cgroups[pod.containers[0].cgroup_dir] = FakeDevicesCgroup.runc()
+    assert _texts(_snapshot([pod], view)) == [
+        ("cc", "devices_allow", "c 195:1 rw"),
+        ("cc", "devices_allow", "c 195:255 rw"),
+        ("cc", "devices_allow", "c 510:0 rw"),
+        ("cc", "devices_allow", "c 510:1 rw"),
+    ]
+    # Without nvidia-uvm loaded there is nothing to allow for it.
+    assert [t[2] for t in _texts(_snapshot([pod], view), GPUDevicesConfig())] == [
+        "c 195:1 rw",
+        "c 195:255 rw",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pod", "rules", "note"),
+    [
+        (_pod("none", None), TOOLKIT_ALL, None),  # no allocation: never narrowed
+        (_pod("done", [0], phase="Succeeded"), TOOLKIT_ALL, None),
+        (_pod("bad", None, raw="{oops"), TOOLKIT_ALL, "pod ml/bad: GPU allocation not enforced: "),
+        (_pod("wide", [0]), ["c *:* rwm"], "holds c *:* read/write"),
+    ],
+)
+def test_left_alone(pod: PodMeta, rules: list[str], note: str | None) -> None:
+    view = ModelView()
+    view.cgroups[pod.containers[0].cgroup_dir] = FakeDevicesCgroup.runc(rules)
+    decision, notes = decide_gpu_devices(_snapshot([pod], view), UVM)
+    assert decision.cgroup_writes == ()
+    assert (notes[0] if notes else None) is None if note is None else note in notes[0]
+
+
+def test_privileged_and_v2_and_vanished_are_left_alone() -> None:
+    pod = _pod("priv", [0])
+    view = ModelView()
+    view.cgroups[pod.containers[0].cgroup_dir] = FakeDevicesCgroup(default_allow=True)
+    decision, notes = decide_gpu_devices(_snapshot([pod], view), UVM)
+    assert decision.cgroup_writes == () and "default allow (privileged)" in notes[0]
+    decision, notes = decide_gpu_devices(_snapshot([pod], view, CgroupVersion.V2), UVM)
+    assert decision.cgroup_writes == () and notes == (V2_NOTE,)
+    decision, notes = decide_gpu_devices(_snapshot([_pod("gone", [0])], ModelView()), UVM)
+    assert decision.cgroup_writes == () and notes == ()
+
+
+def test_strategy_logs_each_note_once() -> None:
+    said: list[str] = []
+    strategy = GPUDevicesStrategy(said.append)
+    snap = _snapshot([], ModelView(), CgroupVersion.V2)
+    strategy.decide(snap, UVM, None)
+    strategy.decide(snap, UVM, None)
+    assert said == [V2_NOTE]
+
+
+def test_parse_devices_list() -> None:
+    assert parse_devices_list("a *:* rwm\n", "f").default_allow
+    got = parse_devices_list("c 1:3 rwm\nb *:* m\nc 195:* rw\n", "f")
+    assert not got.default_allow
+    assert got.rules == (
+        DeviceRule("c", 1, 3, "rwm"),
+        DeviceRule("b", None, None, "m"),
+        DeviceRule("c", 195, None, "rw"),
+    )
+    with pytest.raises(ValueError, match=r"devices.list: bad devices.list line 'x 1:3 rwm'"):
+        parse_devices_list("x 1:3 rwm", "devices.list")
+    with pytest.raises(ValueError, match="bad device number 'q'"):
+        parse_devices_list("c q:3 rwm", "f")
+
+
+def test_uvm_major(tmp_path: Path) -> None:
+    text = "Character devices:\n  1 mem\n195 nvidia\n510 nvidia-uvm\n\nBlock devices:\n511 nvidia-uvm\n"
+    assert uvm_major(text) == 510
+    assert uvm_major("Character devices:\n  1 mem\n") is None
+    (tmp_path / "devices").write_text(text)
+    assert GPUDevicesConfigSource(tmp_path)() == GPUDevicesConfig(510)
+    assert GPUDevicesConfigSource(tmp_path / "missing")() == GPUDevicesConfig(None)
+
+
+def test_writes_reach_the_files_through_the_executor(tmp_path: Path) -> None:
+    tree = HostTree(tmp_path, CgroupVersion.V1)
+    pod = _pod("e", [1])
+    cdir = pod.containers[0].cgroup_dir
+    tree.write(DEVICES_LIST, cdir, "c 1:3 rwm\nc 195:0 rw\nc 195:1 rw\n")
+    tree.write(DEVICES_DENY, cdir, "")
+    tree.write(DEVICES_ALLOW, cdir, "")
+    snap = _snapshot([pod], HostCgroupView(tree.paths, CgroupVersion.V1))
+    decision, _ = decide_gpu_devices(snap, GPUDevicesConfig())
+    executor = ResourceExecutor(tree.paths, CgroupVersion.V1, "node-a")
+    results = executor.execute(decision)
+    assert [r.status for r in results] == [WriteStatus.WRITTEN, WriteStatus.WRITTEN]
+    root = tree.paths.cgroup_root / "devices" / cdir
+    assert (root / "devices.deny").read_text() == "c 195:0 rwm"
+    assert (root / "devices.allow").read_text() == "c 195:255 rw"
