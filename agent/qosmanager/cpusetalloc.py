@@ -13,6 +13,7 @@ agent.qosmanager.{framework,cpuset_policy}.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -40,6 +41,7 @@ from apis.pod import pod_annotations, pod_labels, spec
 __all__ = ["CPUSetAllocatorConfig", "CPUSetAllocatorStrategy", "build_rule", "decide_cpuset", "suppress_owns"]
 
 NAME: Final = "CPUSetAllocator"
+ANNOTATION_POD_CPU_ALLOCS: Final = "node.koordinator.sh/pod-cpu-allocs"
 GATE_BE_CPU_SUPPRESS: Final = "BECPUSuppress"
 GATE_BE_CPU_MANAGER: Final = "BECPUManager"
 RUNTIME_CLASS_KATA: Final = "kata"
@@ -48,9 +50,10 @@ RUNTIME_CLASS_KATA: Final = "kata"
 @dataclass(frozen=True)
 class CPUSetAllocatorConfig:
     """``nrt_annotations``: the NodeResourceTopology annotations (reservation, system-qos-resource,
-    cpu-manager-policy), None → the node's; ``kubelet_static_assigned``: CPUs the kubelet static CPU
-    manager assigned exclusively (only read when the policy is ``static``); ``unset_cfs_quota``: False is
-    upstream's ``DisableUnsetCPUQuotaForCPUSetPod``."""
+    cpu-manager-policy, pod-cpu-allocs), None → the node's; ``kubelet_static_assigned``: more CPUs the
+    kubelet static CPU manager assigned exclusively, besides the NRT's ``pod-cpu-allocs`` (both only read
+    when the policy is ``static``); ``unset_cfs_quota``: False is upstream's
+    ``DisableUnsetCPUQuotaForCPUSetPod``."""
 
     nrt_annotations: Mapping[str, str] | None = None
     kubelet_static_assigned: frozenset[int] = field(default_factory=frozenset)
@@ -76,6 +79,26 @@ def _system_qos_cpuset(annotated: KubeObject | None) -> str:
     return text
 
 
+def _kubelet_allocs(annotated: KubeObject | None) -> frozenset[int]:
+    """CPUs of the ``node.koordinator.sh/pod-cpu-allocs`` entries ``managedByKubelet`` (the NRT reports the
+    pods the kubelet static CPU manager placed there); malformed entries name no CPU."""
+    meta = (annotated or {}).get("metadata")
+    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+    text = ann.get(ANNOTATION_POD_CPU_ALLOCS) if isinstance(ann, Mapping) else None
+    try:
+        allocs = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        return frozenset()
+    out: set[int] = set()
+    for entry in allocs if isinstance(allocs, list) else ():
+        if isinstance(entry, dict) and entry.get("managedByKubelet") is True:
+            try:
+                out |= parse_cpuset(str(entry.get("cpuset") or ""))
+            except CPUSetError:
+                continue
+    return frozenset(out)
+
+
 def build_rule(snapshot: Snapshot, config: CPUSetAllocatorConfig) -> CPUSetRule | None:
     """The rule of this tick: share pools over the snapshot's topology and pods, the kubelet policy and the
     SYSTEM-QoS cpuset from the annotations; None without a CPU topology."""
@@ -83,12 +106,15 @@ def build_rule(snapshot: Snapshot, config: CPUSetAllocatorConfig) -> CPUSetRule 
         return None
     annotated = _annotated(snapshot, config)
     policy = cpu_manager_policy(annotated)
+    static: frozenset[int] = frozenset()
+    if policy == "static":
+        static = config.kubelet_static_assigned | _kubelet_allocs(annotated)
     ls, be = share_pools(
         snapshot.topology.cpus,
         [p.pod for p in snapshot.pods],
         reserved=reserved_cpus(annotated),
         system_exclusive=system_exclusive_cpus(annotated),
-        kubelet_static_assigned=config.kubelet_static_assigned if policy == "static" else frozenset(),
+        kubelet_static_assigned=static,
     )
     return CPUSetRule(tuple(ls), tuple(be), policy, _system_qos_cpuset(annotated))
 

@@ -34,10 +34,13 @@ __all__ = ["REGISTRY", "Registration", "StrategyDeps", "build_entries"]
 class StrategyDeps:
     """What the factories may use: ``paths`` locates resctrl and the kernel knobs (None: no resctrl and
     no knob files, so those two strategies decide nothing); ``pending_evictions`` lists the pods the
-    evictor evicted within its cache TTL, which the evict strategies must not evict again."""
+    evictor evicted within its cache TTL, which the evict strategies must not evict again;
+    ``nrt_annotations`` gives the annotations of this node's NodeResourceTopology as last reported (None:
+    not known, CPUSetAllocator then reads the Node's; docs/rules/koordlet-cpuset.md#reconcile)."""
 
     paths: HostPaths | None = None
     pending_evictions: Callable[[], frozenset[str]] = field(default=frozenset)
+    nrt_annotations: Callable[[], Mapping[str, str] | None] = field(default=lambda: None)
 
 
 StrategyFactory = Callable[[StrategyDeps], StrategyEntry]
@@ -88,6 +91,11 @@ def _cpu_evict(deps: StrategyDeps) -> StrategyEntry:
     )
 
 
+def _cpuset_allocator(deps: StrategyDeps) -> StrategyEntry:
+    nrt = deps.nrt_annotations
+    return StrategyEntry(CPUSetAllocatorStrategy(), lambda: CPUSetAllocatorConfig(nrt_annotations=nrt()))
+
+
 REGISTRY: tuple[Registration, ...] = (
     Registration("CPUSuppress", ("BECPUSuppress",), False, _plain(CPUSuppressStrategy, CPUSuppressConfig)),
     Registration("CPUBurst", ("CPUBurst",), False, _plain(CPUBurstStrategy, CPUBurstOptions)),
@@ -95,12 +103,7 @@ REGISTRY: tuple[Registration, ...] = (
     Registration("cpuEvict", cpuevict.GATES, False, _cpu_evict),
     Registration("ResctrlReconcile", ("RdtResctrl",), False, _resctrl),
     Registration("BatchResource", ("BatchResource",), True, _plain(BatchResourceStrategy, lambda: None)),
-    Registration(
-        "CPUSetAllocator",
-        ("CPUSetAllocator",),
-        True,
-        _plain(CPUSetAllocatorStrategy, CPUSetAllocatorConfig),
-    ),
+    Registration("CPUSetAllocator", ("CPUSetAllocator",), True, _cpuset_allocator),
     Registration("CgroupReconcile", ("CgroupReconcile",), False, _plain(MemoryQoSStrategy, lambda: None)),
     Registration("SystemConfig", ("SystemConfig",), False, _system_config),
 )

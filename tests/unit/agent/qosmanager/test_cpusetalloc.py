@@ -16,6 +16,7 @@ import pytest
 from agent.podmeta import PodMeta, pod_meta
 from agent.qosmanager.cpusetalloc import CPUSetAllocatorConfig, CPUSetAllocatorStrategy, decide_cpuset
 from agent.qosmanager.framework import Snapshot
+from agent.qosmanager.registry import REGISTRY, StrategyDeps, build_entries
 from agent.qosmanager.runner import HostCgroupView, QoSManager, StrategyEntry
 from agent.resourceexecutor.executor import ResourceExecutor
 from agent.system.cgroup import CPU_QUOTA, CPUSET_CPUS, CgroupFile, CgroupVersion
@@ -143,6 +144,23 @@ def test_kubelet_static_cpus_only_under_static_policy() -> None:
     assert writes(snap([LS], node=static), cfg)[1] == [(cdir(LS), "cpuset.cpus", list(range(2, 8)))]
 
 
+def test_kubelet_allocs_from_the_nrt_under_static_policy() -> None:
+    allocs = [
+        {"uid": "k1", "cpuset": "6-7", "managedByKubelet": True},
+        {"uid": "k2", "cpuset": "5", "managedByKubelet": False},
+        {"uid": "k3", "cpuset": "x", "managedByKubelet": True},
+    ]
+    nrt = {"node.koordinator.sh/pod-cpu-allocs": json.dumps(allocs)}
+    policy = {"kubelet.koordinator.sh/cpu-manager-policy": '{"policy":"static"}'}
+    # static: the kubelet's 6-7 leave the LS pool (the entry not managed by the kubelet and "x" name none)
+    cfg = CPUSetAllocatorConfig(nrt_annotations={**nrt, **policy})
+    assert writes(snap([LS]), cfg)[1] == [(cdir(LS), "cpuset.cpus", [0, 1, 2, 3, 4, 5])]
+    # policy none: pod-cpu-allocs is not read
+    assert writes(snap([LS]), CPUSetAllocatorConfig(nrt_annotations=nrt))[1] == [
+        (cdir(LS), "cpuset.cpus", list(range(8)))
+    ]
+
+
 def test_no_topology_only_own_cpusets_and_quota_can_be_left() -> None:
     _, ctrs = writes(snap([LSR, LS], topology=None))
     assert [(d, f) for d, f, _ in ctrs] == [(cdir(LSR), "cpuset.cpus"), (cdir(LSR), "cpu.cfs_quota_us")]
@@ -253,3 +271,15 @@ def test_runner_v1_widens_the_pod_dir_before_the_container(tmp_path: Path) -> No
         (pod_leaf, "final", "0-1,4-7"),
     ]
     assert _cpus(host, LSR.cgroup_dir) == "0-1,4-7" and _cpus(host, cdir(LSR)) == "0-1"
+
+
+def test_registration_default_on_and_reads_the_nrt_each_tick() -> None:
+    reg = next(r for r in REGISTRY if r.name == "CPUSetAllocator")
+    assert (reg.gates, reg.default_enabled) == (("CPUSetAllocator",), True)
+    assert [e.strategy.name for e in build_entries({"BatchResource": False})] == ["CPUSetAllocator"]
+    assert build_entries({"CPUSetAllocator": False, "BatchResource": False}) == []
+    current: list[dict[str, str] | None] = [None]
+    (entry,) = build_entries({"BatchResource": False}, StrategyDeps(nrt_annotations=lambda: current[0]))
+    assert entry.config() == CPUSetAllocatorConfig()
+    current[0] = {"kubelet.koordinator.sh/cpu-manager-policy": '{"policy":"static"}'}
+    assert entry.config().nrt_annotations == current[0]
