@@ -3,8 +3,9 @@
 and costs nothing more), Filter runs the allocator without a scorer on the nodes that have a Device
 object (a node without one passes), Score rates each node's devices and normalises to 0–100, Reserve
 allocates with the scorer and records the pod as assumed, Unreserve forgets it, PreBind writes the
-``device-allocated`` annotation. Assigned pods' annotations and Device objects reach it through
-``on_pod_*`` and ``on_device``.
+``device-allocated`` annotation; PreFilterExtensions let preemption's one-node trials see a victim's
+devices freed. Assigned pods' annotations and Device objects reach it through ``on_pod_*`` and
+``on_device``.
 Imports: the standard library, numpy, apis (device, kubeobjects, pod), scheduler.framework, this package.
 """
 
@@ -31,7 +32,7 @@ from apis.kubeobjects import Pod
 from apis.pod import is_terminated, pod_annotations, pod_key, pod_requests
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, FilterResult, IntArray
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.deviceshare.allocator import allocate, instance_request
 from scheduler.plugins.deviceshare.cache import DeviceCache
@@ -59,6 +60,16 @@ class _State:
     gpu_shared: bool = False
     status: Status = field(default_factory=Status.success)  # PreFilter's answer
     result: Allocations | None = None  # what Reserve allocated, for PreBind
+    # node -> type -> minor -> resources given back by pods preemption takes off (#preemption)
+    preemptible: dict[str, dict[str, dict[int, dict[str, int]]]] = field(default_factory=dict)
+
+    def clone(self) -> _State:
+        """kube's StateData.Clone: preemption changes a clone's preemptible devices, not ours."""
+        copied = {
+            node: {t: {m: dict(r) for m, r in minors.items()} for t, minors in types.items()}
+            for node, types in self.preemptible.items()
+        }
+        return _State(self.skip, self.requests, self.gpu_shared, self.status, self.result, copied)
 
 
 def _unsupported_models(raw: object) -> frozenset[tuple[str, str]]:
@@ -168,6 +179,33 @@ class DeviceShare:
         shared = GPU in requests and gpu_requirements(requests[GPU]).gpu_shared
         return _State(False, requests, shared)
 
+    # --- PreFilterExtensions (docs/rules/scheduler-deviceshare.md#preemption) -------------------------
+    def _move(self, state: CycleState, other: Pod, info: NodeInfo, sign: int) -> Status:
+        """A pod taken off (sign 1) or put on (sign -1) the node: its devices there become preemptible
+        or stop being so (values may go negative, as upstream's Subtract)."""
+        st = state.get(STATE_KEY)
+        entry = self.cache.pod(pod_key(other))
+        if not isinstance(st, _State) or st.skip or entry is None or entry[0] != info.name:
+            return Status.success()
+        by_type = st.preemptible.setdefault(info.name, {})
+        for dtype, entries in entry[1].items():
+            minors = by_type.setdefault(dtype, {})
+            for e in entries:
+                values = minors.setdefault(e.minor, {})
+                for n, v in e.resources.items():
+                    values[n] = values.get(n, 0) + sign * v
+                if all(v == 0 for v in values.values()):
+                    del minors[e.minor]
+            if not minors:
+                del by_type[dtype]
+        return Status.success()
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo) -> Status:
+        return self._move(state, pod_to_add, info, -1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, info: NodeInfo) -> Status:
+        return self._move(state, pod_to_remove, info, 1)
+
     def _state(self, state: CycleState, pod: Pod) -> _State:
         st = state.get(STATE_KEY)
         if not isinstance(st, _State):
@@ -201,7 +239,9 @@ class DeviceShare:
             at = snapshot.index.get(name)
             if at is None or which[at] >= 0:
                 continue
-            outcome = allocate(self.cache.totals(name), self.cache.used(name), st.requests)
+            outcome = allocate(
+                self.cache.totals(name), self.cache.used(name), st.requests, st.preemptible.get(name)
+            )
             if not outcome.status.is_success():
                 reject(at, outcome.status.with_plugin(NAME))
         return FilterResult(which, tuple(statuses)) if statuses else FilterResult.all_pass(n)
@@ -245,7 +285,11 @@ class DeviceShare:
         if st.skip or not self.cache.has(node_name):
             return Status.success()
         outcome = allocate(
-            self.cache.totals(node_name), self.cache.used(node_name), st.requests, None, self.strategy
+            self.cache.totals(node_name),
+            self.cache.used(node_name),
+            st.requests,
+            st.preemptible.get(node_name),
+            self.strategy,
         )
         if outcome.allocations is None:
             return outcome.status.with_plugin(NAME)

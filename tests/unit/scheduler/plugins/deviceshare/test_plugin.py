@@ -227,3 +227,30 @@ def test_most_allocated_args_pack() -> None:
 def test_from_args_names_the_field(args: Obj, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DeviceShare.from_args(args)
+
+
+def test_preemption_sees_a_victims_devices_freed() -> None:
+    """docs/rules/scheduler-deviceshare.md#preemption: removing a victim from a one-node copy makes its
+    devices preemptible there; putting it back takes them away again."""
+    from scheduler.framework.nominated import add_pod, filters_on_node, pre_filter_state, remove_pod
+    from scheduler.framework.snapshot import PodInfo
+
+    plugin = DeviceShare()
+    plugin.on_device("n1", device(0))
+    victim = pod("v", {"nvidia.com/gpu": "1"}, node_name="n1", annotations={ANNOTATION_DEVICE_ALLOCATED: (
+        '{"gpu":[{"minor":0,"resources":{"koordinator.sh/gpu-core":"100","koordinator.sh/gpu-memory-ratio":"100"}}]}'
+    )})  # fmt: skip
+    plugin.on_pod_add(victim)
+    snap = Snapshot.build([node("n1")], [victim])
+    fw = Framework([plugin])
+    p = pod("p", {"koordinator.sh/gpu": "50"})
+    state = pre_filter_state(fw, p, snap, 0.0)
+    assert isinstance(state, CycleState)
+    info = snap.infos[0].copy()
+    assert filters_on_node(fw, state, p, info, ()).reasons == ("Insufficient gpu devices",)
+    remove_pod(fw, state, p, PodInfo.of(victim), info)
+    assert filters_on_node(fw, state, p, info, ()).is_success()
+    add_pod(fw, state, p, PodInfo.of(victim), info)
+    assert filters_on_node(fw, state, p, info, ()).reasons == ("Insufficient gpu devices",)
+    # put back: nothing is preemptible any more
+    assert plugin.filter_all(state, p, snap).status_of(0).reasons == ("Insufficient gpu devices",)
