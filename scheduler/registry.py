@@ -37,6 +37,7 @@ from scheduler.framework.waiting import WaitingPodMap
 from scheduler.plugins.balancedallocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption import DefaultPreemption
+from scheduler.plugins.deviceshare.plugin import DeviceShare
 from scheduler.plugins.elasticquota.plugin import ElasticQuota
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -45,6 +46,7 @@ from scheduler.plugins.loadaware.args import ArgsError
 from scheduler.plugins.loadaware.plugin import LoadAwareScheduling
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.nodenumaresource.plugin import NodeNUMAResource
 from scheduler.plugins.nodepool import NodePool
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.nodepreferavoidpods import NodePreferAvoidPods
@@ -222,6 +224,10 @@ REGISTRY: dict[str, Factory] = {
     # not in the defaults: a profile enables it (docs/rules/scheduler-reservation.md#wiring)
     "Reservation": _no_args(Reservation, "Reservation"),
     "ElasticQuota": _elastic_quota,  # not in the defaults (docs/rules/scheduler-elasticquota.md#wiring)
+    # not in the defaults: a profile enables them (docs/rules/scheduler-nodenumaresource.md#wiring,
+    # docs/rules/scheduler-deviceshare.md#wiring)
+    "NodeNUMAResource": _with_args(NodeNUMAResource, "NodeNUMAResource"),
+    "DeviceShare": _with_args(DeviceShare, "DeviceShare"),
 }
 KNOWN = frozenset(REGISTRY)
 

@@ -159,8 +159,6 @@ def test_upstream_chart_names_every_missing_plugin_in_one_error() -> None:
         parse_config(chart(), REGISTERED)
     msg = str(e.value)
     for name in (
-        "DeviceShare",
-        "NodeNUMAResource",
         "SchedulingHint",
         "DefaultPreBind",
     ):
@@ -169,6 +167,8 @@ def test_upstream_chart_names_every_missing_plugin_in_one_error() -> None:
     assert "Coscheduling" not in msg  # registered: docs/rules/scheduler-coscheduling.md#wiring
     assert "Reservation" not in msg  # registered: docs/rules/scheduler-reservation.md#wiring
     assert "ElasticQuota" not in msg  # registered: docs/rules/scheduler-elasticquota.md#wiring
+    assert "NodeNUMAResource" not in msg  # registered: docs/rules/scheduler-nodenumaresource.md#wiring
+    assert "DeviceShare" not in msg  # registered: docs/rules/scheduler-deviceshare.md#wiring
     assert "LoadAwareScheduling" not in msg and "PrioritySort" not in msg and "DefaultBinder" not in msg
 
 
@@ -180,9 +180,9 @@ def test_upstream_chart_loads_with_ignore_unknown_plugins(
     with caplog.at_level(logging.WARNING, "koord-scheduler.config"):
         config = load_config(f, REGISTERED, ignore_unknown=True)
     [record] = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert (
-        "skipped (--ignore-unknown-plugins)" in record.getMessage() and "DeviceShare" in record.getMessage()
-    )
+    assert "skipped (--ignore-unknown-plugins)" in record.getMessage()
+    assert "SchedulingHint" in record.getMessage() and "DefaultPreBind" in record.getMessage()
+    assert "DeviceShare" not in record.getMessage() and "NodeNUMAResource" not in record.getMessage()
     assert "ElasticQuota" not in record.getMessage()
     assert "Coscheduling" not in record.getMessage()
     [p] = config.profiles
@@ -206,6 +206,9 @@ def test_upstream_chart_loads_with_ignore_unknown_plugins(
     for point in (fw.pre_filters, fw.post_filters, fw.reserves):
         assert "ElasticQuota" in [x.name for x in point]
     assert "DefaultPreemption" not in [x.name for x in fw.post_filters]
+    # and NodeNUMAResource and DeviceShare at every point the chart names, with the chart's args
+    for point in (fw.pre_filters, fw.filters, fw.scores, fw.reserves, fw.pre_binds):
+        assert {"NodeNUMAResource", "DeviceShare"} <= {x.name for x in point}
 
 
 def test_a_koord_plugin_at_a_point_it_does_not_implement_is_an_error() -> None:
