@@ -3,9 +3,12 @@ docs/rules/koordlet.md#start-order-and-readiness).
 
 Order: probe server (``/healthz`` live at once, ``/readyz`` not yet) → metric cache (reloaded from the
 last save; saved again every ``--metric-cache-checkpoint-interval``) → states informer (wait until synced)
-→ collectors (wait until each has run once) → reporter (NodeMetric CR + MetricHub push). Loops run as
-supervised threads. SIGTERM/SIGINT stop everything and save the metric cache.
-Imports: standard library, apis.{nodemetric,waits}, kube.{client,httpserver}, agent.*.
+→ collectors (wait until each has run once) → reporter (NodeMetric CR + MetricHub push); the
+NodeResourceTopology reporter starts with the NodeMetric reporter and is kicked by pod events that change a
+cpuset (docs/rules/koordlet-topology.md#reporting). Loops run as supervised threads. SIGTERM/SIGINT stop
+everything and save the metric cache.
+Imports: standard library, apis.{constants,kubeobjects,nodemetric,waits}, kube.{client,httpserver,informer},
+agent.*.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from prometheus_client import CollectorRegistry
 from agent.evictor import Evictor
 from agent.gateway import KubeGateway
 from agent.metriccache import CacheConfig, MetricCache, persist
-from agent.metriccache.kv import NODE_CPU_INFO
+from agent.metriccache.kv import NODE_CPU_INFO, NODE_NUMA_INFO
 from agent.metrics import AgentMetrics, BlindnessCollector
 from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
 from agent.metricsadvisor.registry import default_collectors, numa_ids
@@ -46,10 +49,15 @@ from agent.supervisor import Supervisor
 from agent.system.cgroup import detect_cgroup_version
 from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
+from agent.topology.reporter import TopologyReporter
+from agent.topology.sharepools import share_pools
+from apis import constants as c
+from apis.kubeobjects import CustomResource, Pod
 from apis.nodemetric import NodeMetricCollectPolicy
 from apis.waits import clamp_seconds
 from kube.errors import KubeConfigError
 from kube.httpserver import ProbeServer
+from kube.informer import Informer
 from kube.rest import KubeRest
 
 __all__ = ["Koordlet", "main"]
@@ -60,6 +68,7 @@ DRIVER_WAIT_SECONDS = 60.0
 SHUTDOWN_JOIN_SECONDS = 10.0
 NODE_RETENTION_SLACK_SECONDS = 300.0
 DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
+NRT_SYNC_WAIT_SECONDS = 10.0
 REASSERT_INTERVAL_SECONDS = 10.0
 """How often the executor re-checks every file it wrote, drift counted and rewritten
 (docs/rules/koordlet.md#re-asserting-written-values)."""
@@ -133,6 +142,24 @@ class Koordlet:
             numa_ids=lambda: numa_ids(self.context),
             on_result=self._report_result,
         )
+        self.nrt_informer: Informer[CustomResource] | None = None
+        self.topology_reporter: TopologyReporter | None = None
+        if opts.node_topology_sync_seconds > 0 and opts.feature_gates.get("NodeTopologyReport", True):
+            informer = self.nrt_informer = self.gateway.nrt_informer()
+            self.topology_reporter = TopologyReporter(
+                writer=self.gateway,
+                observed=lambda: informer.get(opts.node_name),
+                node=self.states.node,
+                pods=lambda: [m.pod for m in self.states.pods()],
+                topology=self._topology,
+                numa_meminfo=self._numa_meminfo,
+                share_pools=share_pools,
+                kubelet_config_file=opts.kubelet_config_file,
+                kubelet_root_dir=opts.kubelet_root_dir,
+                interval_seconds=opts.node_topology_sync_seconds,
+                on_result=self.metrics.on_topology_report,
+            )
+            self.gateway.add_pod_listener(self._pod_event)
         self._collectors_started = threading.Event()
         path = opts.metric_cache_path
         self.cache_file = persist.CacheFile(self.cache, path) if path is not None else None
@@ -233,6 +260,18 @@ class Koordlet:
         topo = self.context.kv.get(NODE_CPU_INFO)
         return topo if isinstance(topo, NodeTopology) else None
 
+    def _numa_meminfo(self) -> dict[int, dict[str, int]] | None:
+        info = self.context.kv.get(NODE_NUMA_INFO)
+        return info if isinstance(info, dict) else None
+
+    def _pod_event(self, old: Pod | None, new: Pod | None) -> None:
+        """A pod added, gone, or whose cpuset or QoS changed moves the share pools: report now."""
+        reporter = self.topology_reporter
+        if reporter is None:
+            return
+        if old is None or new is None or _cpuset_inputs(old) != _cpuset_inputs(new):
+            reporter.kick()
+
     def _audit_eviction(self, line: str) -> None:
         if self.audit is not None:
             try:
@@ -280,6 +319,16 @@ class Koordlet:
         # The reporter needs only the informers; it reports whatever the cache holds
         # (docs/rules/koordlet.md#reporter).
         self.supervisor.spawn("reporter", self.reporter.run)
+        if self.topology_reporter is not None and self.nrt_informer is not None:
+            self.nrt_informer.start(stop)
+            informer, reporter = self.nrt_informer, self.topology_reporter
+
+            def report_topology(stop: threading.Event) -> None:
+                # Without the watch a round still works (a create answered 409 reads the object back).
+                informer.has_synced.wait(NRT_SYNC_WAIT_SECONDS)
+                reporter.run(stop)
+
+            self.supervisor.spawn("node-topology", report_topology)
         self.supervisor.spawn("usage-metrics", self._usage_metrics)
         while not self.runner.wait_started(5.0):
             if stop.is_set():
@@ -342,6 +391,8 @@ class Koordlet:
 
     def shutdown(self) -> None:
         self.stop_event.set()
+        if self.topology_reporter is not None:
+            self.topology_reporter.kick()  # out of its interval wait
         self.runner.stop()
         if self.audit is not None:
             self.audit.close()
@@ -354,6 +405,15 @@ class Koordlet:
             self.pusher.close()
         self.rest.close()
         self.server.stop()
+
+
+def _cpuset_inputs(pod: Pod) -> tuple[object, object]:
+    """What of a pod the share pools read: its resource-status annotation and raw QoS label."""
+    meta = pod.get("metadata") or {}
+    return (
+        (meta.get("annotations") or {}).get(c.ANNOTATION_RESOURCE_STATUS),
+        (meta.get("labels") or {}).get(c.LABEL_POD_QOS),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

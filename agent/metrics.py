@@ -126,6 +126,13 @@ class AgentMetrics:
             ["node", "file"],
             registry=r,
         )
+        self.topology_reports = Counter(
+            "koordlet_node_topology_reports",
+            "NodeResourceTopology writes (create or patch) by status (succeeded, failed); an unchanged "
+            "report writes nothing (docs/rules/koordlet-topology.md#reporting)",
+            ["node", "status"],
+            registry=r,
+        )
         self._qos_gauges: dict[str, Gauge] = {}
         self._pod_keys: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
@@ -133,6 +140,8 @@ class AgentMetrics:
         for target in ("cr", "hub"):
             for status in ("succeeded", "failed"):
                 self.reports.labels(node, target, status)
+        for status in ("succeeded", "failed"):
+            self.topology_reports.labels(node, status)
 
     def on_collect(self, collector: str, seconds: float, ok: bool) -> None:
         self._rounds.observe(collector, seconds, ok)
@@ -141,6 +150,9 @@ class AgentMetrics:
         self.reports.labels(self.node, target, status).inc()
         if status == "succeeded":
             self.last_report.labels(self.node, target).set(time.time())
+
+    def on_topology_report(self, status: str) -> None:
+        self.topology_reports.labels(self.node, status).inc()
 
     def update_usage(self, cache: MetricCache, pods: Sequence[PodMeta], now_ms: int, window_ms: int) -> None:
         """Set the usage gauges to the last sample within ``window_ms``; drop series of gone pods."""

@@ -47,6 +47,8 @@ FEATURE_GATES: dict[str, bool] = {
     "NetworkCollector": True,
     # Upstream's runtime-hook plugin: BE pod/container cgroups from batch resources (on by default).
     "BatchResource": True,
+    # The NodeResourceTopology report (docs/rules/koordlet-topology.md#reporting).
+    "NodeTopologyReport": True,
 }
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
@@ -83,6 +85,10 @@ class Options:
     audit_log: Path | None = None
     metric_cache_checkpoint_seconds: float = 300.0
     """How often the metric cache is also saved while running; 0: on shutdown only."""
+    node_topology_sync_seconds: float = 3.0
+    """How often the NodeResourceTopology report is rebuilt (and written when changed); 0: never."""
+    kubelet_config_file: Path = Path("/var/lib/kubelet/config.yaml")
+    kubelet_root_dir: Path = Path("/var/lib/kubelet")
     verbosity: int = 0
     """klog-style ``--v``: 4 and above log at debug level."""
     warnings: tuple[str, ...] = ()
@@ -197,6 +203,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON-lines audit of every cgroup change and eviction (%(default)s; '' = none)",
     )
     p.add_argument(
+        "--node-topology-sync-interval",
+        default="3s",
+        help="how often the NodeResourceTopology report is rebuilt, written only when it changed "
+        "(%(default)s; 0 = no report)",
+    )
+    p.add_argument(
+        "--kubelet-config-file",
+        default="/var/lib/kubelet/config.yaml",
+        help="the kubelet's KubeletConfiguration (CPU manager and topology manager policy) (%(default)s)",
+    )
+    p.add_argument(
+        "--kubelet-root-dir",
+        default="/var/lib/kubelet",
+        help="the kubelet's --root-dir, holding cpu_manager_state (%(default)s)",
+    )
+    p.add_argument(
         "-v",
         "--v",
         dest="v",
@@ -270,6 +292,11 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             metric_cache_checkpoint_seconds=_seconds_or_off(
                 "--metric-cache-checkpoint-interval", a.metric_cache_checkpoint_interval
             ),
+            node_topology_sync_seconds=_seconds_or_off(
+                "--node-topology-sync-interval", a.node_topology_sync_interval
+            ),
+            kubelet_config_file=Path(a.kubelet_config_file),
+            kubelet_root_dir=Path(a.kubelet_root_dir),
             verbosity=max(a.v, 4) if a.verbose else a.v,
             warnings=tuple(warnings),
         )
