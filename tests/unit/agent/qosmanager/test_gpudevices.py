@@ -6,6 +6,8 @@ writes going through the resource executor to ``devices.deny`` / ``devices.allow
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -27,8 +29,9 @@ from agent.qosmanager.gpudevices import (
     uvm_major,
 )
 from agent.qosmanager.runner import HostCgroupView
+from agent.resourceexecutor.actions import CgroupWrite
 from agent.resourceexecutor.executor import ResourceExecutor, WriteStatus
-from agent.system.cgroup import CgroupFile, CgroupVersion
+from agent.system.cgroup import CgroupFile, CgroupVersion, HostPaths
 from agent.system.podcgroup import CgroupDriver
 from agent.topology.gpuhook import DeviceRule
 from apis.kubeobjects import Pod
@@ -220,3 +223,90 @@ def test_writes_reach_the_files_through_the_executor(tmp_path: Path) -> None:
     root = tree.paths.cgroup_root / "devices" / cdir
     assert (root / "devices.deny").read_text() == "c 195:0 rwm"
     assert (root / "devices.allow").read_text() == "c 195:255 rw"
+
+
+# --- against the REAL kernel (root, cgroup v1 devices controller): a scratch cgroup koord-test-<random> ----
+DEVICES_ROOT = Path("/sys/fs/cgroup/devices")
+
+
+def _real_skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "not root: cannot create a scratch cgroup"
+    if not (DEVICES_ROOT / "devices.list").exists():
+        return f"{DEVICES_ROOT}/devices.list not found: no cgroup v1 devices controller mounted"
+    if not os.access(DEVICES_ROOT, os.W_OK):
+        return f"{DEVICES_ROOT} is not writable"
+    return None
+
+
+def _kernel_write(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(_real_skip_reason() is not None, reason=str(_real_skip_reason()))
+@pytest.mark.parametrize(
+    ("extra", "minors"),
+    [(TOOLKIT_ALL, [1, 2]), (["c 195:* rwm", "c 510:* rw"], [0]), ([], [1])],
+    ids=["toolkit", "wildcard", "runc-only"],
+)
+def test_model_matches_the_real_kernel(extra: list[str], minors: list[int]) -> None:
+    """The same writes applied to the kernel and to the model leave the same devices.list, and the next
+    round has nothing to write (so the unit tests above speak for the kernel)."""
+    scratch = DEVICES_ROOT / f"koord-test-{uuid.uuid4().hex[:8]}"
+    scratch.mkdir()
+    try:
+        model = FakeDevicesCgroup.runc(extra)
+        _kernel_write(scratch / "devices.deny", "a")
+        for line in FakeDevicesCgroup.RUNC_DEFAULTS + tuple(extra):
+            _kernel_write(scratch / "devices.allow", line)
+        pod = _pod("real", minors)
+        view = ModelView()
+        view.cgroups[pod.containers[0].cgroup_dir] = model
+        snap = _snapshot([pod], view)
+        assert parse_devices_list((scratch / "devices.list").read_text(), "kernel") == view.read(
+            DEVICES_LIST, pod.containers[0].cgroup_dir
+        )
+        decision, _ = decide_gpu_devices(snap, UVM)
+        assert decision.cgroup_writes  # something to do in each case
+        for w in sorted(decision.cgroup_writes, key=lambda w: w.order):
+            _kernel_write(scratch / w.file.v1_file, w.value.text())  # type: ignore[operator]
+        _apply(view, snap)
+        kernel = (scratch / "devices.list").read_text()
+        assert sorted(kernel.split("\n")) == sorted(model.devices_list().split("\n"))
+        assert _texts(snap) == []
+        # One rule per write(2): a second line in the same write is ignored by the kernel.
+        _kernel_write(scratch / "devices.allow", "c 7:1 rw\nc 7:2 rw\n")
+        assert "c 7:1 rw" in kernel_lines(scratch) and "c 7:2 rw" not in kernel_lines(scratch)
+    finally:
+        scratch.rmdir()
+    assert not scratch.exists()
+
+
+def kernel_lines(scratch: Path) -> list[str]:
+    return (scratch / "devices.list").read_text().splitlines()
+
+
+@pytest.mark.skipif(_real_skip_reason() is not None, reason=str(_real_skip_reason()))
+@pytest.mark.xfail(
+    strict=True,
+    reason="the executor reads a file before writing it; devices.allow/deny are write-only (read: EINVAL)",
+)
+def test_executor_writes_real_devices_files() -> None:
+    scratch = DEVICES_ROOT / f"koord-test-{uuid.uuid4().hex[:8]}"
+    scratch.mkdir()
+    try:
+        _kernel_write(scratch / "devices.deny", "a")
+        _kernel_write(scratch / "devices.allow", "c 195:0 rw")
+        executor = ResourceExecutor(HostPaths(cgroup_root=DEVICES_ROOT.parent), CgroupVersion.V1, "test-node")
+        write = CgroupWrite(
+            "test", DEVICES_DENY, scratch.name + "/", DeviceRule("c", 195, 0, "rwm"), cacheable=False
+        )
+        [res] = executor.apply([write])
+        assert res.status is WriteStatus.WRITTEN, res.reason
+        assert "195:0" not in (scratch / "devices.list").read_text()
+    finally:
+        scratch.rmdir()
