@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Self
 
 import numpy as np
@@ -25,6 +25,7 @@ from apis.device import (
     LABEL_GPU_VENDOR,
     DeviceAllocationEntry,
     DeviceError,
+    DeviceInfo,
     format_device_allocations,
     parse_device_allocations,
 )
@@ -313,8 +314,26 @@ class DeviceShare:
         st = state.get(STATE_KEY)
         if not isinstance(st, _State) or not st.result:
             return Status.success()
+        if not self.cache.has(node_name):  # upstream's Device lister fails the same way
+            return Status.error(f'device "{node_name}" not found', plugin=NAME)
+        result = with_device_ids(st.result, self.cache.devices(node_name))
         meta = pod["metadata"]
-        value = format_device_allocations(st.result)
+        value = format_device_allocations(result)
         # a new dict: the queue's copy of the pod shares the old one
         meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_DEVICE_ALLOCATED: value}
         return Status.success()
+
+
+def with_device_ids(allocations: Allocations, devices: list[DeviceInfo]) -> Allocations:
+    """Each allocation with the ``id`` (UUID) of the first device of its type whose minor is set and
+    equal (a device without a minor never matches) (docs/rules/scheduler-deviceshare.md#prebind)."""
+    out: Allocations = {}
+    for dtype, entries in allocations.items():
+        out[dtype] = []
+        for e in entries:
+            uuid = next(
+                (d.id for d in devices if d.type == dtype and d.minor is not None and d.minor == e.minor),
+                None,
+            )
+            out[dtype].append(replace(e, id=uuid or ""))
+    return out

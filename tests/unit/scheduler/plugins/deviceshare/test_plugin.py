@@ -254,3 +254,31 @@ def test_preemption_sees_a_victims_devices_freed() -> None:
     assert filters_on_node(fw, state, p, info, ()).reasons == ("Insufficient gpu devices",)
     # put back: nothing is preemptible any more
     assert plugin.filter_all(state, p, snap).status_of(0).reasons == ("Insufficient gpu devices",)
+
+
+def test_prebind_fills_the_device_id_and_fails_when_the_device_is_gone() -> None:
+    plugin = DeviceShare()
+    dev = device(0, 1)
+    dev["spec"]["devices"][1]["id"] = "GPU-b"
+    dev["spec"]["devices"].append({"type": "rdma", "minor": 1, "id": "RDMA-1", "health": True})
+    plugin.on_device("n1", dev)
+    snap = Snapshot.build([node("n1")])
+    fw = Framework([plugin])
+    plugin.on_pod_add(pod("old", {}, node_name="n1", annotations={ANNOTATION_DEVICE_ALLOCATED: HALF}))
+    st = CycleState(0.0)
+    p = pod("p", {"nvidia.com/gpu": "1"})
+    assert fw.schedule(st, p, snap).node == "n1"
+    assert fw.reserve(st, p, "n1").is_success()
+    assert fw.pre_bind(st, p, "n1").is_success()
+    # minor 1 (minor 0 is half used); its id, not the rdma device's of the same minor
+    assert p["metadata"]["annotations"][ANNOTATION_DEVICE_ALLOCATED] == (
+        '{"gpu":[{"minor":1,"resources":{"koordinator.sh/gpu-core":"100","koordinator.sh/gpu-memory":"16Gi",'
+        '"koordinator.sh/gpu-memory-ratio":"100"},"id":"GPU-b"}]}'
+    )
+    q = pod("q", {"koordinator.sh/gpu": "50"})  # the other half of minor 0
+    st2 = CycleState(0.0)
+    plugin.pre_filter(st2, q, snap)
+    assert plugin.reserve(st2, q, "n1").is_success()
+    plugin.on_device("n1", None)
+    status = plugin.pre_bind(st2, q, "n1")
+    assert status.code == Code.ERROR and status.reasons == ('device "n1" not found',)
