@@ -96,10 +96,18 @@ def create_body(node: Node, status: NRTStatus) -> dict[str, Any]:
 
 def patch_body(status: NRTStatus, current: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON merge patch: the managed annotations and labels (others untouched), ``topologyPolicies``
-    and the merged zone list (a list is replaced whole, so it is merged here first)."""
-    meta: dict[str, Any] = {"annotations": dict(status.annotations)}
-    if status.labels:
-        meta["labels"] = dict(status.labels)
+    and the merged zone list (a list is replaced whole, so it is merged here first). A managed key the
+    object has but this report lacks (``cpu-basic-info`` from an upstream koordlet, a label the Node
+    dropped) is deleted (``null``): left in place it would differ every round and be rewritten forever."""
+    cur_meta = current.get("metadata") or {}
+    cur_ann, cur_labels = cur_meta.get("annotations") or {}, cur_meta.get("labels") or {}
+    annotations: dict[str, Any] = dict(status.annotations)
+    annotations |= {k: None for k in MANAGED_ANNOTATIONS if k in cur_ann and k not in status.annotations}
+    labels: dict[str, Any] = dict(status.labels)
+    labels |= {k: None for k in MANAGED_LABELS if k in cur_labels and k not in status.labels}
+    meta: dict[str, Any] = {"annotations": annotations}
+    if labels:
+        meta["labels"] = labels
     return {
         "metadata": meta,
         "topologyPolicies": [status.topology_policy],

@@ -302,3 +302,25 @@ def test_patch_keeps_foreign_zone_resources_and_drops_unknown_zones() -> None:
     names = [r["name"] for r in patch["zones"][0]["resources"]]
     assert names == ["cpu", "example.com/foo", "hugepages-1Gi", "hugepages-2Mi", "memory"]
     assert patch["zones"][0]["resources"][1]["capacity"] == "1"  # written as its allocatable
+
+
+def test_stale_managed_keys_are_deleted_so_the_report_settles() -> None:
+    n = node({}, {"node.koordinator.sh/enable-numa-reservation": "false"})
+    current = _object(build(n))
+    current["metadata"]["annotations"]["node.koordinator.sh/cpu-basic-info"] = '{"cpuModel":"x"}'
+    current["metadata"]["annotations"]["other.io/x"] = "kept"
+    s = build(node({}))  # the Node dropped its label; koord never writes cpu-basic-info
+    assert is_changed(s, current)[0]
+    patch = patch_body(s, current)
+    assert patch["metadata"]["annotations"]["node.koordinator.sh/cpu-basic-info"] is None
+    assert "other.io/x" not in patch["metadata"]["annotations"]
+    assert patch["metadata"]["labels"] == {"node.koordinator.sh/enable-numa-reservation": None}
+    # Applied as a merge patch (null deletes), the next round finds nothing to change.
+    meta = current["metadata"]
+    for key, value in patch["metadata"]["annotations"].items():
+        if value is None:
+            meta["annotations"].pop(key)
+        else:
+            meta["annotations"][key] = value
+    meta["labels"].pop("node.koordinator.sh/enable-numa-reservation")
+    assert is_changed(s, current) == (False, "")
