@@ -251,17 +251,25 @@ def take_by_topology(cpus: Sequence[CpuInfo], available: frozenset[int], need: i
     return _Accumulator(cpus, available, need).run()
 
 
+_RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
+
+
 def _cpu_milli(m: Mapping[str, str], name: str) -> int | None:
-    text = m.get("cpu")
-    if text is None:
-        return None
-    try:
-        q = Quantity.parse(text)
-    except (QuantityError, ValueError):
-        raise KubeletConfigError(f"{name}.cpu: {text!r} is not a quantity") from None
-    if q.sign() < 0:
-        raise KubeletConfigError(f"{name}.cpu: {text!r} cannot be negative")
-    return q.milli_value()
+    """The map's ``cpu`` in milli-cores (None when absent); as kubelet, every entry must be a reservable
+    resource with a non-negative quantity."""
+    milli = None
+    for key, text in m.items():
+        if key not in _RESERVABLE:
+            raise KubeletConfigError(f"{name}: cannot reserve {key!r} resource")
+        try:
+            q = Quantity.parse(text)
+        except (QuantityError, ValueError):
+            raise KubeletConfigError(f"{name}.{key}: {text!r} is not a quantity") from None
+        if q.sign() < 0:
+            raise KubeletConfigError(f"{name}.{key}: {text!r} cannot be negative")
+        if key == "cpu":
+            milli = q.milli_value()
+    return milli
 
 
 def static_reserved_cpus(cfg: KubeletConfig, cpus: Sequence[CpuInfo]) -> frozenset[int]:
@@ -281,8 +289,11 @@ def static_reserved_cpus(cfg: KubeletConfig, cpus: Sequence[CpuInfo]) -> frozens
                 f"reservedSystemCPUs: {cfg.reserved_system_cpus} is not a subset of online-cpus: "
                 f"{format_cpuset(every)}"
             )
-    kube = None if explicit else _cpu_milli(cfg.kube_reserved, "kubeReserved")
-    system = len(explicit) * 1000 if explicit else _cpu_milli(cfg.system_reserved, "systemReserved")
+    # reservedSystemCPUs overrides both maps' cpu (kubelet drops kubeReserved.cpu, sets systemReserved.cpu).
+    kube_map = {k: v for k, v in cfg.kube_reserved.items() if not (explicit and k == "cpu")}
+    system_map = {**cfg.system_reserved, **({"cpu": str(len(explicit))} if explicit else {})}
+    kube = _cpu_milli(kube_map, "kubeReserved")
+    system = _cpu_milli(system_map, "systemReserved")
     if kube is None and system is None:
         raise KubeletConfigError("the static policy cannot determine reserved CPU resources")
     total = (kube or 0) + (system or 0)

@@ -144,6 +144,8 @@ def test_reserved_from_kube_and_system_reserved_rounded_up() -> None:
         (KubeletConfig("static", reserved_system_cpus="9"), "not a subset of online-cpus: 0-7"),
         (KubeletConfig("static", system_reserved={"cpu": "lots"}), "systemReserved.cpu"),
         (KubeletConfig("static", kube_reserved={"cpu": "9"}), "unable to reserve"),
+        (KubeletConfig("static", kube_reserved={"cpu": "1", "gpu": "1"}), "cannot reserve 'gpu'"),
+        (KubeletConfig("static", kube_reserved={"cpu": "1", "memory": "-1Gi"}), "kubeReserved.memory"),
     ],
 )
 def test_static_reservation_errors(cfg: KubeletConfig, needle: str) -> None:
