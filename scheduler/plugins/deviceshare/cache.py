@@ -1,7 +1,11 @@
 """The per-node device cache (docs/rules/scheduler-deviceshare.md#wiring): each node's Device spec as
 totals per type and minor, and each pod's allocations on its node (from the ``device-allocated``
 annotation of assigned pods, or from Reserve while the pod is assumed), keyed by pod so a pod is never
-counted twice. A pod's allocations outlive its node's Device object (a re-created Device finds them).
+counted twice.
+
+As upstream's, a node gets an entry the first time its Device object or a pod with allocations on it is
+seen, and keeps it: a deleted Device leaves its devices known but unhealthy (no capacity), so only a
+node that never had either is unknown — the one Filter lets through.
 Imports: the standard library, apis.device, this package (allocator).
 """
 
@@ -19,6 +23,8 @@ Allocations = Mapping[str, list[DeviceAllocationEntry]]
 
 class DeviceCache:
     def __init__(self) -> None:
+        self._known: set[str] = set()  # nodes with an entry (upstream's nodeDevice)
+        self._objects: set[str] = set()  # nodes whose Device object exists now
         self._devices: dict[str, list[DeviceInfo]] = {}
         self._totals: dict[str, Totals] = {}
         self._pods: dict[str, tuple[str, Allocations]] = {}  # pod key -> (node, allocations)
@@ -26,21 +32,28 @@ class DeviceCache:
 
     # --- devices -----------------------------------------------------------------------------------
     def set_device(self, node: str, device: Mapping[str, Any] | None) -> None:
-        """The node's Device object (None: deleted); DeviceError when it does not decode."""
+        """The node's Device object; None: deleted — its devices stay known with no capacity
+        (upstream's invalidateNodeDevice). DeviceError when the object does not decode."""
         if device is None:
-            self._devices.pop(node, None)
-            self._totals.pop(node, None)
+            self._objects.discard(node)
+            if node in self._totals:
+                self._totals[node] = {t: {m: {} for m in minors} for t, minors in self._totals[node].items()}
             return
         devices = parse_device_spec(device, f"Device {node}").devices or []
         self._devices[node] = devices
         self._totals[node] = device_totals(devices)
+        self._known.add(node)
+        self._objects.add(node)
 
     def nodes(self) -> list[str]:
-        """Nodes that have a Device object."""
-        return list(self._totals)
+        """Nodes with an entry (a Device seen, or a pod with allocations recorded there)."""
+        return list(self._known)
 
     def has(self, node: str) -> bool:
-        return node in self._totals
+        return node in self._known
+
+    def has_device_object(self, node: str) -> bool:
+        return node in self._objects
 
     def totals(self, node: str) -> Totals:
         return self._totals.get(node, {})
@@ -50,12 +63,13 @@ class DeviceCache:
 
     # --- pods --------------------------------------------------------------------------------------
     def set_pod(self, key: str, node: str, allocations: Allocations) -> None:
-        """The pod's allocations on ``node``, replacing whatever was recorded for it."""
+        """The pod's allocations on ``node``, replacing whatever was recorded for it (none: no entry)."""
         self.remove_pod(key)
         if not any(allocations.values()):
             return
         self._pods[key] = (node, allocations)
         self._by_node.setdefault(node, set()).add(key)
+        self._known.add(node)
 
     def remove_pod(self, key: str) -> None:
         old = self._pods.pop(key, None)

@@ -143,9 +143,9 @@ class DeviceShare:
             return
         try:
             allocations = parse_device_allocations(pod_annotations(pod).get(ANNOTATION_DEVICE_ALLOCATED))
-        except DeviceError as e:
+        except DeviceError as e:  # as upstream: logged, what was recorded stays
             log.warning("DeviceShare: pod %s: %s", key, e)
-            allocations = {}
+            return
         if key in self.assumed and not any(allocations.values()):
             return  # seen before its annotation: Reserve's allocation stands
         self.assumed.pop(key, None)
@@ -236,7 +236,7 @@ class DeviceShare:
                 if (vendor, model) in self.unsupported_models:
                     msg = f'model "{model}" of vendor "{vendor}" does not support GPU Share'
                     reject(row, Status.unresolvable(msg, plugin=NAME))
-        for name in self.cache.nodes():  # a node without a Device object passes (quirk)
+        for name in self.cache.nodes():  # a node the cache does not know passes (quirk)
             at = snapshot.index.get(name)
             if at is None or which[at] >= 0:
                 continue
@@ -314,7 +314,7 @@ class DeviceShare:
         st = state.get(STATE_KEY)
         if not isinstance(st, _State) or not st.result:
             return Status.success()
-        if not self.cache.has(node_name):  # upstream's Device lister fails the same way
+        if not self.cache.has_device_object(node_name):  # upstream's Device lister fails the same way
             return Status.error(f'device "{node_name}" not found', plugin=NAME)
         result = with_device_ids(st.result, self.cache.devices(node_name))
         meta = pod["metadata"]

@@ -180,10 +180,12 @@ def test_device_events() -> None:
     p = pod("p", {"nvidia.com/gpu": "2"})
     plugin.pre_filter(st, p, snap)
     assert plugin.filter_all(st, p, snap).passed.tolist() == [True, True, False]
-    plugin.on_device("n3", None)  # deleted: the node is no longer checked
-    assert plugin.filter_all(st, p, snap).passed.all()
+    plugin.on_device("n3", None)  # deleted: its GPUs stay known, unhealthy (upstream's invalidate)
+    assert plugin.filter_all(st, p, snap).status_of(2).reasons == ("Insufficient gpu devices",)
     plugin.on_device("n3", {"spec": {"devices": [{"minor": "x"}]}})  # does not decode: ignored
-    assert not plugin.cache.has("n3")
+    assert not plugin.cache.has_device_object("n3")
+    plugin.on_device("n3", device(0, 1))  # back, with two cards
+    assert plugin.filter_all(st, p, snap).passed.all()
     plugin.on_device("n1", device(0, 1, health=False))  # unhealthy: no capacity
     assert plugin.filter_all(st, p, snap).status_of(0).reasons == ("Insufficient gpu devices",)
 
@@ -282,3 +284,20 @@ def test_prebind_fills_the_device_id_and_fails_when_the_device_is_gone() -> None
     plugin.on_device("n1", None)
     status = plugin.pre_bind(st2, q, "n1")
     assert status.code == Code.ERROR and status.reasons == ('device "n1" not found',)
+
+
+def test_a_pod_with_devices_makes_its_device_less_node_known() -> None:
+    """Upstream creates the node's entry for a pod's allocations: from then on the node without a Device
+    rejects device pods as having none (UnschedulableAndUnresolvable), no longer passing."""
+    plugin, _, snap = setup()
+    p = pod("p", {"koordinator.sh/gpu": "50"})
+    st = CycleState(0.0)
+    plugin.pre_filter(st, p, snap)
+    assert plugin.filter_all(st, p, snap).passed[1]
+    plugin.on_pod_add(pod("old", {}, node_name="n2", annotations={ANNOTATION_DEVICE_ALLOCATED: HALF}))
+    res = plugin.filter_all(st, p, snap)
+    assert res.status_of(1).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert res.status_of(1).reasons == ("Insufficient gpu devices",)
+    # a bad annotation on an update changes nothing (logged)
+    plugin.on_pod_update({}, pod("old", {}, node_name="n2", annotations={ANNOTATION_DEVICE_ALLOCATED: "{"}))
+    assert plugin.cache.pod("default/old") is not None

@@ -129,6 +129,10 @@ def test_cache_sums_pods_and_replaces_a_pods_entry() -> None:
     assert cache.used("n1") == {} and cache.pod("b") is None
     cache.set_device("n1", {"spec": {"devices": [{"type": "gpu", "minor": 2, "health": True,
                                                   "resources": {CORE: "100"}}]}})  # fmt: skip
-    assert cache.nodes() == ["n1"] and cache.totals("n1") == {"gpu": {2: {CORE: 100}}}
+    assert sorted(cache.nodes()) == ["n1", "n2"]  # n2: known from a pod's allocations only
+    assert cache.totals("n1") == {"gpu": {2: {CORE: 100}}} and cache.totals("n2") == {}
+    assert cache.has_device_object("n1") and not cache.has_device_object("n2")
+    cache.set_device("n1", None)  # deleted: still known, its devices without capacity
+    assert cache.has("n1") and not cache.has_device_object("n1") and cache.totals("n1") == {"gpu": {2: {}}}
     with pytest.raises(DeviceError, match=r"minor"):
         cache.set_device("n1", {"spec": {"devices": [{"minor": "two"}]}})
