@@ -50,9 +50,10 @@ def _utcnow() -> datetime:
 
 
 class DeviceReporter:
-    """One node's Device reporter. ``node_uid`` returns the Node's UID once observed (None before);
-    ``on_result(result)`` hears every tick's outcome: ``created``, ``updated``, ``unchanged``, ``skipped``
-    (Node not observed yet) or ``failed``."""
+    """One node's Device reporter. ``node_uid`` returns the Node's UID once observed (None before).
+    ``tick()`` returns ``created``, ``updated``, ``unchanged``, ``skipped`` (Node not observed yet) or
+    ``failed``; ``on_result(status)`` hears each write's ``succeeded`` or ``failed`` (an unchanged or
+    skipped tick writes nothing), as the NodeResourceTopology reporter's does."""
 
     def __init__(
         self,
@@ -83,8 +84,9 @@ class DeviceReporter:
 
     def _done(self, result: str) -> str:
         self.last_result = result
-        if self._on_result is not None:
-            self._on_result(result)
+        status = {"created": "succeeded", "updated": "succeeded", "failed": "failed"}.get(result)
+        if status is not None and self._on_result is not None:
+            self._on_result(status)
         return result
 
     def _failed(self, what: str, error: Exception) -> str:
@@ -116,13 +118,21 @@ class DeviceReporter:
         try:
             current = self.api.get_custom_object(*args, self.node_name)
             if current is None:
-                self.api.create_custom_object(*args, desired)
-                result = "created"
-            elif device_changed(desired, current):
-                self.api.merge_patch_custom_object(*args, self.node_name, device_patch(desired, current))
-                result = "updated"
-            else:
-                result = "unchanged"
+                try:
+                    self.api.create_custom_object(*args, desired)
+                    result = "created"
+                except Exception as e:
+                    if getattr(e, "status", None) != 409:
+                        raise
+                    current = self.api.get_custom_object(*args, self.node_name)  # created meanwhile
+                    if current is None:
+                        raise
+            if current is not None:
+                if device_changed(desired, current):
+                    self.api.merge_patch_custom_object(*args, self.node_name, device_patch(desired, current))
+                    result = "updated"
+                else:
+                    result = "unchanged"
         except Exception as e:  # the gateway's errors name the object; one failed tick is not fatal
             return self._failed("API", e)
         if self._last_error:

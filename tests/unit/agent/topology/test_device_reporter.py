@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from agent.gateway import KubeGateway
 from agent.system.gpu import FakeGPUBackend
-from agent.topology.device_reporter import DeviceReporter
+from agent.topology.device_reporter import DeviceAPI, DeviceReporter
 from tests.fixtures.gpus import FakeCard, write_card_tree
 
 GROUP = ("scheduling.koordinator.sh", "v1alpha1", "devices")
@@ -34,6 +35,12 @@ def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     return target
 
 
+class GatewayLikeError(RuntimeError):
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class FakeAPI:
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, Any]] = {}
@@ -43,7 +50,7 @@ class FakeAPI:
     def _check(self, what: str) -> None:
         self.calls.append(what)
         if self.fail == what:
-            raise RuntimeError(f"devices: {what} failed: 503 Service Unavailable")
+            raise GatewayLikeError(f"devices: {what} failed: 503 Service Unavailable", 503)
 
     def get_custom_object(self, group: str, version: str, plural: str, name: str) -> Mapping[str, Any] | None:
         assert (group, version, plural) == GROUP
@@ -54,7 +61,10 @@ class FakeAPI:
     def create_custom_object(self, group: str, version: str, plural: str, body: Mapping[str, Any]) -> Any:
         assert (group, version, plural) == GROUP
         self._check("create")
-        self.objects[body["metadata"]["name"]] = copy.deepcopy(dict(body))
+        name = body["metadata"]["name"]
+        if name in self.objects:
+            raise GatewayLikeError(f"devices/{name}: POST failed: 409 Conflict", 409)
+        self.objects[name] = copy.deepcopy(dict(body))
 
     def merge_patch_custom_object(
         self, group: str, version: str, plural: str, name: str, patch: Mapping[str, Any]
@@ -94,7 +104,7 @@ def test_create_then_unchanged_then_update(tmp_path: Path) -> None:
     assert reporter.tick() == "updated"
     assert [d["health"] for d in api.objects["node-a"]["spec"]["devices"]] == [True, True, False, True]
     assert reporter.tick() == "unchanged"
-    assert results == ["created", "unchanged", "updated", "unchanged"]
+    assert results == ["succeeded", "succeeded"]  # writes only
     assert reporter.failures == 0
 
 
@@ -115,7 +125,25 @@ def test_failed_write_is_counted_and_retried(tmp_path: Path) -> None:
     assert reporter.tick() == "updated"
     assert api.objects["node-a"]["spec"]["devices"][0]["resources"]["koordinator.sh/gpu-memory"] == "40Gi"
     assert reporter.failures == 3
-    assert results == ["failed", "failed", "created", "failed", "updated"]
+    assert results == ["failed", "failed", "succeeded", "failed", "succeeded"]
+
+
+def test_created_meanwhile_is_read_back(tmp_path: Path) -> None:
+    write_card_tree(tmp_path, [FakeCard("GPU-0", 0)])
+    api = FakeAPI()
+    reporter, results = _reporter(tmp_path, api)
+    reporter.tick()
+    (tmp_path / "gpus" / "0" / "healthy").write_text("0")
+    real_get = api.get_custom_object
+    misses = iter([None])  # the first get misses the object (e.g. another koordlet run just created it)
+
+    def get(group: str, version: str, plural: str, name: str) -> Mapping[str, Any] | None:
+        return next(misses, real_get(group, version, plural, name))
+
+    api.get_custom_object = get  # type: ignore[method-assign]
+    assert reporter.tick() == "updated"  # 409 on create: read back and patched
+    assert api.objects["node-a"]["spec"]["devices"][0]["health"] is False
+    assert reporter.failures == 0 and results == ["succeeded", "succeeded"]
 
 
 def test_get_failure_is_a_failed_tick(tmp_path: Path) -> None:
@@ -175,5 +203,11 @@ def test_run_ticks_at_once_then_every_interval(tmp_path: Path) -> None:
     reporter, results = _reporter(tmp_path, api)
     stop = _StopAfter(3)
     reporter.run(stop)
-    assert results == ["created", "unchanged", "unchanged"]
+    assert results == ["succeeded"]
+    assert api.calls == ["get", "create", "get", "get"]
     assert stop.waits == [3.0, 3.0, 3.0]  # upstream's 3 s default
+
+
+def _gateway_is_a_device_api(gateway: KubeGateway) -> DeviceAPI:
+    """mypy checks that the koordlet's gateway can be handed to the reporter as is."""
+    return gateway
