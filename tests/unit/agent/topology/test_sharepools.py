@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agent.system.nodeinfo import CpuInfo
 from agent.topology.sharepools import pool_cpus, share_pools
 from apis.kubeobjects import Pod
@@ -94,3 +97,44 @@ def test_deleted_pod_returns_its_cpus() -> None:
 
 def test_pool_cpus() -> None:
     assert pool_cpus(pools((0, 0, "0-1"), (1, 1, ""), (1, 2, "bad"))) == {0, 1}
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[tuple[CpuInfo, ...], list[Pod], dict[str, frozenset[int]]]:
+    n = draw(st.integers(1, 16))
+    nodes = draw(st.integers(1, 4))
+    cpus = tuple(CpuInfo(c, c // 2, (c % nodes) // 2, c % nodes) for c in range(n))
+    ids = st.frozensets(st.integers(0, n + 2), max_size=n)
+    pods = [pod(q, {"cpuset": ",".join(map(str, sorted(s)))}) for q, s in draw(
+        st.lists(st.tuples(st.sampled_from(["LSE", "LSR", "LS", "BE", None]), ids), max_size=5))]  # fmt: skip
+    sets = {k: draw(ids) for k in ("reserved", "system", "static")}
+    return cpus, pods, sets
+
+
+@settings(max_examples=60, deadline=None)
+@given(worlds())
+def test_pool_invariants(world: tuple[tuple[CpuInfo, ...], list[Pod], dict[str, frozenset[int]]]) -> None:
+    cpus, pods, sets = world
+    ls, be = share_pools(
+        cpus, pods, reserved=sets["reserved"], system_exclusive=sets["system"],
+        kubelet_static_assigned=sets["static"],
+    )  # fmt: skip
+    node_of = {c.cpu: c.numa_node for c in cpus}
+    held = {c for p in pods for c in pool_cpus([{"cpuset": _status_cpuset(p)}])}
+    lse = {c for p in pods if _qos(p) == "LSE" for c in pool_cpus([{"cpuset": _status_cpuset(p)}])}
+    removed = sets["reserved"] | sets["system"] | sets["static"]
+    assert pool_cpus(ls) == set(node_of) - removed - held
+    assert pool_cpus(be) == set(node_of) - removed - lse
+    for pools in (ls, be):
+        assert [(p["socket"], p["node"]) for p in pools] == sorted((p["socket"], p["node"]) for p in pools)
+        assert all(node_of[c] == p["node"] for p in pools for c in pool_cpus([p]))
+
+
+def _status_cpuset(p: Pod) -> str:
+    return str(
+        json.loads(p["metadata"]["annotations"]["scheduling.koordinator.sh/resource-status"])["cpuset"]
+    )
+
+
+def _qos(p: Pod) -> str | None:
+    return p["metadata"]["labels"].get("koordinator.sh/qosClass")
