@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -14,7 +15,9 @@ from typing import Any, cast
 import pytest
 
 from agent.podmeta import PodMeta, pod_meta
+from agent.qosmanager import cpusuppress
 from agent.qosmanager.cpusetalloc import CPUSetAllocatorConfig, CPUSetAllocatorStrategy, decide_cpuset
+from agent.qosmanager.cpusuppress import CPUSuppressConfig
 from agent.qosmanager.framework import Snapshot
 from agent.qosmanager.registry import REGISTRY, StrategyDeps, build_entries
 from agent.qosmanager.runner import HostCgroupView, QoSManager, StrategyEntry
@@ -23,6 +26,7 @@ from agent.system.cgroup import CPU_QUOTA, CPUSET_CPUS, CgroupFile, CgroupVersio
 from agent.system.nodeinfo import CpuInfo, NodeTopology
 from agent.system.podcgroup import CgroupDriver
 from apis.kubeobjects import Pod
+from apis.nodeslo import NodeSLOSpec, ResourceThresholdStrategy
 from tests.fixtures.hosttree import HostTree
 from tests.unit.agent.qosmanager.fakeclock import FakeClock
 
@@ -283,3 +287,26 @@ def test_registration_default_on_and_reads_the_nrt_each_tick() -> None:
     assert entry.config() == CPUSetAllocatorConfig()
     current[0] = {"kubelet.koordinator.sh/cpu-manager-policy": '{"policy":"static"}'}
     assert entry.config().nrt_annotations == current[0]
+
+
+@pytest.mark.parametrize("be_manager", [False, True])
+def test_never_the_same_file_as_cpu_suppress(tmp_path: Path, be_manager: bool) -> None:
+    """docs/rules/koordlet-cpuset.md#with-cpu-suppress: CPU suppress (here its recovery, which walks every
+    dir below besteffort, or its BECPUManager path) and CPUSetAllocator over one tree write disjoint files,
+    and between them every container below besteffort that has a CPU allocation is written by one of them."""
+    numa_be = pod("nbe", "be", "BE", {"numaNodeResources": [{"node": 1, "resources": {"cpu": "1"}}]})
+    ls_be = pod("lsbe", "be", "LS")
+    pods = [LSR, LS, PLAIN, BE, ls_be, numa_be]
+    host = _host(tmp_path, CgroupVersion.V1, pods)
+    gates = {"BECPUSuppress": True, "BECPUManager": be_manager}
+    s = snap(pods, view=HostCgroupView(host.paths, CgroupVersion.V1), gates=gates)
+    s = replace(
+        s, node_slo=NodeSLOSpec(resource_used_threshold_with_be=ResourceThresholdStrategy(enable=False))
+    )
+    ours = decide_cpuset(s, CFG)
+    theirs = cpusuppress.decide(s, CPUSuppressConfig(), None)
+    mine = {(w.cgroup_dir, id(w.file)) for level in ours.leveled_writes for w in level}
+    suppress = {(w.cgroup_dir, id(w.file)) for w in theirs.cgroup_writes}
+    assert suppress and mine and not (mine & suppress)
+    assert (cdir(numa_be), id(CPUSET_CPUS)) in (mine if be_manager else suppress)
+    assert (cdir(ls_be), id(CPUSET_CPUS)) in suppress
