@@ -180,7 +180,10 @@ class Koordlet:
         )
         self.evictor = Evictor(self.gateway, self.registry, audit=self._audit_eviction)
         self.qos = QoSManager(
-            build_entries(opts.feature_gates, StrategyDeps(opts.paths, self.evictor.pending_uids))
+            build_entries(
+                opts.feature_gates,
+                StrategyDeps(opts.paths, self.evictor.pending_uids, nrt_annotations=self._nrt_annotations),
+            )
             if opts.enable_qos
             else [],
             self._snapshot,
@@ -259,6 +262,11 @@ class Koordlet:
     def _topology(self) -> NodeTopology | None:
         topo = self.context.kv.get(NODE_CPU_INFO)
         return topo if isinstance(topo, NodeTopology) else None
+
+    def _nrt_annotations(self) -> dict[str, str] | None:
+        """This node's NRT annotations as last reported (None without the report: the Node's are read)."""
+        reporter = self.topology_reporter
+        return reporter.annotations() if reporter is not None else None
 
     def _numa_meminfo(self) -> dict[int, dict[str, int]] | None:
         info = self.context.kv.get(NODE_NUMA_INFO)

@@ -142,6 +142,15 @@ class TopologyReporter:
         ).get("uid")
         return last if same and _rv(last) > _rv(seen) else seen
 
+    def annotations(self) -> dict[str, str] | None:
+        """The NRT's annotations as last observed or written (None: no object known yet); what the
+        koordlet's cpuset rule reads back (docs/rules/koordlet-cpuset.md#reconcile)."""
+        current = self._current() if self.observed() is not None else self._last
+        if current is None:
+            return None
+        ann = (current.get("metadata") or {}).get("annotations")
+        return {str(k): str(v) for k, v in ann.items()} if isinstance(ann, Mapping) else None
+
     # -- one round -------------------------------------------------------------------------------------
     def tick(self) -> str:
         """One round; returns ``skipped``, ``unchanged``, ``created``, ``updated`` or ``failed``."""

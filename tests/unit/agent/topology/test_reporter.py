@@ -112,6 +112,19 @@ def test_create_then_nothing_then_patch_on_a_new_cpuset(tmp_path: Path) -> None:
     assert results == ["succeeded", "succeeded"]
 
 
+def test_annotations_read_back_the_object(tmp_path: Path) -> None:
+    api, results = FakeAPI(), []  # type: ignore[var-annotated]
+    r = reporter(api, tmp_path, [], results)
+    assert r.annotations() is None
+    r.tick()
+    ann = r.annotations()
+    assert ann is not None and ann[POOLS] == '[{"socket":0,"node":0,"cpuset":"0-3"}]'
+    blind = reporter(api, tmp_path, [], results, watch=False)
+    assert blind.annotations() is None
+    blind.tick()  # AlreadyExists: read back, remembered
+    assert blind.annotations() == ann
+
+
 def test_a_failed_write_is_counted_and_retried_next_round(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
