@@ -31,6 +31,8 @@ KINDS: dict[str, tuple[str, str]] = {
     "ElasticQuota": ("scheduler.plugins.elasticquota.scenario", "simulate"),
     "JobReservation": ("scheduler.plugins.jobreservation.scenario", "simulate"),
     "Reservation": ("scheduler.plugins.reservation.scenario", "simulate"),
+    "CPUSet": ("koord.simulate_cpuset", "simulate"),
+    "DeviceShare": ("scheduler.plugins.deviceshare.scenario", "simulate"),
 }
 
 
