@@ -9,7 +9,7 @@ Pure. Imports: the standard library, apis.numa, scheduler.framework.status, this
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -52,6 +52,7 @@ class NodeFacts:
     allocation: NodeAllocation
     allocatable_cpu: int = 0  # milli
     requested_cpu: int = 0  # milli, the node's pods
+    name: str = ""
 
     @property
     def node_bind_policy(self) -> str:
@@ -127,7 +128,20 @@ def filter_amplified(state: PodState, facts: NodeFacts, bind: bool) -> Status | 
     return None
 
 
-def filter_node(state: PodState, facts: NodeFacts, default_strategy: str) -> Status:
+# A trial allocation: the error text, or None when it fits (the plugin memoises it per node).
+Trial = Callable[[NodeFacts, Request], str | None]
+
+
+def run_trial(facts: NodeFacts, req: Request) -> str | None:
+    assert facts.options is not None
+    try:
+        allocate_cpuset(facts.options, facts.allocation, req)
+    except AllocationError as e:
+        return str(e)
+    return None
+
+
+def filter_node(state: PodState, facts: NodeFacts, default_strategy: str, trial: Trial = run_trial) -> Status:
     """The Filter status of the pod on this node."""
     if state.skip:
         return Status.success()
@@ -155,10 +169,9 @@ def filter_node(state: PodState, facts: NodeFacts, default_strategy: str) -> Sta
     if required == BIND_FULL_PCPUS and state.num_cpus_needed % facts.options.topology.cpus_per_core:
         return Status.unresolvable(ERR_SMT_ALIGNMENT, plugin=PLUGIN_NAME)
     if required and numa_policy == NUMA_POLICY_NONE:
-        try:
-            allocate_cpuset(facts.options, facts.allocation, pod_request(state, facts, default_strategy))
-        except AllocationError as e:
-            return Status.unschedulable(str(e), plugin=PLUGIN_NAME)
+        error = trial(facts, pod_request(state, facts, default_strategy))
+        if error is not None:
+            return Status.unschedulable(error, plugin=PLUGIN_NAME)
     return Status.success()
 
 

@@ -47,13 +47,14 @@ from scheduler.framework.status import Status
 from scheduler.plugins.nodenumaresource.accumulator import AllocationError
 from scheduler.plugins.nodenumaresource.allocation import PodAllocation
 from scheduler.plugins.nodenumaresource.cache import NUMACache, pod_id
-from scheduler.plugins.nodenumaresource.cpuset_alloc import allocate_cpuset, bind_policy_used
+from scheduler.plugins.nodenumaresource.cpuset_alloc import Request, allocate_cpuset, bind_policy_used
 from scheduler.plugins.nodenumaresource.filtering import (
     ERR_INVALID_CPU_TOPOLOGY,
     NodeFacts,
     filter_node,
     pod_request,
     request_cpu_bind,
+    run_trial,
 )
 from scheduler.plugins.nodenumaresource.prefilter import PodState, pre_filter
 from scheduler.plugins.nodenumaresource.scoring import (
@@ -112,6 +113,8 @@ class NodeNUMAResource:
             NUMA_MOST_ALLOCATED if self.numa_scoring.type == MOST_ALLOCATED else NUMA_LEAST_ALLOCATED
         )
         self.cache = cache if cache is not None else NUMACache()
+        # node -> (what the trial allocation depended on, its error or None)
+        self._trials: dict[str, tuple[tuple[object, ...], str | None]] = {}
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None) -> NodeNUMAResource:
@@ -167,7 +170,26 @@ class NodeNUMAResource:
         return NodeFacts(
             meta.get("labels") or {}, meta.get("annotations") or {}, self.cache.options.get(info.name),
             self.cache.allocation(info.name), info.allocatable.get("cpu", 0), info.requested.get("cpu", 0),
+            info.name,
         )  # fmt: skip
+
+    def _trial(self, facts: NodeFacts, req: Request) -> str | None:
+        """Filter's trial allocation, memoised per node on everything it reads: a pod like the last one
+        on a node nothing happened to costs a lookup."""
+        opts = facts.options
+        assert opts is not None
+        key = (
+            opts,
+            opts.max_ref_count,
+            facts.allocation.version,
+            req,
+        )  # opts held: compared by identity first
+        found = self._trials.get(facts.name)
+        if found is not None and found[0] == key:
+            return found[1]
+        error = run_trial(facts, req)
+        self._trials[facts.name] = (key, error)
+        return error
 
     def _acting_rows(self, snapshot: Snapshot) -> list[int]:
         """Rows where the rule can differ from the plain case, ascending."""
@@ -175,6 +197,11 @@ class NodeNUMAResource:
         rows = set(np.flatnonzero(column).tolist())
         rows.update(i for n in self.cache.acting if (i := snapshot.index.get(n)) is not None)
         return sorted(rows)
+
+    def _valid_rows(self, snapshot: Snapshot) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        valid = np.zeros(snapshot.n, np.bool_)
+        valid[[i for name in self.cache.valid if (i := snapshot.index.get(name)) is not None]] = True
+        return valid
 
     def _cycle(self, state: CycleState, pod: Pod, snapshot: Snapshot | None) -> _Cycle:
         cyc = state.get(STATE_KEY)
@@ -199,12 +226,26 @@ class NodeNUMAResource:
         n = snapshot.n
         if st.skip:
             return FilterResult.all_pass(n)
-        rows = range(n) if st.request_cpu_bind else self._acting_rows(snapshot)
+        rows = self._acting_rows(snapshot)
         which: np.ndarray[Any, np.dtype[np.int32]] | None = None
         statuses: list[Status] = []
         index: dict[Status, int] = {}
+        if st.request_cpu_bind:
+            # elsewhere the node forces nothing: no valid topology rejects, a required policy needs the
+            # SMT check and the trial, a preferred one passes
+            valid = self._valid_rows(snapshot)
+            plain = np.ones(n, np.bool_)
+            plain[rows] = False
+            invalid = plain & ~valid
+            if np.count_nonzero(invalid):
+                which = np.where(invalid, 0, -1).astype(np.int32)
+                status = Status.unresolvable(ERR_INVALID_CPU_TOPOLOGY, plugin=NAME)
+                index[status] = 0
+                statuses.append(status)
+            if st.required_policy:
+                rows = sorted([*rows, *np.flatnonzero(plain & valid).tolist()])
         for i in rows:
-            status = filter_node(st, self.facts(snapshot, i), self.default_strategy)
+            status = filter_node(st, self.facts(snapshot, i), self.default_strategy, self._trial)
             if status.is_success():
                 continue
             if which is None:
@@ -233,9 +274,7 @@ class NodeNUMAResource:
         alloc = {r: snapshot.allocatable[snapshot.col[r]] for r in names}
         scores = score_rows(self.scoring, req, alloc, st.requests, n)
         if st.request_cpu_bind:
-            valid = np.zeros(n, np.bool_)
-            valid[[i for name in self.cache.valid if (i := snapshot.index.get(name)) is not None]] = True
-            scores[~valid] = 0
+            scores[~self._valid_rows(snapshot)] = 0
         for i in self._acting_rows(snapshot):
             info = snapshot.infos[i]
             scores[i] = score_node(

@@ -221,6 +221,22 @@ def test_score_binding_pod_without_topology_and_amplified_cpus() -> None:
     assert (int(scores[snap.index["n0"]]), int(scores[snap.index["n1"]])) == (87, 62)
 
 
+def test_the_memoised_trial_follows_allocation_and_topology_changes() -> None:
+    p = NodeNUMAResource.from_args({})
+    p.on_topology("n1", nrt(sockets=1, cores_per_node=2))  # 4 CPUs
+    the_pod = pod(cpu="4", annotations={SPEC: '{"requiredCPUBindPolicy":"FullPCPUs"}'})
+    state, snap = cycle(p, the_pod, [node()])
+    assert p.filter_all(state, the_pod, snap).passed.all()
+    p.on_pod_add(pod("h", node_name="n1", annotations=status_annotation("0-1")))
+    state, snap = cycle(p, the_pod, [node()])
+    assert p.filter_all(state, the_pod, snap).status_of(0).reasons == (
+        "not enough cpus available to satisfy request",
+    )
+    p.on_topology("n1", nrt(sockets=1, cores_per_node=4))  # 8 CPUs
+    state, snap = cycle(p, the_pod, [node()])
+    assert p.filter_all(state, the_pod, snap).passed.all()
+
+
 # --- vectorised forms agree with the per-node rules ------------------------------------------------------
 LABELS = st.sampled_from([{}, FULL_ONLY, {"node.koordinator.sh/cpu-bind-policy": "SpreadByPCPUs"},
                           {"node.koordinator.sh/numa-topology-policy": "BestEffort"}])  # fmt: skip
@@ -228,6 +244,8 @@ ANNOTATIONS = st.sampled_from([{}, {RATIO: '{"cpu": 1.5}'}, {RATIO: "bad"}])
 PODS = st.sampled_from([
     pod("q", qos="LS", cpu="3"), pod("q", qos="LS", cpu="1.5"), pod("q", qos="LSE", cpu="4"),
     pod("q", qos="LSE", cpu="3", annotations={SPEC: '{"requiredCPUBindPolicy":"FullPCPUs"}'}),
+    pod("q", qos="LSE", cpu="4", annotations={SPEC: '{"requiredCPUBindPolicy":"FullPCPUs"}'}),
+    pod("q", qos="LSR", cpu="2", annotations={SPEC: '{"requiredCPUBindPolicy":"SpreadByPCPUs"}'}),
     pod("q", qos="BE", cpu=None, memory="1Gi"), pod("q", qos="LSR", cpu="2", memory="2Gi"),
 ])  # fmt: skip
 
