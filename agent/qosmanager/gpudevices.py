@@ -5,8 +5,9 @@ NVIDIA cards it was allocated, plus ``/dev/nvidiactl`` and ``/dev/nvidia-uvm{,-t
 
 ``decide`` reads each such container's ``devices.list`` and returns only the writes that change it:
 ``devices.deny`` for every NVIDIA card rule (char major 195) the container holds beyond its allocation (a
-``195:*`` wildcard loses its ``rw``), then ``devices.allow`` for each wanted device not already readable
-and writable. Once applied, ``devices.list`` shows the wanted state and the next round writes nothing.
+``195:*`` wildcard loses its ``rw``, ``/dev/nvidia-modeset`` getting back what the wildcard gave it), then
+``devices.allow`` for each wanted device not already readable and writable. Once applied,
+``devices.list`` shows the wanted state and the next round writes nothing.
 Left alone, with a note the strategy logs once: pods without an allocation; pods whose annotation does not
 decode; containers in default-allow mode (privileged: given every device on purpose, and their
 ``devices.list`` cannot show deny rules); containers holding ``c *:* rw`` (removing it would cut every
@@ -140,6 +141,7 @@ def rule_delta(
         return None
     deny: list[DeviceRule] = []
     remaining: list[DeviceRule] = []
+    wildcard_rw = ""
     for rule in current.rules:
         rw = "".join(ch for ch in "rw" if ch in rule.access)
         if rule.kind != "c" or not rw:
@@ -151,6 +153,7 @@ def rule_delta(
         elif rule.minor is None:
             # The kernel removes only the exact rule written; the wildcard keeps its other bits (mknod).
             deny.append(DeviceRule("c", NVIDIA_MAJOR, None, rw))
+            wildcard_rw = rw
             kept = rule.access.replace("r", "").replace("w", "")
             if kept:
                 remaining.append(DeviceRule("c", NVIDIA_MAJOR, None, kept))
@@ -165,6 +168,14 @@ def rule_delta(
         and w.minor is not None
         and not any(_covers(r, w.major, w.minor) for r in remaining)
     ]
+    # A minor left as it is (nvidia-modeset) keeps what the removed wildcard gave it: the kernel merges
+    # the bits into an exact rule.
+    for minor in sorted(wanted.keep) if wildcard_rw else ():
+        exact = "".join(
+            r.access for r in remaining if r.kind == "c" and r.major == NVIDIA_MAJOR and r.minor == minor
+        )
+        if not set(wildcard_rw) <= set(exact):
+            allow.append(DeviceRule("c", NVIDIA_MAJOR, minor, wildcard_rw))
     return deny, allow
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.podmeta import PodMeta, pod_meta
 from agent.qosmanager.framework import Snapshot
@@ -116,15 +118,17 @@ def test_wildcard_loses_rw_and_the_allocation_is_allowed() -> None:
     view = ModelView()
     cg = view.cgroups[pod.containers[0].cgroup_dir] = FakeDevicesCgroup.runc(["c 195:* rwm", "c 510:* rw"])
     snap = _snapshot([pod], view)
-    # 195:* keeps only mknod; card 0 and nvidiactl are allowed; uvm is covered by 510:* rw.
+    # 195:* keeps only mknod; card 0 and nvidiactl are allowed; uvm is covered by 510:* rw; modeset gets
+    # back the rw the wildcard gave it.
     assert _texts(snap) == [
         ("bc", "devices_deny", "c 195:* rw"),
         ("bc", "devices_allow", "c 195:0 rw"),
         ("bc", "devices_allow", "c 195:255 rw"),
+        ("bc", "devices_allow", "c 195:254 rw"),
     ]
     _apply(view, snap)
     assert cg.exceptions[("c", 195, None)] == "m"
-    assert [cg.can_open(195, m) for m in (0, 1, 2, 255)] == [True, False, False, True]
+    assert [cg.can_open(195, m) for m in (0, 1, 2, 254, 255)] == [True, False, False, True, True]
     assert cg.can_open(510, 1)
     assert _texts(snap) == []
 
@@ -310,3 +314,38 @@ def test_executor_writes_real_devices_files() -> None:
         assert "195:0" not in (scratch / "devices.list").read_text()
     finally:
         scratch.rmdir()
+
+
+# --- property: any starting rules of the kinds runc and the toolkit write -----------------------------------
+VOCABULARY = ["c 195:0 rw", "c 195:1 rw", "c 195:2 r", "c 195:3 rwm", "c 195:254 rw", "c 195:254 r",
+              "c 195:255 rw", "c 195:* rwm", "c 195:* rw", "c 195:* m", "c 510:0 rw", "c 510:* rw",
+              "c 7:1 rw", "b 8:0 rw"]  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    extra=st.lists(st.sampled_from(VOCABULARY), unique=True),
+    minors=st.sets(st.integers(0, 3), min_size=1),
+    uvm=st.sampled_from([510, None]),
+)
+def test_any_start_ends_with_exactly_the_allocation(
+    extra: list[str], minors: set[int], uvm: int | None
+) -> None:
+    pod = _pod("p", sorted(minors))
+    view = ModelView()
+    cg = view.cgroups[pod.containers[0].cgroup_dir] = FakeDevicesCgroup.runc(extra)
+    before = dict(cg.exceptions)
+    modeset = [cg.can_open(195, 254, a) for a in ("r", "w", "rw")]
+    snap = _snapshot([pod], view)
+    config = GPUDevicesConfig(uvm)
+    decision, notes = decide_gpu_devices(snap, config)
+    assert notes == ()
+    for w in sorted(decision.cgroup_writes, key=lambda w: w.order):
+        cg.write("allow" if w.file is DEVICES_ALLOW else "deny", w.value.text())
+    assert all(cg.can_open(195, m) for m in [*sorted(minors), 255])
+    assert not any(cg.can_open(195, m, a) for m in set(range(4)) - minors for a in "rw")
+    assert uvm is None or (cg.can_open(uvm, 0) and cg.can_open(uvm, 1))
+    assert [cg.can_open(195, 254, a) for a in ("r", "w", "rw")] == modeset  # left as it was
+    others = {k: v for k, v in before.items() if k[1] not in (195, 510)}
+    assert {k: v for k, v in cg.exceptions.items() if k[1] not in (195, 510)} == others
+    assert decide_gpu_devices(snap, config)[0].cgroup_writes == ()  # nothing left to write
