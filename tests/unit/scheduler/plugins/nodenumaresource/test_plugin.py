@@ -21,6 +21,7 @@ from scheduler.plugins.nodenumaresource import plugin as plugin_module
 from scheduler.plugins.nodenumaresource.filtering import filter_node
 from scheduler.plugins.nodenumaresource.plugin import NodeNUMAResource
 from scheduler.plugins.nodenumaresource.scoring import score_node
+from tests.oracles.nodenumaresource import oracle_filter, oracle_score
 from tests.unit.scheduler.plugins.nodenumaresource._support import node, nrt, pod, status_annotation
 
 SPEC = "scheduling.koordinator.sh/resource-spec"
@@ -241,29 +242,44 @@ def test_the_memoised_trial_follows_allocation_and_topology_changes() -> None:
 LABELS = st.sampled_from([{}, FULL_ONLY, {"node.koordinator.sh/cpu-bind-policy": "SpreadByPCPUs"},
                           {"node.koordinator.sh/numa-topology-policy": "BestEffort"}])  # fmt: skip
 ANNOTATIONS = st.sampled_from([{}, {RATIO: '{"cpu": 1.5}'}, {RATIO: "bad"}])
+NRTS = ("none", "valid", "kubelet", "empty", "policy")
 PODS = st.sampled_from([
     pod("q", qos="LS", cpu="3"), pod("q", qos="LS", cpu="1.5"), pod("q", qos="LSE", cpu="4"),
     pod("q", qos="LSE", cpu="3", annotations={SPEC: '{"requiredCPUBindPolicy":"FullPCPUs"}'}),
     pod("q", qos="LSE", cpu="4", annotations={SPEC: '{"requiredCPUBindPolicy":"FullPCPUs"}'}),
     pod("q", qos="LSR", cpu="2", annotations={SPEC: '{"requiredCPUBindPolicy":"SpreadByPCPUs"}'}),
-    pod("q", qos="BE", cpu=None, memory="1Gi"), pod("q", qos="LSR", cpu="2", memory="2Gi"),
+    pod("q", qos="BE", cpu=None, memory="1Gi"), pod("q", qos="LS", cpu=None, memory=None),
+    pod("q", qos="LS", cpu="2", annotations={"scheduling.koordinator.sh/numa-topology-spec":
+                                               '{"numaTopologyPolicy":"Restricted"}'}),
+    pod("q", qos="LSR", cpu="2", memory="2Gi"),
 ])  # fmt: skip
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.tuples(LABELS, ANNOTATIONS, st.booleans(), st.integers(0, 16)), min_size=1, max_size=5), PODS
+    st.lists(
+        st.tuples(LABELS, ANNOTATIONS, st.sampled_from(NRTS), st.integers(0, 16)), min_size=1, max_size=5
+    ),
+    PODS,
 )
 def test_filter_all_and_score_all_equal_the_per_node_rules(
-    shape: list[tuple[dict[str, str], dict[str, str], bool, int]], the_pod: Pod
+    shape: list[tuple[dict[str, str], dict[str, str], str, int]], the_pod: Pod
 ) -> None:
     p = NodeNUMAResource.from_args({})
     nodes: list[dict[str, Any]] = []
     pods: list[Pod] = []
     for i, (labels, node_annotations, has_nrt, held) in enumerate(shape):
         nodes.append(node(f"n{i}", labels, node_annotations))
-        if has_nrt:
+        if has_nrt == "valid":
             p.on_topology(f"n{i}", nrt(f"n{i}"))
+        elif has_nrt == "kubelet":
+            p.on_topology(
+                f"n{i}", nrt(f"n{i}", kubelet={"policy": "static", "options": {"full-pcpus-only": "true"}})
+            )
+        elif has_nrt == "empty":
+            p.on_topology(f"n{i}", {"metadata": {"name": f"n{i}"}})
+        elif has_nrt == "policy":
+            p.on_topology(f"n{i}", {**nrt(f"n{i}"), "topologyPolicies": ["SingleNUMANodePodLevel"]})
         if held:
             pods.append(
                 pod(f"h{i}", cpu=str(held), node_name=f"n{i}", annotations=status_annotation(f"0-{held - 1}"))
@@ -279,3 +295,5 @@ def test_filter_all_and_score_all_equal_the_per_node_rules(
         assert res.status_of(i) == filter_node(st_, facts, p.default_strategy)
         info = snap.infos[i]
         assert int(scores[i]) == score_node(st_, facts, p.scoring, info.requested, info.allocatable)
+        assert res.status_of(i) == oracle_filter(p, the_pod, snap, i)
+        assert int(scores[i]) == oracle_score(p, the_pod, snap, i)
