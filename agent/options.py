@@ -49,6 +49,11 @@ FEATURE_GATES: dict[str, bool] = {
     "BatchResource": True,
     # The NodeResourceTopology report (docs/rules/koordlet-topology.md#reporting).
     "NodeTopologyReport": True,
+    # Upstream's runtime-hook plugin: container cpusets from the scheduler's allocation and the share
+    # pools (docs/rules/koordlet-cpuset.md#reconcile).
+    "CPUSetAllocator": True,
+    # BE pods with a NUMA-aware allocation take the BE pools of their NUMA nodes (upstream: off).
+    "BECPUManager": False,
 }
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 

@@ -48,7 +48,7 @@ KOORDLET: Mapping[str, bool] = {
         "pod-resources-proxy-path xpu-device-infos-dir "
         # states informer
         "kubelet-preferred-address-type kubelet-sync-interval kubelet-sync-timeout kubelet-read-only-port "
-        "node-topology-sync-interval report-interval "
+        "report-interval "
         # collectors
         "collect-sys-metric-outdated-interval collect-node-cpu-info-interval "
         "collect-node-storage-info-interval cpi-collector-interval psi-collector-interval "

@@ -28,6 +28,7 @@ def test_every_registration() -> None:
         ("cpuEvict", ("BECPUEvict", "CPUAllocatableEvict", "CPUEvict"), False),
         ("ResctrlReconcile", ("RdtResctrl",), False),
         ("BatchResource", ("BatchResource",), True),
+        ("CPUSetAllocator", ("CPUSetAllocator",), True),
         ("CgroupReconcile", ("CgroupReconcile",), False),
         ("SystemConfig", ("SystemConfig",), False),
     ]
@@ -38,19 +39,25 @@ def test_every_registration() -> None:
 
 
 def test_the_koordlet_default_gates() -> None:
-    assert _names(dict(FEATURE_GATES)) == ["CPUSuppress", "CPUBurst", "ResctrlReconcile", "BatchResource"]
+    assert _names(dict(FEATURE_GATES)) == [
+        "CPUSuppress", "CPUBurst", "ResctrlReconcile", "BatchResource", "CPUSetAllocator",
+    ]  # fmt: skip
 
 
 def test_any_gate_enables_an_evictor_and_a_missing_gate_takes_the_default() -> None:
-    assert _names({"CPUEvict": True}) == ["cpuEvict", "BatchResource"]
-    assert _names({"MemoryAllocatableEvict": True, "BatchResource": False}) == ["memoryEvict"]
-    assert _names({}) == ["BatchResource"]
+    assert _names({"CPUEvict": True}) == ["cpuEvict", "BatchResource", "CPUSetAllocator"]
+    assert _names({"MemoryAllocatableEvict": True, "BatchResource": False, "CPUSetAllocator": False}) == [
+        "memoryEvict"
+    ]
+    assert _names({}) == ["BatchResource", "CPUSetAllocator"]
 
 
 def test_evict_configs_read_the_pending_pods_each_tick() -> None:
     pending = [frozenset({"a"})]
     deps = StrategyDeps(pending_evictions=lambda: pending[0])
-    mem, cpu = build_entries({"BEMemoryEvict": True, "BECPUEvict": True, "BatchResource": False}, deps)
+    mem, cpu = build_entries(
+        {"BEMemoryEvict": True, "BECPUEvict": True, "BatchResource": False, "CPUSetAllocator": False}, deps
+    )
     assert mem.config() == MemoryEvictConfig(already_evicted=frozenset({"a"}))
     pending[0] = frozenset({"b"})
     assert cpu.config() == CPUEvictConfig(already_evicted=frozenset({"b"}))
@@ -58,7 +65,7 @@ def test_evict_configs_read_the_pending_pods_each_tick() -> None:
 
 
 def test_host_sources_follow_the_paths(tmp_path: Path) -> None:
-    gates = {"RdtResctrl": True, "SystemConfig": True, "BatchResource": False}
+    gates = {"RdtResctrl": True, "SystemConfig": True, "BatchResource": False, "CPUSetAllocator": False}
     paths = HostPaths(cgroup_root=tmp_path / "cg", proc=tmp_path / "proc", sys=tmp_path / "sys")
     resctrl, system = build_entries(gates, StrategyDeps(paths))
     assert isinstance(resctrl.config, ResctrlConfigSource)
