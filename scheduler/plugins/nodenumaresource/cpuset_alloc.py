@@ -75,12 +75,14 @@ class Request:
     exclusive_policy: str
     strategy: str
     preferred: frozenset[int] = frozenset()
+    preemptible: frozenset[int] = frozenset()  # victims' CPUs: available again, not preferred
 
 
 def allocate_cpuset(options: TopologyOptions, node: NodeAllocation, req: Request) -> frozenset[int]:
     """The pod's cpuset; AllocationError with the reason."""
     topo = options.topology
-    available, details = node.available(topo, options.max_ref_count, options.reserved_cpus, [req.preferred])
+    given_back = [req.preferred, req.preemptible]
+    available, details = node.available(topo, options.max_ref_count, options.reserved_cpus, given_back)
     if req.required:
         available = filter_required(req.policy, available, topo)
     if len(available) < req.need:

@@ -53,6 +53,7 @@ class NodeFacts:
     allocatable_cpu: int = 0  # milli
     requested_cpu: int = 0  # milli, the node's pods
     name: str = ""
+    preemptible: frozenset[int] = frozenset()  # CPUs of the pods preemption took off this node
 
     @property
     def node_bind_policy(self) -> str:
@@ -178,6 +179,12 @@ def filter_node(state: PodState, facts: NodeFacts, default_strategy: str, trial:
 def pod_request(state: PodState, facts: NodeFacts, default_strategy: str) -> Request:
     """The allocation request of a binding pod on this node."""
     policy, required = bind_policy_used(state.required_policy, state.preferred_policy, facts.node_bind_policy)
+    strategy = facts.strategy(default_strategy)
     return Request(
-        state.num_cpus_needed, policy, required, state.exclusive_policy, facts.strategy(default_strategy)
+        state.num_cpus_needed,
+        policy,
+        required,
+        state.exclusive_policy,
+        strategy,
+        preemptible=facts.preemptible,
     )

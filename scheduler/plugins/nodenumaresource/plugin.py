@@ -12,7 +12,7 @@ Imports: the standard library, numpy, apis (numa, pod), scheduler.framework, thi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
@@ -42,7 +42,7 @@ from apis.numa import (
 from apis.pod import pod_annotations
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, FilterResult, IntArray, Pod
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.nodenumaresource.accumulator import AllocationError
 from scheduler.plugins.nodenumaresource.allocation import PodAllocation
@@ -78,9 +78,15 @@ class _Cycle:
     snapshot: Snapshot | None = None
     allocation: PodAllocation | None = None
     node: str = ""
+    # preemption's what-if per node: (CPUs freed by removed pods, CPUs taken back by added ones)
+    preempt: dict[str, tuple[frozenset[int], frozenset[int]]] = field(default_factory=dict)
 
     def clone(self) -> _Cycle:
-        return _Cycle(self.pod, self.snapshot, self.allocation, self.node)
+        return _Cycle(self.pod, self.snapshot, self.allocation, self.node, dict(self.preempt))
+
+    def preemptible(self, node: str) -> frozenset[int]:
+        add, remove = self.preempt.get(node, (frozenset(), frozenset()))
+        return add - remove
 
 
 def _acts_on(node: Mapping[str, Any]) -> bool:
@@ -164,13 +170,13 @@ class NodeNUMAResource:
         self.cache.on_pod_delete(pod)
 
     # --- node facts ---------------------------------------------------------------------------------
-    def facts(self, snapshot: Snapshot, row: int) -> NodeFacts:
+    def facts(self, snapshot: Snapshot, row: int, cyc: _Cycle | None = None) -> NodeFacts:
         info = snapshot.infos[row]
         meta = info.node.get("metadata") or {}
         return NodeFacts(
             meta.get("labels") or {}, meta.get("annotations") or {}, self.cache.options.get(info.name),
             self.cache.allocation(info.name), info.allocatable.get("cpu", 0), info.requested.get("cpu", 0),
-            info.name,
+            info.name, cyc.preemptible(info.name) if cyc is not None else frozenset(),
         )  # fmt: skip
 
     def _trial(self, facts: NodeFacts, req: Request) -> str | None:
@@ -222,7 +228,8 @@ class NodeNUMAResource:
     def filter_all(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> FilterResult:
         """Per-node Python only on the acting rows, or on every row for a binding pod
         (docs/rules/scheduler-nodenumaresource.md#filter)."""
-        st = self._cycle(state, pod, snapshot).pod
+        cyc = self._cycle(state, pod, snapshot)
+        st = cyc.pod
         n = snapshot.n
         if st.skip:
             return FilterResult.all_pass(n)
@@ -245,7 +252,7 @@ class NodeNUMAResource:
             if st.required_policy:
                 rows = sorted([*rows, *np.flatnonzero(plain & valid).tolist()])
         for i in rows:
-            status = filter_node(st, self.facts(snapshot, i), self.default_strategy, self._trial)
+            status = filter_node(st, self.facts(snapshot, i, cyc), self.default_strategy, self._trial)
             if status.is_success():
                 continue
             if which is None:
@@ -256,6 +263,35 @@ class NodeNUMAResource:
                 statuses.append(status)
             which[i] = k
         return FilterResult.all_pass(n) if which is None else FilterResult(which, tuple(statuses))
+
+    # --- PreFilterExtensions (docs/rules/scheduler-nodenumaresource.md#preemption) -------------------
+    def _held(self, state: CycleState, other: Pod, info: NodeInfo) -> tuple[_Cycle, frozenset[int]] | None:
+        cyc = state.get(STATE_KEY)
+        if not isinstance(cyc, _Cycle) or cyc.pod.skip:
+            return None
+        found = self.cache.allocations.get(info.name)
+        alloc = found.pods.get(pod_id(other)) if found is not None else None
+        return None if alloc is None or not alloc.cpus else (cyc, alloc.cpus)
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, info: NodeInfo) -> Status:
+        """A victim's CPUs become available to the preemptor on this node (unless a pod added back
+        took them)."""
+        held = self._held(state, pod_to_remove, info)
+        if held is not None:
+            cyc, cpus = held
+            add, remove = cyc.preempt.get(info.name, (frozenset(), frozenset()))
+            back = remove & cpus
+            cyc.preempt[info.name] = (add | (cpus - back), remove - back)
+        return Status.success()
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo) -> Status:
+        held = self._held(state, pod_to_add, info)
+        if held is not None:
+            cyc, cpus = held
+            add, remove = cyc.preempt.get(info.name, (frozenset(), frozenset()))
+            kept = add & cpus
+            cyc.preempt[info.name] = (add - kept, remove | (cpus - kept))
+        return Status.success()
 
     # --- PreScore / Score ---------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> Status:

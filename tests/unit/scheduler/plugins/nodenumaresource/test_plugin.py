@@ -238,6 +238,25 @@ def test_the_memoised_trial_follows_allocation_and_topology_changes() -> None:
     assert p.filter_all(state, the_pod, snap).passed.all()
 
 
+def test_preemption_frees_the_victims_cpus_on_a_cloned_state() -> None:
+    p = NodeNUMAResource.from_args({})
+    p.on_topology("n1", nrt(sockets=1, cores_per_node=2))  # 4 CPUs
+    victim = pod("v", qos="LS", node_name="n1", annotations=status_annotation("0-3"))
+    p.on_pod_add(victim)
+    preemptor = pod(cpu="4", annotations={SPEC: '{"requiredCPUBindPolicy":"FullPCPUs"}'})
+    state, snap = cycle(p, preemptor, [node()], [victim])
+    assert not p.filter_all(state, preemptor, snap).passed.any()
+    what_if = state.clone()
+    info = snap.infos[0].copy()
+    info.remove_pod("default/v", info.generation + 1)
+    assert p.remove_pod(what_if, preemptor, victim, info).is_success()
+    one = Snapshot([info])
+    assert p.filter_all(what_if, preemptor, one).passed.all()
+    assert not p.filter_all(state, preemptor, snap).passed.any()  # the original state is untouched
+    assert p.add_pod(what_if, preemptor, victim, info).is_success()
+    assert not p.filter_all(what_if, preemptor, one).passed.any()
+
+
 # --- vectorised forms agree with the per-node rules ------------------------------------------------------
 LABELS = st.sampled_from([{}, FULL_ONLY, {"node.koordinator.sh/cpu-bind-policy": "SpreadByPCPUs"},
                           {"node.koordinator.sh/numa-topology-policy": "BestEffort"}])  # fmt: skip
