@@ -17,12 +17,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from apis.cpuset import format_cpuset
 from apis.numa import (
     ANNOTATION_RESOURCE_AMPLIFICATION_RATIO,
-    ANNOTATION_RESOURCE_SPEC,
-    ANNOTATION_RESOURCE_STATUS,
-    BIND_DEFAULT,
     BIND_FULL_PCPUS,
     BIND_SPREAD_BY_PCPUS,
     LABEL_CPU_BIND_POLICY,
@@ -32,12 +28,7 @@ from apis.numa import (
     NUMA_LEAST_ALLOCATED,
     NUMA_MOST_ALLOCATED,
     PLUGIN_NAME,
-    ResourceSpec,
-    ResourceStatus,
-    format_resource_spec,
-    format_resource_status,
     go_fields,
-    parse_resource_spec,
 )
 from apis.pod import pod_annotations
 from scheduler.framework.cycle_state import CycleState
@@ -47,7 +38,7 @@ from scheduler.framework.status import Status
 from scheduler.plugins.nodenumaresource.accumulator import AllocationError
 from scheduler.plugins.nodenumaresource.allocation import PodAllocation
 from scheduler.plugins.nodenumaresource.cache import NUMACache, pod_id
-from scheduler.plugins.nodenumaresource.cpuset_alloc import Request, allocate_cpuset, bind_policy_used
+from scheduler.plugins.nodenumaresource.cpuset_alloc import Request, allocate_cpuset
 from scheduler.plugins.nodenumaresource.filtering import (
     ERR_INVALID_CPU_TOPOLOGY,
     NodeFacts,
@@ -56,6 +47,7 @@ from scheduler.plugins.nodenumaresource.filtering import (
     request_cpu_bind,
     run_trial,
 )
+from scheduler.plugins.nodenumaresource.prebind import annotations_after
 from scheduler.plugins.nodenumaresource.prefilter import PodState, pre_filter
 from scheduler.plugins.nodenumaresource.scoring import (
     MOST_ALLOCATED,
@@ -203,6 +195,10 @@ class NodeNUMAResource:
         rows = set(np.flatnonzero(column).tolist())
         rows.update(i for n in self.cache.acting if (i := snapshot.index.get(n)) is not None)
         return sorted(rows)
+
+    def pod_state(self, state: CycleState, pod: Pod) -> PodState:
+        """PreFilter's answer for the pod in this cycle (worked out now when PreFilter did not run)."""
+        return self._cycle(state, pod, None).pod
 
     def _valid_rows(self, snapshot: Snapshot) -> np.ndarray[Any, np.dtype[np.bool_]]:
         valid = np.zeros(snapshot.n, np.bool_)
@@ -366,39 +362,9 @@ class NodeNUMAResource:
             return Status.success()
         facts = self._node_facts(cyc, node_name)
         node_policy = facts.node_bind_policy if facts is not None else ""
-        annotations = dict(pod_annotations(pod))
         bind, status = request_cpu_bind(cyc.pod, node_policy)
         if status is not None:
             return status
-        if bind:
-            spec = spec_write_back(annotations, cyc.pod, node_policy)
-            if spec is not None:
-                annotations[ANNOTATION_RESOURCE_SPEC] = spec
-        annotations[ANNOTATION_RESOURCE_STATUS] = format_resource_status(
-            ResourceStatus(format_cpuset(cyc.allocation.cpus))
-        )
+        annotations = annotations_after(pod_annotations(pod), cyc.pod, cyc.allocation.cpus, node_policy, bind)
         pod["metadata"]["annotations"] = annotations
         return Status.success()
-
-
-def spec_write_back(annotations: Mapping[str, Any], st: PodState, node_policy: str) -> str | None:
-    """The new ``resource-spec`` text when the pod's annotation misses the policy used, else None
-    (docs/rules/scheduler-nodenumaresource.md#prebind)."""
-    policy, required = bind_policy_used(st.required_policy, st.preferred_policy, node_policy)
-    try:
-        spec = parse_resource_spec(annotations)
-    except ValueError:
-        return None
-    req, pref, excl = (
-        spec.required_cpu_bind_policy,
-        spec.preferred_cpu_bind_policy,
-        spec.preferred_cpu_exclusive_policy,
-    )
-    write = False
-    if required and req in ("", BIND_DEFAULT):
-        req, write = policy, True
-    if pref == BIND_DEFAULT:
-        pref, write = policy, True
-    if req == "" and pref == "" and policy:
-        pref, write = policy, True
-    return format_resource_spec(ResourceSpec(req, pref, excl)) if write else None

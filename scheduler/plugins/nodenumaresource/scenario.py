@@ -142,7 +142,7 @@ def _op_pre_filter(s: Scenario) -> dict[str, Any]:
     status = plugin.pre_filter(state, pod, Snapshot())
     if not status.is_success():
         return _status(status)
-    st = plugin._cycle(state, pod, None).pod
+    st = plugin.pod_state(state, pod)
     return {
         "status": "Success", "reason": None, "requestCPUBind": st.request_cpu_bind,
         "numCPUsNeeded": st.num_cpus_needed, "requiredCPUBindPolicy": st.required_policy,

@@ -308,7 +308,7 @@ def test_filter_all_and_score_all_equal_the_per_node_rules(
     state, snap = cycle(p, the_pod, nodes, pods)
     res = p.filter_all(state, the_pod, snap)
     scores = p.score_all(state, the_pod, snap, np.arange(snap.n))
-    st_ = p._cycle(state, the_pod, None).pod
+    st_ = p.pod_state(state, the_pod)
     for i in range(snap.n):
         facts = p.facts(snap, i)
         assert res.status_of(i) == filter_node(st_, facts, p.default_strategy)
