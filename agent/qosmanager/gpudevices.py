@@ -108,15 +108,16 @@ def _rule_text(rule: DeviceRule) -> str:
     return rule.text()
 
 
-# Write-only kernel files: one rule per write(2), nothing to read back (the state is devices.list).
+# Write-only kernel files (reading them fails with EINVAL): one rule per write(2), written blind by the
+# executor; the state is read back from devices.list (docs/rules/koordlet-gpu.md#container).
 DEVICES_LIST: CgroupFile[DevicesList] = CgroupFile(
     "devices_list", "devices", "devices.list", parse_devices_list, None, None
 )
 DEVICES_ALLOW: CgroupFile[DeviceRule] = CgroupFile(
-    "devices_allow", "devices", "devices.allow", None, None, None, v1_format=_rule_text
+    "devices_allow", "devices", "devices.allow", None, None, None, v1_format=_rule_text, write_only=True
 )
 DEVICES_DENY: CgroupFile[DeviceRule] = CgroupFile(
-    "devices_deny", "devices", "devices.deny", None, None, None, v1_format=_rule_text
+    "devices_deny", "devices", "devices.deny", None, None, None, v1_format=_rule_text, write_only=True
 )
 
 

@@ -8,7 +8,8 @@ allowed roots, a ``..``, a symbolic link on the way or a file that is not a regu
 audited once while it stays refused; docs/rules/koordlet.md#confinement), reads the file first and skips
 equal values — always, cacheable writes included: its cache (key = path; fresh for
 ``force_update_seconds``, entries expire after ``cache_ttl_seconds``) only names an equal value ``cached``,
-it never stands in for the file, so a value someone else changed is re-written in the same round —, treats
+it never stands in for the file, so a value someone else changed is re-written in the same round;
+a write-only kernel file (``CgroupFile.write_only``) is written blind each time it is asked —, treats
 a vanished cgroup / missing file / unsupported knob as ``skipped``, times every write into ``on_write`` and
 audits every real change, a created directory included (also in dry-run mode, where nothing is changed),
 and every change that did not happen (the cgroup vanished between the read and the write, the kernel
@@ -252,6 +253,8 @@ class ResourceExecutor:
         with self._lock:
             now = self.clock()
             self._expire(now)
+            if job.spec is not None and job.spec.write_only:
+                return self._write_blind(job, key, now, start)
             # The file is read even when the cache holds the value: the cache cannot see a third party's
             # write (docs/rules/koordlet.md#re-asserting-written-values).
             try:
@@ -285,6 +288,23 @@ class ResourceExecutor:
             self._remember(job, key, now)
             self._audit(job, key, old, now, dry_run=False)
             return self._done(job, WriteStatus.WRITTEN, key, "", start, old, drift)
+
+    def _write_blind(self, job: _Job, key: str, now: datetime, start: float) -> WriteResult:
+        """A write-only kernel file (``CgroupFile.write_only``; reading it fails with EINVAL): written every
+        time it is asked, audited with ``"old": null``; no cache, no drift memory, so never re-asserted."""
+        if self.dry_run:
+            self._audit(job, key, None, now, dry_run=True)
+            return self._done(job, WriteStatus.DRY_RUN, key, "", start)
+        try:
+            self.fs.write(job.path, job.text)
+        except RefusedPathError as exc:
+            return self._refuse(job, key, str(exc), start)
+        except OSError as exc:
+            return self._os_error(job, key, exc, start, attempted=now)
+        self._refused.pop(key, None)
+        self._failed.pop(key, None)
+        self._audit(job, key, None, now, dry_run=False)
+        return self._done(job, WriteStatus.WRITTEN, key, "", start)
 
     def _cached(self, job: _Job, key: str, now: datetime) -> bool:
         """A cacheable write whose value the cache holds, fresher than ``force_update_seconds``."""

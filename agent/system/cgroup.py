@@ -143,7 +143,9 @@ class CgroupFile(Generic[T]):
     Writable files add a formatter per version (None: read-only there), ``validate_write`` (checked on
     writes only, after ``validate``), ``v2_write_file`` when v2 reads and writes differ (``cpuset.cpus``
     vs ``cpuset.cpus.effective``) and ``merge(old, new)``: the loosening value a leveled update writes
-    top-down first (None: no loosening needed).
+    top-down first (None: no loosening needed). ``write_only``: a kernel file that cannot be read (v1
+    ``devices.allow``/``devices.deny``, read gives EINVAL): the executor writes it every time it is asked,
+    never comparing, caching or remembering it (docs/rules/koordlet.md#writing-to-the-host).
     """
 
     name: str
@@ -158,6 +160,8 @@ class CgroupFile(Generic[T]):
     validate_write: Callable[[T], str | None] | None = None
     v2_write_file: str | None = None
     merge: Callable[[T, T], T | None] | None = None
+    # A kernel file with no read handler: written without reading, no cache or drift memory.
+    write_only: bool = False
 
     @property
     def writable(self) -> bool:

@@ -348,3 +348,56 @@ def test_a_change_that_did_not_happen_is_audited_once_while_it_lasts(
         [],
         ["failed"],
     ]
+
+
+# A kernel file that cannot be read (as cgroup v1 devices.allow / devices.deny): written blind.
+WRITE_ONLY: cg.CgroupFile[str] = cg.CgroupFile(
+    "write_only", "cpu", "test.write_only", None, "test.write_only", None, v1_format=str, v2_format=str,
+    write_only=True,
+)  # fmt: skip
+
+
+def test_a_write_only_file_is_written_every_time_never_read(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.put(WRITE_ONLY, "")
+    ex = env.executor()
+
+    def unreadable(path: Path) -> str:
+        raise OSError(errno.EINVAL, "Invalid argument", str(path))
+
+    monkeypatch.setattr(ex.fs, "read", unreadable)
+    for rule in ("c 195:0 rwm", "c 195:0 rwm", "c 195:1 rwm"):
+        [res] = ex.apply([_w(env, WRITE_ONLY, rule, pod=POD, container_id="c1")])
+        assert (res.status, res.old, res.new, res.drift) == (WriteStatus.WRITTEN, None, rule, False)
+        assert env.text(WRITE_ONLY) == rule
+    lines = env.audit_lines()
+    assert [(line["old"], line["new"], line["dry_run"], line["pod"]) for line in lines] == [
+        (None, "c 195:0 rwm", False, "pod-a"),
+        (None, "c 195:0 rwm", False, "pod-a"),
+        (None, "c 195:1 rwm", False, "pod-a"),
+    ]
+    assert lines[0]["file"] == str(env.path(WRITE_ONLY).resolve())
+    assert [t[3] for t in env.timings] == ["written"] * 3
+    assert ex.reassert() == [] and env.drifts == []  # no memory: nothing to re-assert, no drift
+
+
+def test_a_write_only_file_honours_dry_run_and_vanishing(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    env.put(WRITE_ONLY, "before")
+    ex = env.executor(dry_run=True)
+    monkeypatch.setattr(ex.fs, "read", lambda path: pytest.fail(f"read {path}"))
+    [res] = ex.apply([_w(env, WRITE_ONLY, "c 195:0 rwm")])
+    assert res.status is WriteStatus.DRY_RUN and env.text(WRITE_ONLY) == "before"
+    [line] = env.audit_lines()
+    assert (line["old"], line["new"], line["dry_run"]) == (None, "c 195:0 rwm", True)
+    # A vanished cgroup: skipped, audited once as a change that did not happen; never created.
+    live = env.executor()
+    gone = "kubepods/besteffort/podgone/"
+    for _ in range(2):
+        [res] = live.apply([_w(env, WRITE_ONLY, "c 195:0 rwm", cgroup_dir=gone)])
+        assert res.status is WriteStatus.SKIPPED and "vanished" in res.reason
+    assert not env.path(WRITE_ONLY, gone).exists()
+    assert [line.get("skipped") for line in env.audit_lines()] == [
+        None,
+        "vanished: No such file or directory",
+    ]
