@@ -52,14 +52,16 @@ class NUMACache:
         self.options: dict[str, TopologyOptions] = {}
         self.allocations: dict[str, NodeAllocation] = {}
         self.pod_nodes: dict[str, str] = {}  # pod id -> node of its allocation
-        self.acting: set[str] = set()  # nodes whose NRT makes the plugin act on every pod
+        self.forcing: set[str] = set()  # nodes whose kubelet forces full cores on every pod
+        self.numa: set[str] = set()  # nodes whose kubelet reports a NUMA topology policy
         self.valid: set[str] = set()  # nodes with a valid CPU topology
 
     # --- topology -----------------------------------------------------------------------------------
     def on_topology(self, node_name: str, nrt: Mapping[str, Any] | None) -> None:
         """A NodeResourceTopology added or updated (None: deleted); MaxRefCount is kept."""
         old = self.options.get(node_name)
-        self.acting.discard(node_name)
+        self.forcing.discard(node_name)
+        self.numa.discard(node_name)
         self.valid.discard(node_name)
         if nrt is None:
             self.options.pop(node_name, None)
@@ -68,8 +70,10 @@ class NUMACache:
         self.options[node_name] = opts
         if opts.topology.valid:
             self.valid.add(node_name)
-        if opts.numa_policy or node_cpu_bind_policy({}, opts.kubelet) == NODE_BIND_FULL_PCPUS_ONLY:
-            self.acting.add(node_name)
+        if opts.numa_policy:
+            self.numa.add(node_name)
+        if node_cpu_bind_policy({}, opts.kubelet) == NODE_BIND_FULL_PCPUS_ONLY:
+            self.forcing.add(node_name)
 
     # --- allocations --------------------------------------------------------------------------------
     def allocation(self, node_name: str) -> NodeAllocation:

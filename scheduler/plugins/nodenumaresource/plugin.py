@@ -18,7 +18,6 @@ from typing import Any, Final
 import numpy as np
 
 from apis.numa import (
-    ANNOTATION_RESOURCE_AMPLIFICATION_RATIO,
     BIND_FULL_PCPUS,
     BIND_SPREAD_BY_PCPUS,
     LABEL_CPU_BIND_POLICY,
@@ -28,6 +27,7 @@ from apis.numa import (
     NUMA_LEAST_ALLOCATED,
     NUMA_MOST_ALLOCATED,
     PLUGIN_NAME,
+    amplification_ratios,
     go_fields,
 )
 from apis.pod import pod_annotations
@@ -81,16 +81,24 @@ class _Cycle:
         return add - remove
 
 
-def _acts_on(node: Mapping[str, Any]) -> bool:
-    """Whether the Node object alone can make Filter or Score differ from the plain case."""
+def _forces(node: Mapping[str, Any]) -> bool:
+    """Whether the Node object makes Filter or Score differ from the plain case for any pod: a forcing
+    bind-policy label, or an amplification annotation that is bad or amplifies cpu."""
     meta = node.get("metadata") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    return (
-        labels.get(LABEL_CPU_BIND_POLICY) in (NODE_BIND_FULL_PCPUS_ONLY, NODE_BIND_SPREAD_BY_PCPUS)
-        or bool(labels.get(LABEL_NUMA_TOPOLOGY_POLICY))
-        or ANNOTATION_RESOURCE_AMPLIFICATION_RATIO in annotations
-    )
+    if labels.get(LABEL_CPU_BIND_POLICY) in (NODE_BIND_FULL_PCPUS_ONLY, NODE_BIND_SPREAD_BY_PCPUS):
+        return True
+    try:
+        ratios = amplification_ratios(annotations)
+    except ValueError:
+        return True
+    return ratios is not None and ratios.get("cpu", -1.0) > 1
+
+
+def _numa_label(node: Mapping[str, Any]) -> bool:
+    """A NUMA topology policy label: matters to Filter for a binding pod or a pod with its own policy."""
+    return bool(((node.get("metadata") or {}).get("labels") or {}).get(LABEL_NUMA_TOPOLOGY_POLICY))
 
 
 class NodeNUMAResource:
@@ -189,11 +197,16 @@ class NodeNUMAResource:
         self._trials[facts.name] = (key, error)
         return error
 
-    def _acting_rows(self, snapshot: Snapshot) -> list[int]:
-        """Rows where the rule can differ from the plain case, ascending."""
-        column = snapshot.column((NAME, "acts"), _acts_on, np.bool_)
+    def _acting_rows(self, snapshot: Snapshot, numa: bool) -> list[int]:
+        """Rows where the rule can differ from the plain case, ascending: nodes that force binding or
+        amplify cpu, and with ``numa`` those with a NUMA topology policy."""
+        column = snapshot.column((NAME, "forces"), _forces, np.bool_)
+        names = self.cache.forcing
+        if numa:
+            column = column | snapshot.column((NAME, "numa"), _numa_label, np.bool_)
+            names = names | self.cache.numa
         rows = set(np.flatnonzero(column).tolist())
-        rows.update(i for n in self.cache.acting if (i := snapshot.index.get(n)) is not None)
+        rows.update(i for n in names if (i := snapshot.index.get(n)) is not None)
         return sorted(rows)
 
     def pod_state(self, state: CycleState, pod: Pod) -> PodState:
@@ -229,7 +242,7 @@ class NodeNUMAResource:
         n = snapshot.n
         if st.skip:
             return FilterResult.all_pass(n)
-        rows = self._acting_rows(snapshot)
+        rows = self._acting_rows(snapshot, st.request_cpu_bind or bool(st.numa_policy))
         which: np.ndarray[Any, np.dtype[np.int32]] | None = None
         statuses: list[Status] = []
         index: dict[Status, int] = {}
@@ -307,7 +320,7 @@ class NodeNUMAResource:
         scores = score_rows(self.scoring, req, alloc, st.requests, n)
         if st.request_cpu_bind:
             scores[~self._valid_rows(snapshot)] = 0
-        for i in self._acting_rows(snapshot):
+        for i in self._acting_rows(snapshot, False):
             info = snapshot.infos[i]
             scores[i] = score_node(
                 st, self.facts(snapshot, i), self.scoring, info.requested, info.allocatable

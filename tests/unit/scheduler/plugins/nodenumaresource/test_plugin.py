@@ -172,10 +172,10 @@ def test_unreadable_annotations_change_nothing_and_a_lost_node_releases() -> Non
 def test_topology_events() -> None:
     p = NodeNUMAResource.from_args({})
     p.on_topology("n1", nrt(kubelet={"policy": "static", "options": {"full-pcpus-only": "true"}}))
-    assert "n1" in p.cache.acting and "n1" in p.cache.valid
+    assert "n1" in p.cache.forcing and "n1" in p.cache.valid
     p.cache.options["n1"].max_ref_count = 2
     p.on_topology("n1", nrt())
-    assert "n1" not in p.cache.acting and p.cache.options["n1"].max_ref_count == 2
+    assert "n1" not in p.cache.forcing and p.cache.options["n1"].max_ref_count == 2
     p.on_topology("n1", None)
     assert "n1" not in p.cache.options and "n1" not in p.cache.valid
 
@@ -260,7 +260,16 @@ def test_preemption_frees_the_victims_cpus_on_a_cloned_state() -> None:
 # --- vectorised forms agree with the per-node rules ------------------------------------------------------
 LABELS = st.sampled_from([{}, FULL_ONLY, {"node.koordinator.sh/cpu-bind-policy": "SpreadByPCPUs"},
                           {"node.koordinator.sh/numa-topology-policy": "BestEffort"}])  # fmt: skip
-ANNOTATIONS = st.sampled_from([{}, {RATIO: '{"cpu": 1.5}'}, {RATIO: "bad"}])
+ANNOTATIONS = st.sampled_from(
+    [
+        {},
+        {RATIO: '{"cpu": 1.5}'},
+        {RATIO: "bad"},
+        {RATIO: '{"cpu": 1}'},
+        {RATIO: '{"memory": 2}'},
+        {RATIO: "null"},
+    ]
+)
 NRTS = ("none", "valid", "kubelet", "empty", "policy")
 PODS = st.sampled_from([
     pod("q", qos="LS", cpu="3"), pod("q", qos="LS", cpu="1.5"), pod("q", qos="LSE", cpu="4"),
