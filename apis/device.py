@@ -43,6 +43,9 @@ DEVICE_PLURAL: Final = "devices"
 ANNOTATION_DEVICE_ALLOCATED: Final = f"{c.SCHEDULING_DOMAIN_PREFIX}/device-allocated"
 LABEL_GPU_VENDOR: Final = f"{c.NODE_DOMAIN_PREFIX}/gpu-vendor"
 LABEL_GPU_MODEL: Final = f"{c.NODE_DOMAIN_PREFIX}/gpu-model"
+LABEL_GPU_DRIVER_VERSION: Final = f"{c.NODE_DOMAIN_PREFIX}/gpu-driver-version"
+GPU_VENDOR_NVIDIA: Final = "nvidia"
+"""The ``gpu-vendor`` label's value on a node with NVIDIA cards (upstream's ``GPUVendorNVIDIA``)."""
 
 # --- device types and resource names (docs/rules/scheduler-deviceshare.md#resource-names) -------------
 GPU: Final = "gpu"

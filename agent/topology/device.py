@@ -26,6 +26,8 @@ from apis.device import (
     GPU_CORE,
     GPU_MEMORY,
     GPU_MEMORY_RATIO,
+    GPU_VENDOR_NVIDIA,
+    LABEL_GPU_DRIVER_VERSION,
     LABEL_GPU_MODEL,
     LABEL_GPU_VENDOR,
     DeviceError,
@@ -39,8 +41,6 @@ from apis.quantity import Format, Quantity
 
 __all__ = [
     "CONDITION_HEALTHY",
-    "GPU_VENDOR_NVIDIA",
-    "LABEL_GPU_DRIVER_VERSION",
     "build_device",
     "carry_condition_times",
     "device_changed",
@@ -51,8 +51,6 @@ __all__ = [
     "sort_devices",
 ]
 
-LABEL_GPU_DRIVER_VERSION: Final = "node.koordinator.sh/gpu-driver-version"
-GPU_VENDOR_NVIDIA: Final = "nvidia"
 CONDITION_HEALTHY: Final = "Healthy"
 NVIDIA_PREFIX: Final = "NVIDIA "
 CORE_PER_CARD: Final = 100
