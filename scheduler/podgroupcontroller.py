@@ -23,7 +23,6 @@ from typing import Any
 from kubernetes import client
 
 from apis.podgroup import (
-    BIND_ANNOTATIONS,
     LABEL_POD_GROUP,
     ZERO_TIME,
     PodGroup,
@@ -32,11 +31,9 @@ from apis.podgroup import (
 )
 from apis.rfc3339 import format_rfc3339
 from scheduler.framework.interfaces import Pod
-from scheduler.framework.status import Status
 from scheduler.plugins.coscheduling.cache import utcnow
 from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.coscheduling.podgroup_status import should_enqueue, sync
-from scheduler.scheduler import Binder
 
 log = logging.getLogger(__name__)
 
@@ -199,21 +196,3 @@ def _parsed(obj: Mapping[str, Any]) -> PodGroup | None:
     except ValueError as e:
         log.warning("PodGroup ignored: %s", e)
         return None
-
-
-class GangAnnotationBinder:
-    """Patches a pod's bind-gang annotations (set by Coscheduling's PreBind) onto the API object before
-    `binder` binds it; pods without them bind as they are (one request, as before)."""
-
-    def __init__(self, api: Any, binder: Binder) -> None:
-        self.core, self.binder = client.CoreV1Api(api), binder
-
-    def bind(self, pod: Pod, node: str) -> Status:
-        annotations = (pod.get("metadata") or {}).get("annotations") or {}
-        wanted = {k: annotations[k] for k in BIND_ANNOTATIONS if k in annotations}
-        if wanted:
-            meta = pod["metadata"]
-            self.core.patch_namespaced_pod(
-                meta["name"], meta.get("namespace", ""), {"metadata": {"annotations": wanted}}
-            )
-        return self.binder.bind(pod, node)

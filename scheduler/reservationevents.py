@@ -16,11 +16,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubernetes import client
-
 from apis.pod import pod_annotations
 from apis.reservation import (
-    ANNOTATION_RESERVATION_ALLOCATED,
     ANNOTATION_RESERVATION_NAME,
     is_failed,
     is_succeeded,
@@ -110,19 +107,15 @@ class ReservationEvents:
 
 class ReservationBinder:
     """Reserve pods are bound by the Reservation plugin's Bind (no Binding: a status patch); other pods
-    get their ``reservation-allocated`` annotation patched onto the API object first, then ``binder``."""
+    through ``binder`` (which carries an owner's ``reservation-allocated`` annotation to the API:
+    scheduler.annotationbinder)."""
 
-    def __init__(self, api: Any, binder: Binder, plugin: Reservation) -> None:
-        self.core, self.binder, self.plugin = client.CoreV1Api(api), binder, plugin
+    def __init__(self, binder: Binder, plugin: Reservation) -> None:
+        self.binder, self.plugin = binder, plugin
 
     def bind(self, pod: Pod, node: str) -> Status:
         if is_reserve_pod(pod):
             return self.plugin.bind(CycleState(time.time()), pod, node)
-        value = pod_annotations(pod).get(ANNOTATION_RESERVATION_ALLOCATED)
-        if value is not None:
-            meta = pod["metadata"]
-            body = {"metadata": {"annotations": {ANNOTATION_RESERVATION_ALLOCATED: value}}}
-            self.core.patch_namespaced_pod(meta["name"], meta.get("namespace", ""), body)
         return self.binder.bind(pod, node)
 
 
@@ -141,7 +134,7 @@ class ReservationWiring:
         self.events: ReservationEvents | None = None
 
     def binder(self, inner: Binder) -> Binder:
-        return ReservationBinder(self.api, inner, self.plugins[0])
+        return ReservationBinder(inner, self.plugins[0])
 
     def reporter(self, inner: UnschedulableReporter) -> Callable[[Pod, Status], None]:
         """Unschedulable reserve pods become their reservation's Scheduled condition (on the reporter's

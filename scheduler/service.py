@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 from apis.kubeobjects import Node
 from kube.informer import Informer
 from kube.supervise import SupervisedThread, supervise
+from scheduler.annotationbinder import AnnotationBinder, bind_annotation_keys
 from scheduler.cache import SchedulerCache
 from scheduler.config import Profile, SchedulerConfig
 from scheduler.framework.interfaces import Pod
@@ -51,7 +52,7 @@ from scheduler.plugins.elasticquota.plugin import ElasticQuota
 from scheduler.plugins.jobreservation.plugin import JobReservation
 from scheduler.plugins.reservation.plugin import Reservation
 from scheduler.plugins.volume.api import KubeVolumeBinderAPI
-from scheduler.podgroupcontroller import GangAnnotationBinder, GangEvents, PodGroupStatusController
+from scheduler.podgroupcontroller import GangEvents, PodGroupStatusController
 from scheduler.queue import SchedulingQueue
 from scheduler.quotacontroller import QuotaController, QuotaEvents
 from scheduler.quotametrics import QuotaMetrics
@@ -133,9 +134,11 @@ class SchedulerService:
         self.reporter = UnschedulableReporter(api, names)
         self.scheduled = ScheduledReporter(api, names)
         binder: Binder = APIBinder(api, on_bound=self.scheduled)
+        keys = bind_annotation_keys(p for fw in frameworks.values() for p in fw.plugins)
+        # PreBind's annotations reach the API with the bind (docs/architecture.md#binding-annotations)
+        if keys:
+            binder = AnnotationBinder(api, binder, keys)
         gangs = [p for fw in frameworks.values() for p in fw.plugins if isinstance(p, Coscheduling)]
-        if gangs:  # PreBind's bind-gang annotations reach the API with the bind
-            binder = GangAnnotationBinder(api, binder)
         # Reservation: reserve pods, their binds, the controller (docs/rules/scheduler-reservation.md#wiring)
         reservations = [p for fw in frameworks.values() for p in fw.plugins if isinstance(p, Reservation)]
         self.reservations: ReservationWiring | None = None

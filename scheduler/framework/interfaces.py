@@ -206,6 +206,14 @@ class PreBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class AnnotatingPreBind(Plugin, Protocol):
+    """A PreBind plugin whose annotations (these keys, set on the pod dict) must reach the API object before
+    the Binding: the binder patches them in one request (scheduler.annotationbinder)."""
+
+    bind_annotations: tuple[str, ...]
+
+
+@runtime_checkable
 class BindPlugin(Plugin, Protocol):
     def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         """SKIP passes the pod to the next bind plugin."""

@@ -43,6 +43,7 @@ class _NoWaitingPods:
 
 class Coscheduling:
     name = NAME
+    bind_annotations: tuple[str, ...] = tuple(BIND_ANNOTATIONS)  # PreBind's bind-gang annotations
 
     def __init__(
         self,

@@ -91,6 +91,8 @@ def _unsupported_models(raw: object) -> frozenset[tuple[str, str]]:
 class DeviceShare:
     """Koordinator's DeviceShare plugin; the cache is shared with the informers that feed it."""
 
+    bind_annotations: tuple[str, ...] = (ANNOTATION_DEVICE_ALLOCATED,)  # PreBind's, for the binder
+
     def __init__(
         self,
         strategy: ScoringStrategy = DEFAULT_STRATEGY,

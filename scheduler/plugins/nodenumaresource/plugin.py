@@ -18,6 +18,8 @@ from typing import Any, Final
 import numpy as np
 
 from apis.numa import (
+    ANNOTATION_RESOURCE_SPEC,
+    ANNOTATION_RESOURCE_STATUS,
     BIND_FULL_PCPUS,
     BIND_SPREAD_BY_PCPUS,
     LABEL_CPU_BIND_POLICY,
@@ -103,6 +105,9 @@ def _numa_label(node: Mapping[str, Any]) -> bool:
 
 class NodeNUMAResource:
     """Koordinator's NodeNUMAResource (CPU binding; NUMA-node fitting is not built)."""
+
+    # PreBind's annotations, patched by the binder (docs/rules/scheduler-nodenumaresource.md#prebind)
+    bind_annotations: tuple[str, ...] = (ANNOTATION_RESOURCE_STATUS, ANNOTATION_RESOURCE_SPEC)
 
     def __init__(
         self,

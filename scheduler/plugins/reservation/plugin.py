@@ -89,6 +89,8 @@ StatusWriter = Callable[[ReservationObject, str], Status]
 class Reservation:
     """Koordinator's Reservation plugin; the cache is shared with the informers that feed it."""
 
+    bind_annotations: tuple[str, ...] = (ANNOTATION_RESERVATION_ALLOCATED,)  # PreBind's, for the binder
+
     def __init__(self, cache: ReservationCache | None = None, ignored: Ignored = NO_IGNORED) -> None:
         self.cache = cache if cache is not None else ReservationCache()
         self.ignored = ignored

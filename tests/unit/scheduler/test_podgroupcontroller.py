@@ -9,10 +9,8 @@ import datetime as _dt
 import threading
 from typing import Any
 
-from apis.podgroup import ANNOTATION_BIND_GANG_GROUP_ID, BIND_ANNOTATIONS
-from scheduler.framework.status import Status
 from scheduler.plugins.coscheduling.plugin import Coscheduling
-from scheduler.podgroupcontroller import GangAnnotationBinder, GangEvents, PodGroupStatusController
+from scheduler.podgroupcontroller import GangEvents, PodGroupStatusController
 
 NOW = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
 
@@ -119,35 +117,3 @@ def test_workers_patch_only_while_leading_and_retry_a_failed_patch() -> None:
         stop.set()
         worker.join(timeout=5)
     assert not worker.is_alive()
-
-
-class Core:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, dict[str, Any]]] = []
-
-    def patch_namespaced_pod(self, name: str, ns: str, body: dict[str, Any]) -> None:
-        self.calls.append((name, ns, body))
-
-
-class Inner:
-    def __init__(self, log: list[Any]) -> None:
-        self.log = log
-
-    def bind(self, pod: dict[str, Any], node: str) -> Status:
-        self.log.append(("bind", pod["metadata"]["name"], node))
-        return Status.success()
-
-
-def test_bind_annotations_are_patched_before_the_bind() -> None:
-    log: list[Any] = []
-    binder = GangAnnotationBinder(None, Inner(log))
-    core = Core()
-    binder.core = core
-    pod = _pod("a")
-    pod["metadata"]["annotations"] = {k: "x" for k in BIND_ANNOTATIONS} | {"other": "y"}
-    assert binder.bind(pod, "n").is_success()
-    assert core.calls == [("a", "ns", {"metadata": {"annotations": {k: "x" for k in BIND_ANNOTATIONS}}})]
-    assert ANNOTATION_BIND_GANG_GROUP_ID in core.calls[0][2]["metadata"]["annotations"]
-    assert binder.bind(_pod("b"), "n").is_success()
-    assert len(core.calls) == 1  # nothing to patch for a pod without them
-    assert log == [("bind", "a", "n"), ("bind", "b", "n")]
