@@ -5,9 +5,8 @@
   scheduler's lock — and the status controller's triggers;
 * `PodGroupStatusController`: `controllerWorkers` threads syncing a PodGroup's status from the gang
   cache and merge-patching `status` when it changed (docs/rules/scheduler-coscheduling.md#podgroup-status);
-  only while `active()` holds (the leader), retried with backoff on any failure (a conflict too);
-* `GangAnnotationBinder`: sends PreBind's bind-gang annotations with the bind (a pod patch first), as
-  upstream's framework patches the pod after PreBind.
+  only while `active()` holds (the leader), retried with backoff on any failure (a conflict too).
+PreBind's bind-gang annotations reach the API through scheduler.annotationbinder.
 Imports: standard library, the kubernetes client, apis, scheduler (framework, scheduler,
 plugins.coscheduling).
 """
