@@ -6,10 +6,13 @@ one. Shared, whole-card, percentage, memory-only and multi-card pods bind where 
 guide's `device-allocated` annotation, which also equals what `koord simulate` (kind DeviceShare,
 operation allocate) gives for that node's Device and the pods already there; an invalid request, a
 fragmented one and one over the Node's resources stay Pending with the guide's messages; deleting a pod
-frees its cards for a pending one.
+frees its cards for a pending one. And a card the koordlet reports repaired (its reporter's merge patch,
+the scheduler's Device informer, the Device Update event) takes a pod that waited for it.
 
 The Nodes advertise the GPU resources in status.allocatable as the guide's table says: upstream's
-koord-manager writes them from the Device, koord's does not yet, so the test sets them."""
+koord-manager writes them from the Device, koord's does not yet, so the test sets them.
+Imports: agent (gateway, GPU backend, Device reporter), apis, koord.simulate, kube.rest, scheduler, the
+test fixtures, kubernetes, yaml, pytest and the standard library."""
 
 from __future__ import annotations
 
@@ -148,7 +151,7 @@ class World:
         for name, cards in _cards().items():
             resources = {**base, **_allocatable()[name]}
             node = self.core.create_node({
-                "metadata": {"name": name, "labels": {SELECT: "true"}},
+                "metadata": {"name": name, "labels": {SELECT: "true", f"{SELECT}-node": name}},
                 "status": {"allocatable": resources, "capacity": resources},
             })  # fmt: skip
             self.core.patch_node(name, {"spec": {"taints": None}})  # no node lifecycle controller here
@@ -162,9 +165,11 @@ class World:
     def device(self, node: str) -> dict[str, Any]:
         return dict(self.custom.get_cluster_custom_object(DEVICE_GROUP, DEVICE_VERSION, DEVICE_PLURAL, node))
 
-    def create(self, pod: dict[str, Any]) -> str:
+    def create(self, pod: dict[str, Any], node: str | None = None) -> str:
+        """The pod in the test's namespace, kept to the test's nodes (to ``node`` when given)."""
         name = str(pod["metadata"]["name"])
-        spec = {**pod["spec"], "nodeSelector": {SELECT: "true"}, "terminationGracePeriodSeconds": 0}
+        selector = {SELECT: "true", **({f"{SELECT}-node": node} if node else {})}
+        spec = {**pod["spec"], "nodeSelector": selector, "terminationGracePeriodSeconds": 0}
         self.core.create_namespaced_pod(self.ns, {**pod, "spec": spec})
         self.pods.append(name)
         return name
@@ -348,3 +353,41 @@ def test_guide_pods_land_as_the_guide_and_koord_simulate_say(world: World, sched
         if name != freed:
             assert world.node_of(name) is None, name
             assert world.unschedulable_message(name) in _messages(world, pending[name]), name
+
+
+def _whole_card(name: str) -> dict[str, Any]:
+    limits = {"nvidia.com/gpu": "1"}
+    container = {"name": "c", "image": "busybox", "resources": {"limits": limits}}
+    return {
+        "metadata": {"name": name},
+        "spec": {"schedulerName": "koord-scheduler", "containers": [container]},
+    }
+
+
+def test_a_repaired_card_takes_the_pod_that_waited_for_it(
+    world: World, scheduler: Any, tmp_path: Path
+) -> None:
+    """gpu-b's minor 1 is unhealthy: a second whole card waits on `Insufficient gpu devices`; once the
+    koordlet reports the card healthy the pod lands on it, with its UUID."""
+    # the device plugin still advertises both cards: only DeviceShare knows minor 1 has no capacity
+    world.core.patch_node_status("gpu-b", {"status": {"allocatable": {"nvidia.com/gpu": "2"}}})
+    first = world.create(_whole_card("first"), node="gpu-b")
+    assert wait_for(lambda: world.node_of(first) == "gpu-b", 15), world.unschedulable_message(first)
+    second = world.create(_whole_card("second"), node="gpu-b")
+    assert wait_for(lambda: "1 Insufficient gpu devices" in world.unschedulable_message(second), 15), (
+        world.unschedulable_message(second)
+    )
+    card = tmp_path / "gpu-b" / "gpus" / "1"
+    (card / "healthy").write_text("true\n")
+    for name in ("health_reason", "health_message"):
+        (card / name).unlink()
+    assert world.reporters["gpu-b"].tick() == "updated"
+    [repaired] = [d for d in world.device("gpu-b")["spec"]["devices"] if d["minor"] == 1]
+    assert repaired["health"] is True and not repaired.get("conditions")
+    assert wait_for(lambda: world.node_of(second) == "gpu-b", 15), world.unschedulable_message(second)
+    entries, ids = _as_ints(world.annotation(second))
+    memory, ratio = "koordinator.sh/gpu-memory", "koordinator.sh/gpu-memory-ratio"
+    assert entries == [
+        {"minor": 1, "resources": {"koordinator.sh/gpu-core": 100, memory: 8 * GiB, ratio: 100}}
+    ]
+    assert ids == ["GPU-bbbbbbbb-0000-4000-8000-000000000001"]
