@@ -49,6 +49,7 @@ def test_loadaware_args_equal_the_upstream_chart() -> None:
         assert cm["metadata"]["namespace"] == "koordinator-system"
         shipped = _document(cm)
         assert _plugin_config(shipped, "LoadAwareScheduling") == _plugin_config(chart, "LoadAwareScheduling")
+        assert _plugin_config(shipped, "DeviceShare") == _plugin_config(chart, "DeviceShare")
         assert shipped["leaderElection"] == chart["leaderElection"]
         assert shipped["profiles"][0]["schedulerName"] == chart["profiles"][0]["schedulerName"]
 
@@ -61,7 +62,10 @@ def test_shipped_config_loads_with_nothing_skipped() -> None:
     [profile] = config.profiles
     assert profile.args["LoadAwareScheduling"]["nodeMetricExpirationSeconds"] == 300
     assert config.leader_election == LeaderElection(True, "koord-scheduler", "koordinator-system")
-    assert build_framework(profile) is not None
+    fw = build_framework(profile)
+    # NodeNUMAResource and DeviceShare where the chart has them
+    for point in (fw.pre_filters, fw.filters, fw.scores, fw.reserves, fw.pre_binds):
+        assert {"NodeNUMAResource", "DeviceShare"} <= {x.name for x in point}
 
 
 def _container(objs: list[Obj], script: str) -> tuple[Obj, Obj]:
