@@ -5,7 +5,8 @@ Order: probe server (``/healthz`` live at once, ``/readyz`` not yet) → metric 
 last save; saved again every ``--metric-cache-checkpoint-interval``) → states informer (wait until synced)
 → collectors (wait until each has run once) → reporter (NodeMetric CR + MetricHub push); the
 NodeResourceTopology reporter starts with the NodeMetric reporter and is kicked by pod events that change a
-cpuset (docs/rules/koordlet-topology.md#reporting). Loops run as supervised threads. SIGTERM/SIGINT stop
+cpuset (docs/rules/koordlet-topology.md#reporting), and so does the Device reporter (gate ``Accelerators``,
+docs/rules/koordlet-gpu.md#reporting). Loops run as supervised threads. SIGTERM/SIGINT stop
 everything and save the metric cache.
 Imports: standard library, apis.{constants,kubeobjects,nodemetric,waits}, kube.{client,httpserver,informer},
 agent.*.
@@ -47,8 +48,10 @@ from agent.resourceexecutor.executor import ResourceExecutor, default_roots
 from agent.statesinformer.informer import StatesInformer
 from agent.supervisor import Supervisor
 from agent.system.cgroup import detect_cgroup_version
+from agent.system.gpu import open_backend
 from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
+from agent.topology.device_reporter import DeviceReporter
 from agent.topology.reporter import TopologyReporter
 from agent.topology.sharepools import share_pools
 from apis import constants as c
@@ -160,6 +163,18 @@ class Koordlet:
                 on_result=self.metrics.on_topology_report,
             )
             self.gateway.add_pod_listener(self._pod_event)
+        # The Device report (upstream's gate Accelerators, docs/rules/koordlet-gpu.md#reporting) shares the
+        # NRT report's interval, as upstream's.
+        self.device_reporter: DeviceReporter | None = None
+        if opts.node_topology_sync_seconds > 0 and opts.feature_gates.get("Accelerators", False):
+            self.device_reporter = DeviceReporter(
+                self.gateway,
+                open_backend(opts.gpu_fake_root, opts.paths.sys),
+                opts.node_name,
+                opts.node_topology_sync_seconds,
+                node_uid=self._node_uid,
+                on_result=self.metrics.on_device_report,
+            )
         self._collectors_started = threading.Event()
         path = opts.metric_cache_path
         self.cache_file = persist.CacheFile(self.cache, path) if path is not None else None
@@ -263,6 +278,11 @@ class Koordlet:
         topo = self.context.kv.get(NODE_CPU_INFO)
         return topo if isinstance(topo, NodeTopology) else None
 
+    def _node_uid(self) -> str | None:
+        """This Node's UID once the informer has seen it (it owns the Device object)."""
+        meta = (self.states.node() or {}).get("metadata") or {}
+        return str(meta.get("uid") or "") or None
+
     def _nrt_annotations(self) -> dict[str, str] | None:
         """This node's NRT annotations as last reported (None without the report: the Node's are read)."""
         reporter = self.topology_reporter
@@ -337,6 +357,8 @@ class Koordlet:
                 reporter.run(stop)
 
             self.supervisor.spawn("node-topology", report_topology)
+        if self.device_reporter is not None:
+            self.supervisor.spawn("device-report", self.device_reporter.run)
         self.supervisor.spawn("usage-metrics", self._usage_metrics)
         while not self.runner.wait_started(5.0):
             if stop.is_set():

@@ -133,6 +133,13 @@ class AgentMetrics:
             ["node", "status"],
             registry=r,
         )
+        self.device_reports = Counter(
+            "koordlet_device_reports",
+            "Device object writes (create or patch) by status (succeeded, failed); an unchanged report "
+            "writes nothing (docs/rules/koordlet-gpu.md#reporting)",
+            ["node", "status"],
+            registry=r,
+        )
         self._qos_gauges: dict[str, Gauge] = {}
         self._pod_keys: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
@@ -142,6 +149,7 @@ class AgentMetrics:
                 self.reports.labels(node, target, status)
         for status in ("succeeded", "failed"):
             self.topology_reports.labels(node, status)
+            self.device_reports.labels(node, status)
 
     def on_collect(self, collector: str, seconds: float, ok: bool) -> None:
         self._rounds.observe(collector, seconds, ok)
@@ -153,6 +161,9 @@ class AgentMetrics:
 
     def on_topology_report(self, status: str) -> None:
         self.topology_reports.labels(self.node, status).inc()
+
+    def on_device_report(self, status: str) -> None:
+        self.device_reports.labels(self.node, status).inc()
 
     def update_usage(self, cache: MetricCache, pods: Sequence[PodMeta], now_ms: int, window_ms: int) -> None:
         """Set the usage gauges to the last sample within ``window_ms``; drop series of gone pods."""

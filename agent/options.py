@@ -54,6 +54,11 @@ FEATURE_GATES: dict[str, bool] = {
     "CPUSetAllocator": True,
     # BE pods with a NUMA-aware allocation take the BE pools of their NUMA nodes (upstream: off).
     "BECPUManager": False,
+    # Upstream's GPU gate: the node's Device object from its cards (docs/rules/koordlet-gpu.md#reporting).
+    "Accelerators": False,
+    # Upstream's runtime-hook gate; koord enforces the GPU allocation in the v1 device cgroup
+    # (docs/rules/koordlet-gpu.md#container).
+    "GPUEnvInject": False,
 }
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
@@ -94,6 +99,8 @@ class Options:
     """How often the NodeResourceTopology report is rebuilt (and written when changed); 0: never."""
     kubelet_config_file: Path = Path("/var/lib/kubelet/config.yaml")
     kubelet_root_dir: Path = Path("/var/lib/kubelet")
+    gpu_fake_root: Path | None = None
+    """A fake card tree read instead of NVML (``koord up``, tests; docs/rules/koordlet-gpu.md#backends)."""
     verbosity: int = 0
     """klog-style ``--v``: 4 and above log at debug level."""
     warnings: tuple[str, ...] = ()
@@ -224,6 +231,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the kubelet's --root-dir, holding cpu_manager_state (%(default)s)",
     )
     p.add_argument(
+        "--gpu-fake-root",
+        default="",
+        help="read the GPUs from this fake card tree (<dir>/gpus/<index>/...) instead of NVML, for koord up "
+        "and tests (default: NVML)",
+    )
+    p.add_argument(
         "-v",
         "--v",
         dest="v",
@@ -302,6 +315,7 @@ def parse(argv: Sequence[str] | None, env: Mapping[str, str]) -> tuple[Options, 
             ),
             kubelet_config_file=Path(a.kubelet_config_file),
             kubelet_root_dir=Path(a.kubelet_root_dir),
+            gpu_fake_root=Path(a.gpu_fake_root) if a.gpu_fake_root else None,
             verbosity=max(a.v, 4) if a.verbose else a.v,
             warnings=tuple(warnings),
         )

@@ -3,7 +3,8 @@ one ``Registration`` per strategy — its name, the feature gates that enable it
 runs when none of its gates is given, and the factory that builds its loop entry (the strategy and the
 config it reads each tick). The gates and their defaults are listed in
 docs/configuration.md#koordlet-feature-gates; each strategy's rules in docs/rules/koordlet.md
-(``CPUSetAllocator``'s in docs/rules/koordlet-cpuset.md#reconcile).
+(``CPUSetAllocator``'s in docs/rules/koordlet-cpuset.md#reconcile, ``GPUDeviceCgroup``'s in
+docs/rules/koordlet-gpu.md#container).
 
 Imports: standard library, agent.system.cgroup (HostPaths), agent.qosmanager.{framework,runner} and the
 strategy modules.
@@ -22,6 +23,8 @@ from agent.qosmanager.cpuburst import CPUBurstOptions, CPUBurstStrategy
 from agent.qosmanager.cpusetalloc import CPUSetAllocatorConfig, CPUSetAllocatorStrategy
 from agent.qosmanager.cpusuppress import CPUSuppressConfig, CPUSuppressStrategy
 from agent.qosmanager.framework import Strategy
+from agent.qosmanager.gpudevices import GATES as GPU_DEVICE_GATES
+from agent.qosmanager.gpudevices import GPUDevicesConfigSource, GPUDevicesStrategy
 from agent.qosmanager.resctrlqos import ResctrlConfig, ResctrlConfigSource, ResctrlReconcileStrategy
 from agent.qosmanager.runner import StrategyEntry
 from agent.qosmanager.systemconfig import SystemConfigInput, SystemConfigSource, SystemConfigStrategy
@@ -96,6 +99,12 @@ def _cpuset_allocator(deps: StrategyDeps) -> StrategyEntry:
     return StrategyEntry(CPUSetAllocatorStrategy(), lambda: CPUSetAllocatorConfig(nrt_annotations=nrt()))
 
 
+def _gpu_devices(deps: StrategyDeps) -> StrategyEntry:
+    """The nvidia-uvm major is read from the host's ``/proc/devices`` each tick."""
+    proc = deps.paths.proc if deps.paths is not None else Path("/proc")
+    return StrategyEntry(GPUDevicesStrategy(), GPUDevicesConfigSource(proc))
+
+
 REGISTRY: tuple[Registration, ...] = (
     Registration("CPUSuppress", ("BECPUSuppress",), False, _plain(CPUSuppressStrategy, CPUSuppressConfig)),
     Registration("CPUBurst", ("CPUBurst",), False, _plain(CPUBurstStrategy, CPUBurstOptions)),
@@ -106,6 +115,7 @@ REGISTRY: tuple[Registration, ...] = (
     Registration("CPUSetAllocator", ("CPUSetAllocator",), True, _cpuset_allocator),
     Registration("CgroupReconcile", ("CgroupReconcile",), False, _plain(MemoryQoSStrategy, lambda: None)),
     Registration("SystemConfig", ("SystemConfig",), False, _system_config),
+    Registration("GPUDeviceCgroup", GPU_DEVICE_GATES, False, _gpu_devices),
 )
 """Every strategy, in start order."""
 

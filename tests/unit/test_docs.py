@@ -143,7 +143,7 @@ def test_every_upstream_gate_is_documented() -> None:
     text = _doc("flags.md")
     gates = (upstreamflags.KOORDLET_GATES - set(FEATURE_GATES)) | upstreamflags.MANAGER_GATES
     gates |= upstreamflags.SCHEDULER_GATES
-    assert "Accelerators" in gates
+    assert "RDMADevices" in gates  # an upstream koordlet gate koord does not implement
     missing = sorted(g for g in gates if f"`{g}`" not in text)
     assert not missing, f"upstream feature gates missing from docs/flags.md: {missing}"
 

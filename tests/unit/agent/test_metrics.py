@@ -12,13 +12,17 @@ from agent.metriccache import MetricCache, Sample
 from agent.metrics import AgentMetrics
 from agent.podmeta import PodMeta, pod_meta
 from agent.system.podcgroup import CgroupDriver
+from apis.kubeobjects import Pod
 
 NOW_MS = 1_714_564_800_000
 NODE = "node-1"
 
 
 def make_pod(uid: str, namespace: str = "ns", name: str | None = None) -> PodMeta:
-    pod = {"metadata": {"uid": uid, "namespace": namespace, "name": name or uid}, "spec": {"containers": []}}
+    pod: Pod = {
+        "metadata": {"uid": uid, "namespace": namespace, "name": name or uid},
+        "spec": {"containers": []},
+    }
     return pod_meta(pod, CgroupDriver.CGROUPFS)
 
 
@@ -39,6 +43,22 @@ def test_start_time_and_report_series_preinitialised(metrics: AgentMetrics) -> N
         for status in ("succeeded", "failed"):
             labels = {"node": NODE, "target": target, "status": status}
             assert r.get_sample_value("koordlet_node_metric_reports_total", labels) == 0.0
+
+
+def test_topology_and_device_reports_count_per_status(metrics: AgentMetrics) -> None:
+    r = metrics.registry
+    for name in ("koordlet_node_topology_reports_total", "koordlet_device_reports_total"):
+        for status in ("succeeded", "failed"):  # both series exist before the first report
+            assert r.get_sample_value(name, {"node": NODE, "status": status}) == 0.0
+    metrics.on_device_report("succeeded")
+    metrics.on_device_report("failed")
+    metrics.on_device_report("succeeded")
+    metrics.on_topology_report("failed")
+    device = {s: r.get_sample_value("koordlet_device_reports_total", {"node": NODE, "status": s}) for s in
+              ("succeeded", "failed")}  # fmt: skip
+    assert device == {"succeeded": 2.0, "failed": 1.0}
+    labels = {"node": NODE, "status": "failed"}
+    assert r.get_sample_value("koordlet_node_topology_reports_total", labels) == 1.0
 
 
 def test_registries_are_independent() -> None:

@@ -199,18 +199,18 @@ def test_all_alpha_all_beta(name: str) -> None:
 
 
 def test_unknown_gates_are_dropped_not_fatal() -> None:
-    gates = parse_feature_gates("Nope=true,Accelerators=true,CPUBurst=false")
-    assert "Nope" not in gates and "Accelerators" not in gates
+    gates = parse_feature_gates("Nope=true,RDMADevices=true,CPUBurst=false")
+    assert "Nope" not in gates and "RDMADevices" not in gates
     assert gates["CPUBurst"] is False
     assert set(gates) == set(FEATURE_GATES)
 
 
 def test_unknown_gates_are_one_warning_naming_them() -> None:
-    opts, _ = parse(["--feature-gates=Accelerators=true,Nope=false,BEMemoryEvict=true"], {"NODE_NAME": "n"})
+    opts, _ = parse(["--feature-gates=RDMADevices=true,Nope=false,BEMemoryEvict=true"], {"NODE_NAME": "n"})
     assert opts.feature_gates["BEMemoryEvict"] is True
     [warning] = opts.warnings
-    assert "Accelerators" in warning and "Nope" in warning and "BEMemoryEvict" not in warning
-    assert "upstream gates koord does not implement: Accelerators" in warning
+    assert "RDMADevices" in warning and "Nope" in warning and "BEMemoryEvict" not in warning
+    assert "upstream gates koord does not implement: RDMADevices" in warning
     assert "unknown gates: Nope" in warning
 
 
@@ -237,7 +237,7 @@ def test_upstream_chart_arguments() -> None:
     argv = [
         "-addr=:9316",
         "-cgroup-root-dir=/host-cgroup/",
-        "-feature-gates=BECPUEvict=true,BEMemoryEvict=true,CgroupReconcile=true,Accelerators=true",
+        "-feature-gates=BECPUEvict=true,BEMemoryEvict=true,CgroupReconcile=true,Accelerators=true,RDMADevices=true",
         "-runtime-hooks-host-endpoint=/var/run/koordlet/koordlet.sock",
         "--logtostderr=true",
         "--v=4",
@@ -247,9 +247,10 @@ def test_upstream_chart_arguments() -> None:
     assert opts.paths.cgroup_root == Path("/host-cgroup")
     assert opts.feature_gates["BECPUEvict"] and opts.feature_gates["CgroupReconcile"]
     assert opts.verbosity == 4
+    assert opts.feature_gates["Accelerators"]  # implemented: the Device report
     flags, gates = opts.warnings
     assert flags.endswith("(ignored): --runtime-hooks-host-endpoint, --logtostderr")
-    assert "Accelerators" in gates
+    assert gates.endswith("upstream gates koord does not implement: RDMADevices")
 
 
 @pytest.mark.parametrize(
@@ -288,3 +289,22 @@ def test_ignored_value_flag_swallows_its_value() -> None:
 def test_verbosity(argv: list[str], level: int) -> None:
     opts, _ = parse(argv, {"NODE_NAME": "n"})
     assert opts.verbosity == level
+
+
+def test_gpu_gates_and_fake_root() -> None:
+    """Accelerators (the Device report) and GPUEnvInject (the GPU device cgroup) are off by default, as
+    upstream's; ``--gpu-fake-root`` replaces NVML with a card tree (docs/rules/koordlet-gpu.md#backends)."""
+    opts, _ = parse(["--node-name=n"], {})
+    assert (opts.feature_gates["Accelerators"], opts.feature_gates["GPUEnvInject"]) == (False, False)
+    assert opts.gpu_fake_root is None
+    opts, _ = parse(
+        [
+            "--node-name=n",
+            "--feature-gates=Accelerators=true,GPUEnvInject=true",
+            "--gpu-fake-root=/tmp/cards",
+        ],
+        {},
+    )
+    assert (opts.feature_gates["Accelerators"], opts.feature_gates["GPUEnvInject"]) == (True, True)
+    assert opts.gpu_fake_root == Path("/tmp/cards") and opts.warnings == ()
+    assert parse(["--node-name=n", "--gpu-fake-root="], {})[0].gpu_fake_root is None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agent.options import FEATURE_GATES
 from agent.qosmanager.cpuevict import CPUEvictConfig
+from agent.qosmanager.gpudevices import GPUDevicesConfig, GPUDevicesConfigSource
 from agent.qosmanager.memoryevict import MemoryEvictConfig
 from agent.qosmanager.registry import REGISTRY, StrategyDeps, build_entries
 from agent.qosmanager.resctrlqos import ResctrlConfig, ResctrlConfigSource
@@ -31,6 +32,7 @@ def test_every_registration() -> None:
         ("CPUSetAllocator", ("CPUSetAllocator",), True),
         ("CgroupReconcile", ("CgroupReconcile",), False),
         ("SystemConfig", ("SystemConfig",), False),
+        ("GPUDeviceCgroup", ("GPUEnvInject",), False),
     ]
     everything = {g: True for r in REGISTRY for g in r.gates}
     # the factory builds the strategy the registration names; every gate is a koordlet gate
@@ -76,3 +78,16 @@ def test_host_sources_follow_the_paths(tmp_path: Path) -> None:
     resctrl, system = build_entries(gates)
     assert resctrl.config() == ResctrlConfig(None)
     assert system.config() == SystemConfigInput(Path("/proc"), Path("/sys"))
+
+
+def test_gpu_device_cgroup_reads_the_hosts_proc_devices(tmp_path: Path) -> None:
+    gates = {"GPUEnvInject": True, "BatchResource": False, "CPUSetAllocator": False}
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "devices").write_text("Character devices:\n195 nvidia\n508 nvidia-uvm\n")
+    paths = HostPaths(cgroup_root=tmp_path / "cg", proc=tmp_path / "proc", sys=tmp_path / "sys")
+    [entry] = build_entries(gates, StrategyDeps(paths))
+    assert entry.strategy.name == "GPUDeviceCgroup"
+    assert isinstance(entry.config, GPUDevicesConfigSource) and entry.config.proc == paths.proc
+    assert entry.config() == GPUDevicesConfig(uvm_major=508)
+    [entry] = build_entries(gates)  # without paths: the agent's own /proc
+    assert isinstance(entry.config, GPUDevicesConfigSource) and entry.config.proc == Path("/proc")
