@@ -150,6 +150,11 @@ def test_koordlet_flags_parse_and_match_ports_and_mounts() -> None:
     assert opts.metric_cache_path is not None and opts.audit_log is not None
     assert opts.metric_cache_path.parent == opts.audit_log.parent == Path("/var/lib/koordlet")
     assert host_path(opts.metric_cache_path.parent) == "/var/lib/koordlet"
+    # The kubelet's files the NodeResourceTopology report reads, at the same path, read only.
+    assert host_path(opts.kubelet_root_dir) == str(opts.kubelet_root_dir) == "/var/lib/kubelet"
+    assert opts.kubelet_config_file.parent == opts.kubelet_root_dir
+    assert mounts[str(opts.kubelet_root_dir)]["readOnly"] is True
+    assert mounts[str(opts.kubelet_root_dir)]["mountPropagation"] == "HostToContainer"
 
 
 def test_manager_flags_parse_and_match_ports() -> None:
