@@ -113,7 +113,16 @@ class Up:
         if self.node is not None:
             root = self.node.cgroup_root
             self.qos_mode = "dry-run" if self.args.qos_dry_run or not writable_cgroups(root) else "on"
-            real = NodeHost(Path("/proc"), Path("/sys"), root, simulated=False, qos=self.qos_mode)
+            paths = self.node.paths
+            real = NodeHost(
+                Path("/proc"),
+                Path("/sys"),
+                root,
+                simulated=False,
+                qos=self.qos_mode,
+                kubelet_config=paths.config / "kubelet-config.yaml",
+                kubelet_dir=paths.kubelet,
+            )
             self.components.start_koordlet(self.node.node_name, real)
         for sim in self.sims:
             p = sim.host.paths

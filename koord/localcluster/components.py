@@ -47,6 +47,10 @@ class NodeHost:
     cgroup_root: Path
     simulated: bool
     qos: str = "on"  # "on", "dry-run" (audit, write nothing) or "off"
+    kubelet_config: Path | None = None
+    """The kubelet's KubeletConfiguration file (None: the koordlet's default path)."""
+    kubelet_dir: Path | None = None
+    """The kubelet's ``--root-dir``, holding ``cpu_manager_state`` (None: the koordlet's default)."""
 
 
 @dataclass(slots=True)
@@ -55,6 +59,38 @@ class Daemon:
     proc: subprocess.Popen[bytes]
     log: Path
     metrics_url: str
+
+
+_QOS_ARGS = {
+    "on": ["--enable-qos"],
+    "dry-run": ["--enable-qos", "--qos-dry-run"],
+    "off": ["--no-enable-qos"],
+}
+
+
+def koordlet_args(
+    node: str, host: NodeHost, kubeconfig: Path, port: int, hub_addr: str, node_dir: Path
+) -> list[str]:
+    """Pure: the koordlet's arguments for ``node`` (its hub token, metric cache and audit log live in
+    ``node_dir``)."""
+    return [
+        f"--node-name={node}",
+        f"--kubeconfig={kubeconfig}",
+        f"--cgroup-root-dir={host.cgroup_root}",
+        f"--proc-root-dir={host.proc}",
+        f"--sys-root-dir={host.sys}",
+        "--cgroup-driver=cgroupfs",
+        f"--addr=127.0.0.1:{port}",
+        f"--hub-address={hub_addr}",
+        f"--hub-token-file={node_dir / 'hub-token'}",
+        f"--metric-cache-path={node_dir / 'metric-cache.npz'}",
+        f"--audit-log={node_dir / 'audit.log'}",
+        *_QOS_ARGS[host.qos],
+        # The real node's kubelet keeps its files under the node's folder, not /var/lib/kubelet
+        # (docs/rules/koordlet-topology.md#kubelet-cpu-manager).
+        *([f"--kubelet-config-file={host.kubelet_config}"] if host.kubelet_config else []),
+        *([f"--kubelet-root-dir={host.kubelet_dir}"] if host.kubelet_dir else []),
+    ]
 
 
 def reap_stale(state_dir: Path) -> list[int]:
@@ -167,30 +203,8 @@ class KoordComponents:
         token.write_text(self._tokens[node])
         token.chmod(0o600)
         (port,) = free_ports(1)
-        qos = {
-            "on": ["--enable-qos"],
-            "dry-run": ["--enable-qos", "--qos-dry-run"],
-            "off": ["--no-enable-qos"],
-        }
-        daemon = self._spawn(
-            f"koordlet-{node}",
-            "koordlet",
-            [
-                f"--node-name={node}",
-                f"--kubeconfig={self.cp.kubeconfig_path}",
-                f"--cgroup-root-dir={host.cgroup_root}",
-                f"--proc-root-dir={host.proc}",
-                f"--sys-root-dir={host.sys}",
-                "--cgroup-driver=cgroupfs",
-                f"--addr=127.0.0.1:{port}",
-                f"--hub-address={self.hub_addr}",
-                f"--hub-token-file={token}",
-                f"--metric-cache-path={node_dir / 'metric-cache.npz'}",
-                f"--audit-log={node_dir / 'audit.log'}",
-                *qos[host.qos],
-            ],
-            f"http://127.0.0.1:{port}/metrics",
-        )
+        args = koordlet_args(node, host, self.cp.kubeconfig_path, port, self.hub_addr, node_dir)
+        daemon = self._spawn(f"koordlet-{node}", "koordlet", args, f"http://127.0.0.1:{port}/metrics")
         self._wait_healthy(daemon, f"http://127.0.0.1:{port}/healthz", timeout)
         return daemon
 
