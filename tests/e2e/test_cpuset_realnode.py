@@ -7,8 +7,9 @@ of the LS share pool (an LS container's cpuset shrinks; the NRT's pools say so, 
 CPUs), and when the LSR pod goes the CPUs return to the LS pool within one reconcile interval. An LSE pod's
 CPUs leave the BE pool too.
 
-This machine has two CPUs and CI has two cores: an LSR pod of 2 CPUs would leave the LS pool empty, so the
-pod asks for all CPUs but one (at most 2). On a bigger host the same test places 2 whole cores.
+First an LSR pod of 2 integer CPUs alone gets its whole cores. This machine has two CPUs and CI has two
+cores, where such a pod holds every CPU and would leave the LS pool empty, so the pool part that follows uses
+an LSR pod of all CPUs but one (at most 2); on a bigger host it is 2 whole cores again.
 """
 
 from __future__ import annotations
@@ -119,6 +120,14 @@ def _wait_running(core: Any, ns: str, name: str, timeout: float = 90) -> Any:
         raise AssertionError(f"{e}: {where}") from None
 
 
+def _gone(core: Any, ns: str, name: str) -> bool:
+    try:
+        core.read_namespaced_pod(name, ns)
+    except client.ApiException as e:
+        return bool(e.status == 404)
+    return False
+
+
 def _cpus_of(real_node: RealNode, core: Any, ns: str, name: str) -> frozenset[int]:
     pod = _running(core, ns, name)
     if pod is None:
@@ -171,6 +180,19 @@ def test_lsr_pod_gets_whole_cores_and_gives_them_back(
         need = min(2, len(all_cpus) - 1)
         tag = uuid.uuid4().hex[:6]
 
+        # First an LSR pod of 2 integer CPUs alone: whole cores as koord simulate says, in its cgroup.
+        two = f"lsr2-{tag}"
+        core.create_namespaced_pod(ns, _pod(real_node, ns, two, "LSR", 2))
+        pod = _wait_running(core, ns, two)
+        expected2 = _take_cpus(topology, 2, [])
+        assert json.loads(pod.metadata.annotations[numa.ANNOTATION_RESOURCE_STATUS])["cpuset"] == expected2
+        assert len(parse_cpuset(expected2)) == 2
+        wait_for("the 2-CPU LSR container's cgroup cpuset",
+                 lambda: _cpus_of(real_node, core, ns, two) == parse_cpuset(expected2),
+                 timeout=3 * RECONCILE_S)  # fmt: skip
+        core.delete_namespaced_pod(two, ns, grace_period_seconds=0)
+        wait_for("the 2-CPU LSR pod gone", lambda: _gone(core, ns, two), timeout=60)
+
         # An LS container (Burstable, bound by kubelet directly) follows the LS share pool.
         ls = f"ls-{tag}"
         ls_labels = {"koordinator.sh/qosClass": "LS"}
@@ -204,14 +226,7 @@ def test_lsr_pod_gets_whole_cores_and_gives_them_back(
         # Deleting the LSR pod gives its CPUs back to the LS pool within one reconcile interval.
         core.delete_namespaced_pod(lsr, ns, grace_period_seconds=0)
 
-        def gone() -> bool:
-            try:
-                core.read_namespaced_pod(lsr, ns)
-            except client.ApiException as e:
-                return e.status == 404
-            return False
-
-        wait_for("the LSR pod gone", gone, timeout=60)
+        wait_for("the LSR pod gone", lambda: _gone(core, ns, lsr), timeout=60)
         t0 = time.monotonic()
         wait_for("the LS container back on every CPU", lambda: _cpus_of(real_node, core, ns, ls) == all_cpus,
                  timeout=2 * RECONCILE_S + 5)  # fmt: skip
