@@ -17,7 +17,7 @@ COPY agent/ agent/
 COPY manager/ manager/
 COPY scheduler/ scheduler/
 COPY koord/ koord/
-RUN /opt/koord/bin/pip install . \
+RUN /opt/koord/bin/pip install '.[gpu]' \
     && /opt/koord/bin/python -m compileall -q /opt/koord
 
 FROM python:3.11-slim
