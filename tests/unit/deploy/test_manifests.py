@@ -82,7 +82,7 @@ def test_dockerfile_shape() -> None:
     text = dockerfile()
     assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
     assert not re.search(r"^ENTRYPOINT", text, re.M), "each manifest sets its own command"
-    assert re.search(r"^RUN .*pip install \.", text, re.M)
+    assert re.search(r"^RUN .*pip install '?\.(\[gpu\])?'? ", text, re.M)  # the gpu extra: NVML
     [user] = re.findall(r"^USER (\S+)", text, re.M)
     assert not user.startswith("0") and user != "root"
     ignored = (ROOT / ".dockerignore").read_text().split()
