@@ -35,11 +35,13 @@ typecheck: venv
 importlint: venv
 	$(BIN)/lint-imports
 
-# Unit tests (no API server, no real node) run on two workers; the rest, which start control planes,
-# kubelets and daemons of their own and measure them, run one at a time.
+# Unit tests (no API server, no real node) run on two workers, and so do the integration tests (each
+# worker starts its own API server); the rest, which start kubelets and daemons of their own and measure
+# them or break them on purpose, run one at a time.
 test: deps lint typecheck importlint
 	$(BIN)/python -m pytest -q -n 2 --durations=20 tests/unit
-	$(BIN)/python -m pytest -q --durations=30 tests --ignore=tests/unit
+	$(BIN)/python -m pytest -q -n 2 --durations=20 tests/integration
+	$(BIN)/python -m pytest -q --durations=30 tests --ignore=tests/unit --ignore=tests/integration
 
 # Generated files (tests fail when the committed ones differ from a fresh generation).
 proto-gen: venv

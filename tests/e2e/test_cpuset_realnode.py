@@ -14,12 +14,9 @@ an LSR pod of all CPUs but one (at most 2); on a bigger host it is 2 whole cores
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +30,9 @@ from apis.cpuset import format_cpuset, parse_cpuset
 from koord.simulate import simulate_scenario
 from scheduler.config import parse_config
 from scheduler.registry import KNOWN
-from scheduler.service import SchedulerService
 from tests.e2e.agenthelpers import running_koordlet
 from tests.e2e.conftest import RealNode, wait_for
+from tests.helpers.scheduler import running_scheduler
 
 pytestmark = [pytest.mark.e2e, pytest.mark.apiserver]
 
@@ -63,21 +60,6 @@ def _config() -> Any:
         },
         KNOWN,
     )
-
-
-@contextlib.contextmanager
-def running_scheduler(api: Any) -> Iterator[SchedulerService]:
-    stop = threading.Event()
-    service = SchedulerService(api, _config(), bind_workers=2)
-    service.start(stop)
-    thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        yield service
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        service.close()
 
 
 def _nrt_annotations(custom: Any, node: str) -> dict[str, str] | None:
@@ -170,7 +152,10 @@ def test_lsr_pod_gets_whole_cores_and_gives_them_back(
         f"--kubelet-root-dir={paths.kubelet}",
         "--node-topology-sync-interval=1s",
     ]
-    with running_koordlet(real_node, tmp_path, args=args), running_scheduler(real_node.api):
+    with (
+        running_koordlet(real_node, tmp_path, args=args),
+        running_scheduler(real_node.api, _config(), bind_workers=2),
+    ):
         node = real_node.node_name
         ann = wait_for("the node's NodeResourceTopology", lambda: _nrt_annotations(custom, node), timeout=60)
         topology = ann[numa.ANNOTATION_CPU_TOPOLOGY]

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,16 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+@pytest.fixture()
+def short_tmp() -> Iterator[Path]:
+    """A temporary folder with a short path under /tmp, removed afterwards."""
+    d = Path(tempfile.mkdtemp(prefix="ku-", dir="/tmp"))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_missing_binaries_give_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +92,8 @@ def test_a_crashed_run_is_reaped_by_the_next_start(tmp_path: Path) -> None:
         again.stop()
 
 
-def test_koord_up_runs_until_interrupted(tmp_path: Path) -> None:
+def test_koord_up_runs_until_interrupted(short_tmp: Path) -> None:
+    tmp_path = short_tmp  # containerd's socket paths must stay under 104 bytes (xdist's tmp_path is deep)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "koord.cli", "up", "--no-build", "--state-dir", str(tmp_path / "up")],

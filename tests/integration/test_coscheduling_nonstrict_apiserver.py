@@ -7,7 +7,6 @@ are rejected with the group's failure message as soon as the third fails."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -20,6 +19,7 @@ from scheduler.config import parse_config
 from scheduler.main import SchedulerService
 from scheduler.plugins.coscheduling.decisions import REASON_ALL_PENDING_ATTEMPTED
 from scheduler.registry import KNOWN
+from tests.helpers.scheduler import RunningScheduler
 from tests.integration.podhelpers import wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -85,18 +85,12 @@ class Gang:
 
 @pytest.fixture()
 def started(kube: Any, namespace: str) -> Iterator[tuple[Gang, SchedulerService]]:
-    stop = threading.Event()
     gang = Gang(kube, namespace)
-    service = SchedulerService(kube, _config(), bind_workers=4)
-    service.start(stop)
-    thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
-    thread.start()
+    run = RunningScheduler(kube, _config())
     try:
-        yield gang, service
+        yield gang, run.service
     finally:
-        stop.set()
-        thread.join(timeout=10)
-        service.close()
+        run.close()
         gang.core.delete_node(gang.node)
 
 

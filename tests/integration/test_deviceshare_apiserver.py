@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import threading
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -43,6 +42,7 @@ from scheduler.main import SchedulerService
 from scheduler.plugins.nodeaffinity import ERR_REASON_POD
 from scheduler.registry import KNOWN
 from tests.fixtures.gpus import FakeCard, write_card_tree
+from tests.helpers.scheduler import running_scheduler
 from tests.integration.podhelpers import wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -220,17 +220,8 @@ def scheduler(kube: Any, world: World) -> Iterator[SchedulerService]:
     for name, reporter in world.reporters.items():
         assert reporter.tick() == "created", name
         assert reporter.tick() == "unchanged", name
-    stop = threading.Event()
-    service = SchedulerService(kube, _config(), bind_workers=4)
-    service.start(stop)
-    thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
-    thread.start()
-    try:
+    with running_scheduler(kube, _config()) as service:
         yield service
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-        service.close()
 
 
 # --- koord simulate -------------------------------------------------------------------------------

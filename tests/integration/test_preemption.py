@@ -7,7 +7,6 @@ instead of terminating forever."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,8 +15,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.main import SchedulerService
-from scheduler.registry import default_profile
+from tests.helpers.scheduler import RunningScheduler
 from tests.integration.podhelpers import node_of, wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -41,18 +39,12 @@ def world(kube: Any, namespace: str) -> Iterator[dict[str, Any]]:
                        "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
         })  # fmt: skip
         core.patch_node(name, {"spec": {"taints": None}})  # no node lifecycle controller here
-    stop = threading.Event()
-    service = SchedulerService(kube, default_profile(), bind_workers=4)
-    service.start(stop)
-    thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
-    thread.start()
+    run = RunningScheduler(kube)
     try:
         yield {"core": core, "nodes": nodes, "tag": tag, "classes": classes, "ns": namespace,
-               "service": service}  # fmt: skip
+               "service": run.service}  # fmt: skip
     finally:
-        stop.set()
-        thread.join(timeout=10)
-        service.close()
+        run.close()
         for name in nodes.values():
             core.delete_node(name)
         for name, _ in classes.values():

@@ -9,7 +9,6 @@ Scheduled condition False/Unschedulable with the FitError. Each test has a node 
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from apis.reservation import ANNOTATION_RESERVATION_AFFINITY, ANNOTATION_RESERVA
 from scheduler.config import parse_config
 from scheduler.main import SchedulerService
 from scheduler.registry import KNOWN
+from tests.helpers.scheduler import running_scheduler
 from tests.integration.podhelpers import wait_for
 
 pytestmark = pytest.mark.apiserver
@@ -117,18 +117,11 @@ class World:
 @pytest.fixture()
 def world(kube: Any, namespace: str) -> Iterator[tuple[World, SchedulerService]]:
     """A node of 4 cpu and a running koord-scheduler with Reservation enabled."""
-    stop = threading.Event()
     w = World(kube, namespace)
-    service = SchedulerService(kube, _config(), bind_workers=4)
-    service.start(stop)
-    thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
-    thread.start()
     try:
-        yield w, service
+        with running_scheduler(kube, _config()) as service:
+            yield w, service
     finally:
-        stop.set()
-        thread.join(timeout=10)
-        service.close()
         w.close()
 
 

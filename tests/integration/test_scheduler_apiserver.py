@@ -12,26 +12,16 @@ from typing import Any
 import pytest
 
 from apis.constants import NODE_METRIC_PLURAL, SLO_GROUP, SLO_VERSION
-from scheduler.config import SchedulerConfig, parse_config
+from scheduler.config import parse_config
 from scheduler.main import SchedulerService
 from scheduler.registry import KNOWN, default_profile
+from tests.helpers.scheduler import RunningScheduler
 from tests.integration.podhelpers import make_pod, node_of, wait_for
 
 pytestmark = pytest.mark.apiserver
 
 
-class Running:
-    def __init__(self, kube: Any, config: SchedulerConfig | None = None) -> None:
-        self.stop = threading.Event()
-        self.service = SchedulerService(kube, config or default_profile(), bind_workers=4)
-        self.service.start(self.stop)
-        self.thread = threading.Thread(target=self.service.run, args=(self.stop,), daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(timeout=10)
-        self.service.close()
+Running = RunningScheduler
 
 
 def test_binds_to_least_loaded_feasible_nodes(kube: Any, namespace: str, cluster: dict[str, Any]) -> None:
