@@ -95,11 +95,19 @@ def _int32(value: Any, where: str) -> int:
     return value
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")  # Go's decoder refuses NaN and Infinity
+
+
 def _json(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         raise ValueError(f"{where}: invalid JSON: {e.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{where}: invalid JSON: nested too deep") from None
+    except ValueError as e:
+        raise ValueError(f"{where}: invalid JSON: {e}") from None
 
 
 def go_marshal(value: Any) -> str:
@@ -176,26 +184,38 @@ class ResourceStatus:
     numa_node_resources: tuple[NUMANodeResource, ...] = ()
 
 
-def parse_resource_status(annotations: Mapping[str, Any]) -> ResourceStatus:
-    text = annotations.get(ANNOTATION_RESOURCE_STATUS)
+def parse_resource_status(annotations: Mapping[str, Any] | None) -> ResourceStatus:
+    """The pod's resource status as Go's ``json.Unmarshal`` reads it (the scheduler's and the koordlet's
+    one reader): ``null`` (the whole value or an entry) leaves fields unset, field names match
+    case-insensitively, a type mismatch, a bad quantity or bad JSON is a ValueError naming the part."""
+    text = (annotations or {}).get(ANNOTATION_RESOURCE_STATUS)
     if text is None:
         return ResourceStatus()
     where = ANNOTATION_RESOURCE_STATUS
-    f = go_fields(_json(str(text), where), ("cpuset", "numaNodeResources"), where)
+    doc = _json(str(text), where)
+    if doc is None:
+        return ResourceStatus()
+    f = go_fields(doc, ("cpuset", "numaNodeResources"), where)
     raw = f.get("numaNodeResources")
     if raw is not None and not isinstance(raw, list):
         raise ValueError(f"{where}.numaNodeResources: expected a list")
     numa: list[NUMANodeResource] = []
     for i, item in enumerate(raw or []):
         w = f"{where}.numaNodeResources[{i}]"
+        if item is None:
+            numa.append(NUMANodeResource(0))
+            continue
         g = go_fields(item, ("node", "resources"), w)
-        res = g.get("resources") or {}
+        res = g.get("resources")
+        res = {} if res is None else res
         if not isinstance(res, Mapping):
             raise ValueError(f"{w}.resources: expected an object")
-        try:
-            parsed = {str(k): Quantity.from_json(v) for k, v in res.items()}
-        except QuantityError as e:
-            raise ValueError(f"{w}.resources: {e}") from None
+        parsed: dict[str, Quantity] = {}
+        for k, v in res.items():
+            try:
+                parsed[str(k)] = Quantity.from_json(v)
+            except (QuantityError, ValueError, TypeError) as e:
+                raise ValueError(f"{w}.resources[{str(k)!r}]: {e}") from None
         numa.append(NUMANodeResource(_int32(g.get("node"), f"{w}.node"), parsed))
     return ResourceStatus(_string(f.get("cpuset"), f"{where}.cpuset"), tuple(numa))
 

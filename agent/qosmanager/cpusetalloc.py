@@ -31,7 +31,6 @@ from agent.resourceexecutor.actions import CgroupWrite
 from agent.system.cgroup import CPU_QUOTA, CPUSET_CPUS, CgroupFile, CgroupVersion
 from agent.system.podcgroup import KubeQOS, qos_cgroup_dir
 from agent.topology.cpusetrule import CPUSetRule, cfs_quota_unset, container_cpuset, cpuset_cpus
-from agent.topology.resourcestatus import ResourceStatusError
 from agent.topology.sharepools import share_pools
 from apis import constants as c
 from apis.cpuset import CPUSetError, parse_cpuset
@@ -142,7 +141,7 @@ def _container_cpus(
     try:
         value = container_cpuset(labels, annotations, cgroup_dir, rule, be_cpu_manager=be_manager)
         return frozenset() if not value else cpuset_cpus(value)
-    except (ResourceStatusError, CPUSetError):
+    except ValueError:  # an undecodable resource-status or cpuset (CPUSetError is one)
         return frozenset()
 
 

@@ -3,7 +3,7 @@
 (docs/rules/koordlet-cpuset.md#cfs-quota); plus ``simulate_container_cpuset``, the ``containerCPUSet``
 operation of the ``koord simulate`` kind ``CPUSet`` (docs/rules/koordlet-cpuset.md#simulate). Pure.
 
-Imports: standard library, apis.*, agent.topology.resourcestatus.
+Imports: standard library, apis.*.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from agent.topology.resourcestatus import ResourceStatus, ResourceStatusError, parse_resource_status
 from apis import constants as c
 from apis.cpuset import CPUSetError, format_cpuset, parse_cpuset
+from apis.numa import ResourceStatus, parse_resource_status
 from apis.qos import QoSClass, qos_class_by_name
 
 __all__ = [
@@ -52,7 +52,7 @@ def is_numa_aware(status: ResourceStatus) -> bool:
     """Some NUMA entry allocates CPU: non-zero ``cpu`` or ``kubernetes.io/batch-cpu`` whose integer value
     (rounded up) is > 0."""
     for entry in status.numa_node_resources:
-        if entry.resources is None:
+        if not entry.resources:
             continue
         cpu = entry.resources.get("cpu")
         batch = entry.resources.get(BATCH_CPU)
@@ -81,7 +81,7 @@ def container_cpuset(
     be_cpu_manager: bool,
 ) -> str | None:
     """The cpuset for one container, as the rule builds it (pool cpusets joined as written): None = leave
-    the cpuset unchanged, ``""`` = explicitly empty (inherit). ``ResourceStatusError`` when the pod's
+    the cpuset unchanged, ``""`` = explicitly empty (inherit). ``ValueError`` when the pod's
     resource status does not decode. Steps as docs/rules/koordlet-cpuset.md#container-cpuset lists them."""
     status = parse_resource_status(annotations)
     if status.cpuset != "":
@@ -118,7 +118,7 @@ def cfs_quota_unset(labels: Mapping[str, Any] | None, annotations: Mapping[str, 
     not decode lifts nothing."""
     try:
         status = parse_resource_status(annotations)
-    except ResourceStatusError:
+    except ValueError:
         return False
     return status.cpuset != "" and _qos(labels) in (QoSClass.LSE, QoSClass.LSR, QoSClass.NONE)
 
@@ -214,6 +214,6 @@ def simulate_container_cpuset(scenario: dict[str, Any]) -> dict[str, Any]:
     try:
         value = container_cpuset(labels, annotations, parent, rule, be_cpu_manager=gate)
         cpuset = None if value is None else format_cpuset(cpuset_cpus(value))
-    except (ResourceStatusError, CPUSetError):
+    except ValueError:  # an undecodable resource-status or cpuset (CPUSetError is one)
         return {"cpuset": None, "error": True}
     return {"cpuset": cpuset, "error": False}

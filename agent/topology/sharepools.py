@@ -3,7 +3,7 @@ through its ``resource-status`` cpuset) and the BE pool (CPUs no LSE pod holds),
 as the NodeResourceTopology annotations ``node.koordinator.sh/cpu-shared-pools`` and
 ``node.koordinator.sh/be-cpu-shared-pools`` report them. Pure.
 
-Imports: standard library, apis.*, agent.system.nodeinfo, agent.topology.resourcestatus.
+Imports: standard library, apis.*, agent.system.nodeinfo.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agent.system.nodeinfo import CpuInfo
-from agent.topology.resourcestatus import ResourceStatusError, parse_resource_status
 from apis.cpuset import CPUSetError, format_cpuset, parse_cpuset
 from apis.kubeobjects import Pod
+from apis.numa import parse_resource_status
 from apis.pod import pod_annotations
 from apis.qos import QoSClass, qos_class_raw
 
@@ -27,7 +27,7 @@ def _held_cpus(pod: Pod) -> frozenset[int]:
     try:
         text = parse_resource_status(pod_annotations(pod)).cpuset
         return parse_cpuset(text)
-    except (ResourceStatusError, CPUSetError):
+    except ValueError:  # an undecodable resource-status or cpuset (CPUSetError is one)
         return frozenset()
 
 
