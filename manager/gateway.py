@@ -2,17 +2,18 @@
 webhooks' one; only gateway modules talk to the API server).
 
 Reads come from shared informers (list+watch caches): nodes, pods of every namespace (indexed by
-``spec.nodeName``), NodeMetrics, NodeSLOs and the one ``slo-controller-config`` ConfigMap (narrowed by a
-field selector). Controllers subscribe with ``SharedInformer.add_handlers`` before ``start``. Writes:
-NodeSLO and NodeMetric create/update/delete, node status (GET, mutate, PUT /status with the
-resourceVersion; retried on 409 Conflict and, with backoff, on 429), node metadata merge patches,
-Events, and Secrets created unless they exist (manager.certs). Every API failure leaves as a
+``spec.nodeName``), NodeMetrics, NodeSLOs, Devices (scheduling.koordinator.sh, one per node, for the
+GPU resources: docs/rules/manager.md#gpu-device-resources) and the one ``slo-controller-config``
+ConfigMap (narrowed by a field selector). Controllers subscribe with ``SharedInformer.add_handlers``
+before ``start``. Writes: NodeSLO and NodeMetric create/update/delete, node status (GET, mutate, PUT
+/status with the resourceVersion; retried on 409 Conflict and, with backoff, on 429), node metadata
+merge patches, Events, and Secrets created unless they exist (manager.certs). Every API failure leaves as a
 ``GatewayError`` naming the operation, the object and the cause.
-``node_filter`` (tests, sharding) hides nodes, NodeSLOs and NodeMetrics whose names it rejects.
+``node_filter`` (tests, sharding) hides nodes, NodeSLOs, NodeMetrics and Devices whose names it rejects.
 Objects are typed with apis.kubeobjects (``Node``, ``Pod``, ``ConfigMap``, NodeSLO/NodeMetric as
 ``CustomResource``); the informers and ``_call`` are where the JSON the API server sent becomes one.
 ``GatewayError``, ``SharedInformer`` and the boundary ``call`` live in manager.kubeapi (re-exported here).
-Imports: the standard library, the kubernetes client, apis.{constants,kubeobjects}, kube.events,
+Imports: the standard library, the kubernetes client, apis.{constants,device,kubeobjects}, kube.events,
 manager.kubeapi.
 """
 
@@ -27,6 +28,7 @@ from typing import Any, cast
 from kubernetes import client
 
 from apis import constants as c
+from apis.device import DEVICE_GROUP, DEVICE_PLURAL, DEVICE_VERSION
 from apis.kubeobjects import ConfigMap, CustomResource, Node, Pod
 from kube.events import EventRecorder
 from manager.kubeapi import GatewayError, SharedInformer, call
@@ -88,13 +90,22 @@ class Gateway:
             key_filter=node_filter,
             resync_seconds=resync_seconds,
         )
+        self.devices: SharedInformer[CustomResource] = SharedInformer(
+            self.custom.list_cluster_custom_object,
+            kwargs={"group": DEVICE_GROUP, "version": DEVICE_VERSION, "plural": DEVICE_PLURAL},
+            name="devices",
+            key_filter=node_filter,
+            resync_seconds=resync_seconds,
+        )
         self.config_maps: SharedInformer[ConfigMap] = SharedInformer(
             self.core.list_namespaced_config_map,
             kwargs={"namespace": config_namespace, "field_selector": f"metadata.name={config_name}"},
             name="slo-controller-config",
             resync_seconds=resync_seconds,
         )
-        self.informers = (self.nodes, self.pods, self.nodemetrics, self.nodeslos, self.config_maps)
+        self.informers = (
+            self.nodes, self.pods, self.nodemetrics, self.nodeslos, self.devices, self.config_maps,
+        )  # fmt: skip
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -122,6 +133,10 @@ class Gateway:
 
     def nodemetric(self, name: str) -> CustomResource | None:
         return self.nodemetrics.get(name)
+
+    def device(self, name: str) -> CustomResource | None:
+        """The node's Device (named after it), as the informer holds it."""
+        return self.devices.get(name)
 
     def config_map(self) -> ConfigMap | None:
         return self.config_maps.get(f"{self.config_namespace}/{self.config_name}")

@@ -1,5 +1,6 @@
 """The NodeResource controller (docs/rules/manager.md): batch and mid resources into each Node's
-status.
+status, and (given the Device informer) the GPU resources and labels of the node's Device
+(docs/rules/manager.md#gpu-device-resources).
 
 Per node: colocation disabled → batch/mid removed; else the pure plugins (manager.noderesource) compute
 mid then batch from the node, its pods and its NodeMetric — the fresher of the CR and the MetricHub's
@@ -8,7 +9,11 @@ moved by more than
 ``resourceDiffThreshold`` or appeared/vanished, or the last write is older than
 ``updateTimeThresholdSeconds`` (the key is requeued after that long so the forced sync happens). When it
 writes, the formula's terms go into the ``*-resource-explain`` annotations, so an operator sees why the
-number is what it is. Triggers: Node and NodeMetric-status events, and any config change.
+number is what it is. Triggers: Node and NodeMetric-status events, Device create/delete and spec
+changes, and any config change. GPU resources are written on the same status write (a GPU resource that
+appeared, vanished or moved by more than the threshold also forces it); GPU labels by a merge patch of
+the node's labels when one differs. A Device that does not decode leaves the node's GPU resources and
+labels as they are (a warning logged once per distinct error).
 
 Imports: standard library, apis.*, manager.{gateway,metrics,controller,controllers.config,noderesource}.
 """
@@ -26,15 +31,16 @@ from typing import Any
 from prometheus_client import Counter, Gauge
 
 from apis import constants as c
-from apis.kubeobjects import Node
+from apis.device import DeviceError
+from apis.kubeobjects import CustomResource, Node
 from apis.nodemetric import NodeMetricError, parse_time
 from apis.reportlimits import reason_of
 from apis.sloconfig import node_colocation_enabled, node_colocation_strategy
 from manager.controllerruntime.runtime import Controller
 from manager.controllers.config import ConfigController
-from manager.gateway import Gateway
+from manager.gateway import Gateway, GatewayError, SharedInformer
 from manager.metrics import ExactCounter, ManagerMetrics
-from manager.noderesource.plugins import batchresource, midresource
+from manager.noderesource.plugins import batchresource, gpudeviceresource, midresource
 from manager.noderesource.prepare import disabled_reset, need_sync, prepare_node
 from manager.noderesource.resources import CalculateResult, nano
 
@@ -95,7 +101,9 @@ class NodeResourceController:
         workers: int = 1,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         monotonic: Callable[[], float] = time.monotonic,
+        devices: SharedInformer[CustomResource] | None = None,
     ) -> None:
+        """``devices``: the Device informer; without it the GPUDeviceResource plugin is off."""
         self.gateway = gateway
         self.config = config
         self.metrics = metrics
@@ -103,6 +111,8 @@ class NodeResourceController:
         self._clock = clock
         self._monotonic = monotonic
         self._last_update: dict[str, float] = {}
+        self._devices = devices
+        self._device_errors: dict[str, str] = {}  # node → the last Device decode error reported
         self._lock = threading.Lock()
         registry = metrics.registry
         self.reconcile_count = ExactCounter(
@@ -136,6 +146,12 @@ class NodeResourceController:
             self._nodemetric_updated,
             lambda obj: self._forget(obj, requeue=True),
         )
+        if devices is not None:
+            devices.add_handlers(
+                lambda obj: self._enqueue(obj),
+                self._device_updated,
+                lambda obj: self._enqueue(obj),
+            )
         config.on_change(lambda: self.controller.enqueue_all(gateway.node_names()))
 
     # -- events ----------------------------------------------------------------------------------------
@@ -151,10 +167,16 @@ class NodeResourceController:
         if old.get("status") != new.get("status"):
             self._enqueue(new)
 
+    def _device_updated(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        # as upstream's DeviceHandler: only a spec change (docs/rules/manager.md#gpu-device-resources)
+        if old.get("spec") != new.get("spec"):
+            self._enqueue(new)
+
     def _forget(self, obj: Mapping[str, Any], requeue: bool = False) -> None:
         name = self._name(obj)
         with self._lock:
             self._last_update.pop(name, None)
+            self._device_errors.pop(name, None)
         for resource, unit in RESOURCE_UNITS:
             with contextlib.suppress(KeyError):
                 self.allocatable.remove(name, resource, unit)
@@ -193,7 +215,10 @@ class NodeResourceController:
         strategy = node_colocation_strategy(cfg, labels, annotations)
         results: list[CalculateResult[Any]]
         explain: dict[str, str | None] = dict.fromkeys(EXPLAIN_ANNOTATIONS)
+        gpu: gpudeviceresource.GPUResult | None = None
         if not node_colocation_enabled(cfg, labels, annotations):
+            # upstream's GPU plugin has no Reset: the node's GPU resources and labels stay
+            # (docs/rules/manager.md#gpu-device-resources)
             results = [disabled_reset()]
         else:
             nm = self.nodemetric(name)
@@ -202,10 +227,16 @@ class NodeResourceController:
             mid = midresource.calculate(strategy, node, pods, nm, now)
             batch = batchresource.calculate(strategy, node, pods, nm, now)
             results = [mid, batch]
+            gpu = self._gpu(name, node)
             explain[batchresource.ANNOTATION_BATCH_RESOURCE_EXPLAIN] = batchresource.explain_annotation(batch)
             explain[midresource.ANNOTATION_MID_RESOURCE_EXPLAIN] = midresource.explain_annotation(mid)
         items = [item for r in results for item in r.items]
-        prepared = prepare_node(node, items)
+
+        def desired(fresh: Node) -> Node:
+            out = prepare_node(fresh, items)
+            return out if gpu is None else gpudeviceresource.prepare(out, gpu, labels=False)
+
+        prepared = desired(node)
         diff = strategy.resource_diff_threshold or DEFAULT_DIFF_THRESHOLD
         period = float(strategy.update_time_threshold_seconds or DEFAULT_UPDATE_TIME_THRESHOLD_SECONDS)
         with self._lock:
@@ -217,10 +248,34 @@ class NodeResourceController:
         retry = period
         if self._hub_lookup is not None and any(r.reason in DEGRADE_REASONS for r in results):
             retry = min(period, DEGRADED_RETRY_SECONDS)
-        if not forced and not need_sync(node, prepared, diff):
+        # docs/rules/manager.md#gpu-device-resources: a GPU resource change forces the status write, a GPU
+        # label change the label patch
+        sync_status = (
+            forced
+            or need_sync(node, prepared, diff)
+            or (gpu is not None and bool(gpudeviceresource.need_sync(node, prepared, diff)))
+        )
+        sync_labels = gpu is not None and bool(
+            gpudeviceresource.need_sync_meta(node, gpudeviceresource.prepare(node, gpu))
+        )
+        remaining = min(retry, max(1.0, period - (now_mono - (last or now_mono))))
+        if not sync_status and not sync_labels:
             self.reconcile_count.inc(status="succeeded", reason="unchanged")
-            return min(retry, max(1.0, period - (now_mono - (last or now_mono))))
-        written = self.gateway.update_node_status(name, lambda fresh: prepare_node(fresh, items))
+            return remaining
+        written: Node | None = None
+        failure: GatewayError | None = None
+        if sync_status:
+            try:  # as upstream, the label patch is tried even when the status write failed
+                written = self.gateway.update_node_status(name, desired)
+            except GatewayError as e:
+                failure = e
+        if sync_labels and gpu is not None:
+            self._label(name, gpu)
+        if failure is not None:
+            raise failure
+        if not sync_status:
+            self.reconcile_count.inc(status="succeeded", reason="updated")
+            return remaining
         if written is None:
             return None
         with self._lock:
@@ -230,6 +285,38 @@ class NodeResourceController:
         reason = next((r.reason for r in results if r.reason), "updated")
         self.reconcile_count.inc(status="succeeded", reason=reason)
         return retry
+
+    def _gpu(self, name: str, node: Node) -> gpudeviceresource.GPUResult | None:
+        """The GPU plugin's result for the node; None (the node's GPU state kept) when the plugin is off or
+        the node's Device does not decode (docs/rules/manager.md#gpu-device-resources)."""
+        if self._devices is None:
+            return None
+        device = self._devices.get(name)
+        try:
+            result = gpudeviceresource.calculate(node, device)
+        except DeviceError as e:
+            message = f"Device {name} does not decode, node GPU resources and labels kept: {e}"
+            with self._lock:
+                seen = self._device_errors.get(name) == message
+                self._device_errors[name] = message
+            if not seen:
+                # logged, not an Event: an Event about a Node lives in namespace default, where the
+                # manager may not write (deploy/rbac/koord-manager.yaml)
+                log.warning("noderesource: %s", message)
+            return None
+        with self._lock:
+            self._device_errors.pop(name, None)
+        return result
+
+    def _label(self, name: str, gpu: gpudeviceresource.GPUResult) -> None:
+        """Merge-patch the GPU labels that differ on a fresh read of the node (upstream's node meta
+        update, after the status write)."""
+        fresh = self.gateway.get_node(name)
+        if fresh is None:
+            return
+        changes = gpudeviceresource.label_changes(fresh, gpu)
+        if changes:
+            self.gateway.patch_node_metadata(name, labels=dict(changes))
 
     def _annotate(
         self,

@@ -1,6 +1,7 @@
 """Assembling the SLO controllers for the composition root (manager/main.py): the ``--config-namespace``
 / ``--slo-config-name`` / ``--sync-period`` flags and ``build_slo_controllers``, which makes the gateway,
-the config cache, the NodeSLO, NodeMetric and NodeResource controllers and a ``ControllerManager`` over
+the config cache, the NodeSLO, NodeMetric and NodeResource controllers (the latter with the gateway's
+Device informer, docs/rules/manager.md#gpu-device-resources) and a ``ControllerManager`` over
 them, with no global state.
 Imports: argparse, prometheus_client, apis.{constants,duration}, kube.events, manager.{gateway,metrics,
 controller.runtime,controllers.*}.
@@ -111,6 +112,8 @@ def build_slo_controllers(
     )
     nr = None
     if noderesource:
-        nr = NodeResourceController(gateway, config, metrics, hub_lookup=hub_lookup, workers=workers)
+        nr = NodeResourceController(
+            gateway, config, metrics, hub_lookup=hub_lookup, workers=workers, devices=gateway.devices
+        )
         manager.add(nr.controller)
     return SLOControllers(gateway, metrics, config, nodeslo, nodemetric, manager, nr)

@@ -1,4 +1,5 @@
-"""NodeResource plugins, BatchResource (docs/rules/manager.md#batch-resource-formula) and MidResource
-(docs/rules/manager.md#mid-resources): pure ``calculate`` functions over a Node, its pods and its
-NodeMetric. Imports: the standard library, ``apis`` and ``manager.noderesource``.
+"""NodeResource plugins, BatchResource (docs/rules/manager.md#batch-resource-formula), MidResource
+(docs/rules/manager.md#mid-resources) and GPUDeviceResource (docs/rules/manager.md#gpu-device-resources):
+pure ``calculate`` functions over a Node and its pods and NodeMetric, or its Device.
+Imports: the standard library, ``apis`` and ``manager.noderesource``.
 """
