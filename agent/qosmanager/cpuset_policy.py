@@ -16,6 +16,7 @@ from agent.system.nodeinfo import CpuInfo
 from apis import constants as c
 from apis.cpuset import format_cpuset, parse_cpuset
 from apis.kubeobjects import KubeObject, Node, Pod
+from apis.numa import node_reservation_reserved_cpus, parse_resource_status
 from apis.qos import QoSClass, qos_class_raw
 from apis.quantity import Quantity
 
@@ -68,21 +69,9 @@ def _field(obj: Mapping[str, Any], name: str) -> Any:
     return None
 
 
-def _annotation_cpuset(obj: KubeObject | None, annotation: str, key: str) -> frozenset[int]:
-    """The cpuset string at ``key`` of ``obj``'s JSON ``annotation`` (missing or unparsable → empty)."""
-    value = annotation_json(obj, annotation)
-    text = _field(value, key) if value is not None else None
-    if not isinstance(text, str):
-        return frozenset()
-    try:
-        return parse_cpuset_go(text)
-    except ValueError:
-        return frozenset()
-
-
 def reserved_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
-    """``reservedCPUs`` of ``node.koordinator.sh/reservation`` (unparsable → empty)."""
-    return _annotation_cpuset(nrt_or_node, c.ANNOTATION_NODE_RESERVATION, "reservedCPUs")
+    """``reservedCPUs`` of ``node.koordinator.sh/reservation`` (unparsable → empty; apis.numa reads it)."""
+    return node_reservation_reserved_cpus(_annotations(nrt_or_node))
 
 
 def annotation_reserved_milli(node: Node | None) -> int:
@@ -126,8 +115,12 @@ def system_exclusive_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
 
 
 def pod_cpuset(pod: Pod) -> frozenset[int]:
-    """The ``cpuset`` of the pod's ``scheduling.koordinator.sh/resource-status`` (unparsable → empty)."""
-    return _annotation_cpuset(pod, c.ANNOTATION_RESOURCE_STATUS, "cpuset")
+    """The ``cpuset`` of the pod's ``scheduling.koordinator.sh/resource-status`` (undecodable → empty;
+    apis.numa reads it as Go does)."""
+    try:
+        return parse_cpuset(parse_resource_status(_annotations(pod)).cpuset)
+    except ValueError:
+        return frozenset()
 
 
 def pod_has_cpu_allocation(pod: Pod) -> bool:
