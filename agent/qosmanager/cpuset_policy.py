@@ -16,7 +16,7 @@ from agent.system.nodeinfo import CpuInfo
 from apis import constants as c
 from apis.cpuset import format_cpuset, parse_cpuset
 from apis.kubeobjects import KubeObject, Node, Pod
-from apis.numa import node_reservation_reserved_cpus, parse_resource_status
+from apis.numa import node_reservation_reserved_cpus, parse_kubelet_cpu_manager_policy, parse_resource_status
 from apis.qos import QoSClass, qos_class_raw
 from apis.quantity import Quantity
 
@@ -132,10 +132,15 @@ def pod_has_cpu_allocation(pod: Pod) -> bool:
 
 
 def cpu_manager_policy(nrt_or_node: KubeObject | None) -> str:
-    """``policy`` of the ``kubelet.koordinator.sh/cpu-manager-policy`` annotation (absent → ``none``)."""
-    value = annotation_json(nrt_or_node, c.ANNOTATION_KUBELET_CPU_MANAGER_POLICY)
-    policy = _field(value, "policy") if value is not None else None
-    return policy if isinstance(policy, str) and policy else "none"
+    """``policy`` of the ``kubelet.koordinator.sh/cpu-manager-policy`` annotation (absent or undecodable →
+    ``none``; apis.numa reads it)."""
+    text = _annotations(nrt_or_node).get(c.ANNOTATION_KUBELET_CPU_MANAGER_POLICY)
+    if not isinstance(text, str):
+        return "none"
+    try:
+        return parse_kubelet_cpu_manager_policy(text).policy or "none"
+    except ValueError:
+        return "none"
 
 
 def lse_cpus(pods: Iterable[Pod]) -> frozenset[int]:
