@@ -319,6 +319,7 @@ RESOURCE_GROUPS = {
     "replicasets": "apps", "statefulsets": "apps", "poddisruptionbudgets": "policy",
     "storageclasses": "storage.k8s.io", "csinodes": "storage.k8s.io",
     "podgroups": "scheduling.sigs.k8s.io", "elasticquotas": "scheduling.sigs.k8s.io",
+    "devices": "scheduling.koordinator.sh",
 }  # fmt: skip
 MUTATING, VALIDATING = (
     "koordinator-mutating-webhook-configuration",
@@ -356,6 +357,7 @@ MANAGER = [
     ("list", "pods", "", "", True), ("watch", "pods", "", "", True), ("get", "pods", NS, "koordlet-x", True),
     *[(v, r, "", "n", True) for r in ("nodemetrics", "nodeslos") for v in ("create", "update", "delete")],
     *[(v, r, "", "", True) for r in ("nodemetrics", "nodeslos") for v in ("list", "watch")],
+    *[(v, "devices", "", "", True) for v in ("get", "list", "watch")],
     ("create", "tokenreviews", "", "", True),
     ("list", "configmaps", NS, "", True), ("watch", "configmaps", NS, "", True),
     ("create", "events", NS, "", True), ("patch", "events", NS, "e", True),

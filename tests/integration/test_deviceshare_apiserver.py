@@ -9,8 +9,9 @@ fragmented one and one over the Node's resources stay Pending with the guide's m
 frees its cards for a pending one. And a card the koordlet reports repaired (its reporter's merge patch,
 the scheduler's Device informer, the Device Update event) takes a pod that waited for it.
 
-The Nodes advertise the GPU resources in status.allocatable as the guide's table says: upstream's
-koord-manager writes them from the Device, koord's does not yet, so the test sets them.
+The Nodes advertise the GPU resources in status.allocatable as the guide's table says: koord-manager writes
+them from the Device while colocation is enabled (docs/rules/manager.md#gpu-device-resources,
+tests/integration/test_gpu_node_resources_apiserver.py); this test runs no manager, so it sets them.
 Imports: agent (gateway, GPU backend, Device reporter), apis, koord.simulate, kube.rest, scheduler, the
 test fixtures, kubernetes, yaml, pytest and the standard library."""
 
