@@ -198,6 +198,8 @@ def parse_device_allocations(
         raw = json.loads(text)
     except ValueError as e:
         raise DeviceError(f"{where}: invalid JSON: {e}") from None
+    except RecursionError:  # nested deeper than the parser goes: as undecodable as any bad JSON
+        raise DeviceError(f"{where}: invalid JSON: nested too deep") from None
     return allocations_from_json(raw, where)
 
 

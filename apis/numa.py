@@ -328,7 +328,8 @@ def node_reservation_reserved_cpus(annotations: Mapping[str, Any]) -> frozenset[
     if not text:
         return frozenset()
     try:
-        f = go_fields(json.loads(str(text)), ("reservedCPUs",), ANNOTATION_NODE_RESERVATION)
+        where = ANNOTATION_NODE_RESERVATION
+        f = go_fields(_json(str(text), where), ("reservedCPUs",), where)
         return parse_cpuset(_string(f.get("reservedCPUs"), "reservedCPUs"))
     except (ValueError, CPUSetError):
         return frozenset()

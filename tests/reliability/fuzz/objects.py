@@ -14,6 +14,7 @@ from typing import Any, cast
 from hypothesis import strategies as st
 
 from apis import constants as c
+from apis import device, numa
 from apis.kubeobjects import Node, Pod
 from apis.nodeslo import CPUBurstStrategy, MemoryQOSCfg
 from apis.sloconfig_types import ColocationStrategy
@@ -85,6 +86,29 @@ POD_ANNOTATIONS: dict[str, Strategy] = {
     c.ANNOTATION_LOAD_ESTIMATED_SECONDS_AFTER_INITIALIZED: int_texts,
     c.ANNOTATION_RESERVE_POD: st.sampled_from(("true", "false", "")),
     "node.koordinator.sh/resctrl": short_text,
+    # NodeNUMAResource's and DeviceShare's (docs/rules/scheduler-nodenumaresource.md#names,
+    # docs/rules/scheduler-deviceshare.md#prebind)
+    numa.ANNOTATION_RESOURCE_SPEC: json_text(
+        _obj(
+            requiredCPUBindPolicy=st.sampled_from(("", "Default", "FullPCPUs", "SpreadByPCPUs")) | short_text,
+            preferredCPUBindPolicy=st.sampled_from(("", "Default", "FullPCPUs", "ConstrainedBurst")) | ints,
+            preferredCPUExclusivePolicy=st.sampled_from(("None", "PCPULevel", "NUMANodeLevel")) | st.none(),
+        )
+    ),
+    numa.ANNOTATION_NUMA_TOPOLOGY_SPEC: json_text(
+        _obj(numaTopologyPolicy=st.sampled_from(("", "BestEffort", "Restricted", "SingleNUMANode")) | ints)
+    ),
+    device.ANNOTATION_DEVICE_ALLOCATED: json_text(
+        st.dictionaries(
+            st.sampled_from(("gpu", "rdma", "fpga")) | short_text,
+            st.lists(
+                _obj(minor=ints | short_text, resources=resource_list | json_values(), id=short_text),
+                max_size=3,
+            )
+            | json_values(),
+            max_size=2,
+        )
+    ),
 }
 THRESHOLDS = st.dictionaries(st.sampled_from(RESOURCES), ints | quantity_json, max_size=3)
 NODE_ANNOTATIONS: dict[str, Strategy] = {
@@ -105,6 +129,11 @@ NODE_ANNOTATIONS: dict[str, Strategy] = {
     c.ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE: json_text(_obj(resources=resource_list)),
     c.ANNOTATION_NODE_COLOCATION_STRATEGY: json_text(gojson_doc(ColocationStrategy)),
     c.ANNOTATION_NETWORK_BANDWIDTH: quantity_texts,
+    numa.ANNOTATION_RESOURCE_AMPLIFICATION_RATIO: json_text(
+        st.dictionaries(
+            st.sampled_from(RESOURCES), st.floats(allow_nan=False) | ints | short_text, max_size=2
+        )
+    ),
     c.ANNOTATION_USAGE_THRESHOLDS: json_text(
         _obj(
             usageThresholds=THRESHOLDS,

@@ -20,6 +20,7 @@ and tests.reliability.fuzz, tests.oracles (test code).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -37,7 +38,7 @@ from agent.podmeta import pod_meta
 from agent.qosmanager import cgroupreconcile, cpuburst, cpuset_policy, evictplan, resctrlqos
 from agent.system.podcgroup import CgroupDriver
 from apis import constants as c
-from apis import convert, qos
+from apis import convert, device, numa, qos
 from apis.gojson import encode, validate
 from apis.kubeobjects import Node, Pod
 from apis.nodemetric import NodeMetric, NodeMetricError
@@ -61,9 +62,11 @@ from manager.noderesource import prepare
 from manager.noderesource import resources as noderesources
 from manager.noderesource.plugins import batchresource
 from proto.koord.v1 import metrichub_pb2 as pb
+from scheduler.plugins.deviceshare.plugin import DeviceShare
 from scheduler.plugins.loadaware import profile
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.estimator import Estimator
+from scheduler.plugins.nodenumaresource.plugin import NodeNUMAResource
 from tests.oracles.reportcheck import check_report as check_report_oracle
 from tests.reliability.fuzz import objects, strategies, wire
 
@@ -268,6 +271,26 @@ def _parse_annotations(node: Node, pods: tuple[Pod, ...]) -> None:
         qos.priority_class_with_default(pod)
         ESTIMATOR.estimate_or_empty(pod)
         ESTIMATOR.deadline(pod, 1e9)
+        _parse_topology_annotations(pod)
+    node_annotations = (node.get("metadata") or {}).get("annotations") or {}
+    numa.node_reservation_reserved_cpus(node_annotations)  # undecodable → no reserved CPUs
+    with contextlib.suppress(ValueError):  # NodeNUMAResource: "invalid CPU amplification ratio"
+        numa.amplification_ratios(node_annotations)
+
+
+def _parse_topology_annotations(pod: Pod) -> None:
+    """The CPU and device annotations: a reader may refuse (ValueError, which its callers catch) but
+    never raise anything else; the plugins following assigned pods never raise at all."""
+    ann = (pod.get("metadata") or {}).get("annotations") or {}
+    for parse in (numa.parse_resource_status, numa.parse_resource_spec, numa.parse_numa_topology_spec):
+        with contextlib.suppress(ValueError):
+            parse(ann)
+    with contextlib.suppress(ValueError):
+        device.parse_device_allocations(ann.get(device.ANNOTATION_DEVICE_ALLOCATED))
+    assigned = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": "node-1"}}
+    for plugin in (NodeNUMAResource(), DeviceShare()):
+        plugin.on_pod_add(assigned)  # type: ignore[arg-type]
+        plugin.on_pod_delete(assigned)  # type: ignore[arg-type]
 
 
 # --- NodeMetric objects ----------------------------------------------------------------------------------

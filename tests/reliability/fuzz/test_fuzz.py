@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 
 from apis import constants as c
+from apis import device, numa
 from apis.kubeobjects import Node, Pod
 from apis.reportcheck import NodeMetricError, check_report
 from koord.simulate import KINDS, simulate_scenario
@@ -68,6 +69,7 @@ NODE_KEYS = (
     c.ANNOTATION_KUBELET_CPU_MANAGER_POLICY,
     c.ANNOTATION_THIRD_PARTY_ALLOCATIONS,
     c.ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE,
+    numa.ANNOTATION_RESOURCE_AMPLIFICATION_RATIO,
 )
 POD_KEYS = (
     c.ANNOTATION_EVICTION_POLICY,
@@ -75,6 +77,9 @@ POD_KEYS = (
     c.ANNOTATION_POD_MEMORY_QOS,
     c.ANNOTATION_RESOURCE_STATUS,
     c.ANNOTATION_EXTENDED_RESOURCE_SPEC,
+    numa.ANNOTATION_RESOURCE_SPEC,
+    numa.ANNOTATION_NUMA_TOPOLOGY_SPEC,
+    device.ANNOTATION_DEVICE_ALLOCATED,
 )
 
 
