@@ -220,6 +220,15 @@ def parse_resource_status(annotations: Mapping[str, Any] | None) -> ResourceStat
     return ResourceStatus(_string(f.get("cpuset"), f"{where}.cpuset"), tuple(numa))
 
 
+def resource_status_cpus(annotations: Mapping[str, Any] | None) -> frozenset[int]:
+    """The CPUs of the ``resource-status`` cpuset; an annotation or cpuset that does not decode holds none
+    (the readers that skip such a pod: the share pools, CPU suppress, the kubelet checkpoint filter)."""
+    try:
+        return parse_cpuset(parse_resource_status(annotations).cpuset)
+    except ValueError:  # CPUSetError is one
+        return frozenset()
+
+
 def format_resource_status(status: ResourceStatus) -> str:
     """Go's ``json.Marshal`` of ResourceStatus: ``cpuset`` then ``numaNodeResources``, both omitempty;
     resource names sorted (a Go map)."""

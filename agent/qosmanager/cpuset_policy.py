@@ -16,7 +16,7 @@ from agent.system.nodeinfo import CpuInfo
 from apis import constants as c
 from apis.cpuset import format_cpuset, parse_cpuset
 from apis.kubeobjects import KubeObject, Node, Pod
-from apis.numa import node_reservation_reserved_cpus, parse_kubelet_cpu_manager_policy, parse_resource_status
+from apis.numa import node_reservation_reserved_cpus, parse_kubelet_cpu_manager_policy, resource_status_cpus
 from apis.qos import QoSClass, qos_class_raw
 from apis.quantity import Quantity
 
@@ -117,10 +117,7 @@ def system_exclusive_cpus(nrt_or_node: KubeObject | None) -> frozenset[int]:
 def pod_cpuset(pod: Pod) -> frozenset[int]:
     """The ``cpuset`` of the pod's ``scheduling.koordinator.sh/resource-status`` (undecodable → empty;
     apis.numa reads it as Go does)."""
-    try:
-        return parse_cpuset(parse_resource_status(_annotations(pod)).cpuset)
-    except ValueError:
-        return frozenset()
+    return resource_status_cpus(_annotations(pod))
 
 
 def pod_has_cpu_allocation(pod: Pod) -> bool:

@@ -20,9 +20,9 @@ from typing import Any
 import yaml
 
 from agent.system.nodeinfo import CpuInfo
-from apis import constants as c
 from apis.cpuset import CPUSetError, format_cpuset, parse_cpuset
 from apis.kubeobjects import Pod
+from apis.numa import resource_status_cpus
 from apis.qos import QoSClass, qos_class_raw
 from apis.quantity import Quantity, QuantityError
 
@@ -332,13 +332,7 @@ def _koord_managed(pod: Pod) -> bool:
     """A pod whose CPUs koord places: raw QoS LS or BE, or a non-empty ``resource-status`` cpuset."""
     if qos_class_raw(pod) in (QoSClass.LS, QoSClass.BE):
         return True
-    ann = (pod.get("metadata") or {}).get("annotations") or {}
-    try:
-        status = json.loads(ann.get(c.ANNOTATION_RESOURCE_STATUS) or "null")
-        text = status.get("cpuset") if isinstance(status, dict) else None
-        return isinstance(text, str) and bool(parse_cpuset(text))
-    except (ValueError, RecursionError):
-        return False
+    return bool(resource_status_cpus((pod.get("metadata") or {}).get("annotations")))
 
 
 def kubelet_allocated(

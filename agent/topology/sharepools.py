@@ -14,7 +14,7 @@ from typing import Any
 from agent.system.nodeinfo import CpuInfo
 from apis.cpuset import CPUSetError, format_cpuset, parse_cpuset
 from apis.kubeobjects import Pod
-from apis.numa import parse_resource_status
+from apis.numa import resource_status_cpus
 from apis.pod import pod_annotations
 from apis.qos import QoSClass, qos_class_raw
 
@@ -22,13 +22,8 @@ __all__ = ["pool_cpus", "share_pools"]
 
 
 def _held_cpus(pod: Pod) -> frozenset[int]:
-    """The pod's ``resource-status`` cpuset; a status or cpuset that does not parse holds nothing (the
-    koordlet logs it and skips the pod)."""
-    try:
-        text = parse_resource_status(pod_annotations(pod)).cpuset
-        return parse_cpuset(text)
-    except ValueError:  # an undecodable resource-status or cpuset (CPUSetError is one)
-        return frozenset()
+    """The pod's ``resource-status`` cpuset (undecodable: nothing)."""
+    return resource_status_cpus(pod_annotations(pod))
 
 
 def _group(cpus: Sequence[CpuInfo], keep: set[int]) -> list[dict[str, Any]]:
