@@ -6,7 +6,7 @@ has not been observed (its UID owns the Device).
 
 It talks to the API server only through the small ``DeviceAPI`` protocol (the koordlet's gateway
 implements it) and to the cards only through a ``GPUBackend``.
-Imports: standard library, apis.{device,rfc3339}, agent.system.gpu, agent.topology.device.
+Imports: standard library, apis.{device,rfc3339}, agent.system.gpu, agent.topology.{device,upsert}.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 
 from agent.system.gpu import GPUBackend, GPUError
 from agent.topology.device import build_device, device_changed, device_patch
+from agent.topology.upsert import upsert
 from apis.device import DEVICE_GROUP, DEVICE_PLURAL, DEVICE_VERSION
 from apis.rfc3339 import format_rfc3339
 
@@ -115,24 +116,20 @@ class DeviceReporter:
             return self._failed("reading the GPUs", e)
         desired = build_device(self.node_name, uid, inventory, format_rfc3339(self._clock()))
         args = (DEVICE_GROUP, DEVICE_VERSION, DEVICE_PLURAL)
+
+        def read() -> Mapping[str, Any] | None:
+            return self.api.get_custom_object(*args, self.node_name)
+
         try:
-            current = self.api.get_custom_object(*args, self.node_name)
-            if current is None:
-                try:
-                    self.api.create_custom_object(*args, desired)
-                    result = "created"
-                except Exception as e:
-                    if getattr(e, "status", None) != 409:
-                        raise
-                    current = self.api.get_custom_object(*args, self.node_name)  # created meanwhile
-                    if current is None:
-                        raise
-            if current is not None:
-                if device_changed(desired, current):
-                    self.api.merge_patch_custom_object(*args, self.node_name, device_patch(desired, current))
-                    result = "updated"
-                else:
-                    result = "unchanged"
+            result, _ = upsert(
+                read(),
+                create=lambda: self.api.create_custom_object(*args, desired) or desired,
+                read=read,
+                changed=lambda current: device_changed(desired, current),
+                patch=lambda current: self.api.merge_patch_custom_object(
+                    *args, self.node_name, device_patch(desired, current)
+                ),
+            )
         except Exception as e:  # the gateway's errors name the object; one failed tick is not fatal
             return self._failed("API", e)
         if self._last_error:

@@ -7,7 +7,7 @@ returned, whichever is newer) and writes only when it differs: a create when the
 counted and simply retried next round. ``kick()`` runs a round at once (pod events).
 
 Imports: standard library, apis.kubeobjects, agent.gateway (GatewayError only; the writer is injected),
-agent.system.nodeinfo, agent.topology.{kubelet,nrt,nrtobject}.
+agent.system.nodeinfo, agent.topology.{kubelet,nrt,nrtobject,upsert}.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from agent.topology.kubelet import (
 )
 from agent.topology.nrt import KubeletView, NRTBuildError, SharePools, build_status
 from agent.topology.nrtobject import create_body, is_changed, patch_body
+from agent.topology.upsert import upsert
 from apis.kubeobjects import Node, Pod
 from apis.numa import KUBELET_POLICY_STATIC
 
@@ -172,34 +173,24 @@ class TopologyReporter:
         for warning in status.warnings:
             self._say(f"warn:{warning.split(':', 1)[0]}", logging.WARNING, warning)
         current = self._current()
-        changed, reason = is_changed(status, current)
-        if not changed:
-            return "unchanged"
+        reason = is_changed(status, current)[1]
         try:
-            if current is None:
-                try:
-                    self._last = self.writer.create_nrt(create_body(node, status))
-                    outcome = "created"
-                except GatewayError as e:
-                    if e.status != 409:
-                        raise
-                    current = self.writer.get_nrt()  # the watch has not seen it yet
-                    if current is None:
-                        raise
-                    if not is_changed(status, current)[0]:
-                        self._last = dict(current)
-                        return "unchanged"
-                    self._last = self.writer.patch_nrt(patch_body(status, current))
-                    outcome = "updated"
-            else:
-                self._last = self.writer.patch_nrt(patch_body(status, current))
-                outcome = "updated"
+            outcome, written = upsert(
+                current,
+                create=lambda: self.writer.create_nrt(create_body(node, status)),
+                read=self.writer.get_nrt,  # after a 409: the watch has not seen it yet
+                changed=lambda obj: is_changed(status, obj)[0],
+                patch=lambda obj: self.writer.patch_nrt(patch_body(status, obj)),
+            )
         except GatewayError as e:
             # Said once while the cause stays the same (a missing CRD fails every round); counted each time.
             self._say("write", logging.ERROR, f"node topology: write failed (retried next round): {e}")
             self._result("failed")
             return "failed"
         self._clear("write")
+        self._last = dict(written)
+        if outcome == "unchanged":
+            return outcome
         log.info("node topology %s (%s)", outcome, reason)
         self._result("succeeded")
         return outcome
