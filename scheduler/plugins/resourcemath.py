@@ -64,3 +64,17 @@ def go_div_all(a: IntArray, b: IntArray | int) -> IntArray:
 
 # Memos keyed by ``apis.pod.resources_key`` (every input of the pod's requests, so never stale).
 MEMO_LIMIT: Final = 4096
+
+
+def allocation_score(most_allocated: bool, requested: int, capacity: int) -> int:
+    """One resource's score as Koordinator's scorers compute it (NodeNUMAResource, DeviceShare; the
+    Kubernetes 1.22+ forms): MostAllocated ``min(requested, capacity) * 100 / capacity``, LeastAllocated
+    ``(capacity - requested) * 100 / capacity`` or 0 when over capacity; 0 for a zero capacity.
+    (kube-scheduler 1.20's NodeResources scores, vectorised, are scheduler.plugins.noderesources_scoring.)"""
+    if capacity == 0:
+        return 0
+    if most_allocated:
+        return min(requested, capacity) * 100 // capacity
+    if requested > capacity:
+        return 0
+    return (capacity - requested) * 100 // capacity

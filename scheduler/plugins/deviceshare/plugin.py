@@ -41,11 +41,11 @@ from scheduler.plugins.deviceshare.normalize import InvalidDeviceRequestError, d
 from scheduler.plugins.deviceshare.requirements import gpu_requirements
 from scheduler.plugins.deviceshare.scoring import (
     DEFAULT_STRATEGY,
-    MAX_SCORE,
     ScoringStrategy,
     parse_strategy,
     score_node,
 )
+from scheduler.plugins.normalizescore import default_normalize_score
 
 NAME: Final = "DeviceShare"
 STATE_KEY: Final = "DeviceShare/state"
@@ -277,9 +277,7 @@ class DeviceShare:
         return scores
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:
-        top = int(scores.max()) if len(scores) else 0
-        if top > 0:  # kube's DefaultNormalizeScore, as upstream's NormalizeScore
-            scores[:] = scores * MAX_SCORE // top
+        default_normalize_score(scores, reverse=False)  # as upstream's NormalizeScore
         return Status.success()
 
     # --- Reserve / Unreserve / PreBind --------------------------------------------------------------

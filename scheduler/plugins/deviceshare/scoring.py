@@ -1,8 +1,8 @@
 """Device scoring (docs/rules/scheduler-deviceshare.md#scoring): the ``scoringStrategy`` argument
 (``LeastAllocated`` or ``MostAllocated`` over weighted resources), the score of one device for a
 per-instance request (used to order devices in Reserve) and of a node's devices taken together (the
-Score extension point), all integer arithmetic as upstream.
-Imports: the standard library, apis.device.
+Score extension point; normalised by kube's DefaultNormalizeScore), all integer arithmetic as upstream.
+Imports: the standard library, apis.device, scheduler.plugins.resourcemath.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from apis.device import GPU_MEMORY, GPU_MEMORY_RATIO, KOORD_FPGA, KOORD_RDMA
+from scheduler.plugins.resourcemath import allocation_score
 
 LEAST_ALLOCATED: Final = "LeastAllocated"
 MOST_ALLOCATED: Final = "MostAllocated"
-MAX_SCORE: Final = 100
 # gpu-core carries no weight by default (docs/rules/scheduler-deviceshare.md#scoring)
 DEFAULT_WEIGHTS: Final[Mapping[str, int]] = MappingProxyType(
     {GPU_MEMORY_RATIO: 1, GPU_MEMORY: 1, KOORD_RDMA: 1, KOORD_FPGA: 1}
@@ -64,14 +64,6 @@ def parse_strategy(raw: object, where: str = "scoringStrategy") -> ScoringStrate
     return ScoringStrategy(str(kind), weights)
 
 
-def _resource_score(kind: str, requested: int, capacity: int) -> int:
-    if kind == MOST_ALLOCATED:
-        return min(requested, capacity) * MAX_SCORE // capacity
-    if requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_SCORE // capacity
-
-
 def _weighted(strategy: ScoringStrategy, request: Values, totals: Values, frees: Values) -> int:
     score = weight_sum = 0
     for name, weight in strategy.weights.items():
@@ -81,7 +73,7 @@ def _weighted(strategy: ScoringStrategy, request: Values, totals: Values, frees:
         free = frees.get(name, 0)
         # more free than total (an over-reported free): counted as fully requested
         requested = total - free + request.get(name, 0) if total >= free else total
-        score += _resource_score(strategy.type, requested, total) * weight
+        score += allocation_score(strategy.type == MOST_ALLOCATED, requested, total) * weight
         weight_sum += weight
     return score // weight_sum if weight_sum else 0
 
@@ -104,12 +96,6 @@ def _sum(lists: Iterable[Values]) -> dict[str, int]:
         for n, v in values.items():
             out[n] = out.get(n, 0) + v
     return out
-
-
-def default_normalize(scores: list[int]) -> list[int]:
-    """kube's DefaultNormalizeScore (max → 100, others in proportion; all zero unchanged)."""
-    top = max(scores, default=0)
-    return [s * MAX_SCORE // top for s in scores] if top > 0 else list(scores)
 
 
 def as_json(strategy: ScoringStrategy) -> dict[str, Any]:

@@ -3,7 +3,7 @@ none: Kubernetes' LeastAllocated / MostAllocated over the node's requested plus 
 against allocatable, weighted integer mean over the strategy's resources, with the CPUs the node's
 pods hold counted amplified when the node's cpu amplification ratio is above 1. ``score_rows`` is the
 same formula over numpy columns (every node at once); ``score_values`` one node's.
-Pure. Imports: the standard library, numpy, apis.numa, this package.
+Pure. Imports: the standard library, numpy, apis.numa, scheduler.plugins.resourcemath, this package.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy.typing as npt
 from apis.numa import amplify, go_fields
 from scheduler.plugins.nodenumaresource.filtering import NodeFacts, cpu_ratio, request_cpu_bind
 from scheduler.plugins.nodenumaresource.prefilter import PodState
+from scheduler.plugins.resourcemath import allocation_score
 
 LEAST_ALLOCATED: Final = "LeastAllocated"
 MOST_ALLOCATED: Final = "MostAllocated"
@@ -47,16 +48,6 @@ def scored_resources(strategy: ScoringStrategy, pod: Mapping[str, int]) -> list[
     return list(out.items())
 
 
-def _resource_score(kind: str, requested: int, capacity: int) -> int:
-    if capacity == 0:
-        return 0
-    if kind == MOST_ALLOCATED:
-        return min(requested, capacity) * MAX_NODE_SCORE // capacity
-    if requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_NODE_SCORE // capacity
-
-
 def score_values(
     strategy: ScoringStrategy,
     requested: Mapping[str, int],
@@ -69,7 +60,8 @@ def score_values(
         alloc = allocatable.get(name, 0)
         if alloc == 0:
             continue
-        total += _resource_score(strategy.type, requested.get(name, 0) + pod.get(name, 0), alloc) * weight
+        req = requested.get(name, 0) + pod.get(name, 0)
+        total += allocation_score(strategy.type == MOST_ALLOCATED, req, alloc) * weight
         weights += weight
     return total // weights if weights else 0
 

@@ -41,6 +41,7 @@ from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.units import to_values
 from scheduler.plugins.nodeaffinity_terms import node_labels
+from scheduler.plugins.normalizescore import default_normalize_score
 from scheduler.plugins.reservation.cache import ReservationCache
 from scheduler.plugins.reservation.filtering import (
     ERR_AFFINITY,
@@ -53,7 +54,6 @@ from scheduler.plugins.reservation.filtering import (
 )
 from scheduler.plugins.reservation.info import ReservationInfo
 from scheduler.plugins.reservation.scoring import (
-    MAX_NODE_SCORE,
     MOST_PREFERRED_SCORE,
     nominate,
     preferred_node,
@@ -285,9 +285,7 @@ class Reservation:
         st = state.get(STATE_KEY)
         if isinstance(st, _State) and st.reserve_pod:
             return Status.success()
-        top = int(scores.max()) if len(scores) else 0
-        if top > 0:  # kube's DefaultNormalizeScore (scoring.default_normalize)
-            scores[:] = scores * MAX_NODE_SCORE // top
+        default_normalize_score(scores, reverse=False)  # kube's DefaultNormalizeScore
         return Status.success()
 
     # --- Reserve / Unreserve ----------------------------------------------------------------------

@@ -20,7 +20,6 @@ from scheduler.plugins.deviceshare.scoring import (
     DEFAULT_STRATEGY,
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
-    default_normalize,
     parse_strategy,
 )
 
@@ -111,8 +110,6 @@ def test_scoring_strategy_defaults() -> None:
     }
     most = parse_strategy({"type": MOST_ALLOCATED, "resources": [{"name": CORE, "weight": 3}]})
     assert most.type == MOST_ALLOCATED and dict(most.weights) == {CORE: 3}
-    assert default_normalize([0, 0]) == [0, 0]
-    assert default_normalize([30, 90, 0]) == [33, 100, 0]
 
 
 def test_cache_sums_pods_and_replaces_a_pods_entry() -> None:
