@@ -44,6 +44,8 @@ __all__ = ["ShardHeartbeat"]
 
 log = logging.getLogger(__name__)
 
+MERGE_PATCH = "application/merge-patch+json"
+
 
 class ShardHeartbeat:
     """One shard's membership in group ``group`` (the scheduler name) of namespace ``namespace``.
@@ -184,7 +186,12 @@ class ShardHeartbeat:
         )  # fmt: skip
         try:
             try:
-                self._call("patch_namespaced_lease", self.name, self.namespace, body)
+                # A JSON merge patch, not the client's default strategic merge: once the annotation is
+                # gone, a strategic-merge null for it is stored as "" (v1.20 keeps nulls under a map the
+                # object lacks); a merge patch prunes them.
+                self._call(
+                    "patch_namespaced_lease", self.name, self.namespace, body, _content_type=MERGE_PATCH
+                )
             except ApiException as e:
                 if e.status != 404:
                     raise

@@ -112,5 +112,9 @@ def check_arbiter_address(kube: Any, namespace: str, own: str, shards: list[Shar
     assert [x.metadata.name for x in leases.list_namespaced_lease(namespace).items] == ["koord-scheduler"]
     a.hb.publish("")  # stopped leading: withdrawn
     wait_for(lambda: b.hb.arbiter_address() == "", what="address withdrawn")
+    # Renewals after the withdrawal must leave no annotation behind: a strategic-merge null for a key
+    # of a map the object no longer has is stored as "" by this API server; a merge patch drops it.
+    renewed = a.hb.renewals
+    wait_for(lambda: a.hb.renewals >= renewed + 3, what="three more renewals")
     annotations = leases.read_namespaced_lease(lease_name("shard-a"), own).metadata.annotations
     assert not annotations
