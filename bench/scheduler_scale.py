@@ -56,6 +56,7 @@ from bench._scale_driver import (  # noqa: E402
 )
 from bench._scheduler_world import SCHEDULER_NAME, make_pod, rich_fields, time_string  # noqa: E402
 from scheduler.cache import SchedulerCache  # noqa: E402
+from scheduler.eventlock import EventLock  # noqa: E402
 from scheduler.framework.cycle_state import CycleState  # noqa: E402
 from scheduler.framework.interfaces import Pod  # noqa: E402
 from scheduler.framework.status import Status  # noqa: E402
@@ -87,10 +88,14 @@ class Settings:
 
 
 class Informer:
-    """The watch handlers' thread: events run in the order they were posted, as one informer's would."""
+    """The watch handlers' thread: events are taken in the order they were posted, as one informer's
+    would, and handed on as the daemon's informers hand them on (scheduler.watches): posted to the
+    scheduler's lock, to run between cycles, except NodeMetrics, decoded here first (the router posts
+    what it decoded)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lock: EventLock, direct: Sequence[Callable[..., None]] = ()) -> None:
         self.events: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = queue.SimpleQueue()
+        self.lock, self.direct = lock, set(direct)
         self.applied = 0
 
     def post(self, handler: Callable[..., None], *args: Any) -> None:
@@ -103,7 +108,10 @@ class Informer:
             except queue.Empty:
                 rec.cpu_mark("informer")
                 continue
-            handler(*args)
+            if handler in self.direct:
+                handler(*args)
+            else:
+                self.lock.post(handler, *args)
             self.applied += 1
             rec.cpu_mark("informer")
 
@@ -242,13 +250,13 @@ def run_in_process(cfg: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
         raise SystemExit("--percentage: this Framework does not take percentageOfNodesToScore")
     inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
     rec = Recorder()
-    informer = Informer()
     pending: dict[str, Pending] = {}
     preempt_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="preemption")
     api = InProcessPreemptionAPI(inbox)
     sched = Scheduler(fw, SchedulerCache(), SchedulingQueue(), _NoBinder(), bind_workers=cfg.bind_workers,
                       on_unschedulable=rec.unschedulable)  # fmt: skip
     router = EventRouter(sched, SCHEDULER_NAME)
+    informer = Informer(sched.lock, direct=(router.nodemetric_upsert, router.nodemetric_delete))
     binder = Binder(pending, informer, router, rec, inbox)
     sched.binder = binder
     sched.on_post_filter = Preemptor(sched, api, preempt_pool)
@@ -285,7 +293,7 @@ def run_in_process(cfg: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
         stop.wait(max(0.0, rec.window[1] - time.monotonic()))
         cpu1 = time.process_time()
         pending_at_end = len(pending)
-        backlog_at_end = informer.events.qsize()
+        backlog_at_end = informer.events.qsize() + sched.lock.pending()
         offering.clear()
         # Drain: the window's pods still pending get up to `drain` seconds (their latency, if they never
         # bind, is counted up to the end of it).

@@ -290,7 +290,7 @@ class EventRouter:
 
     # --- pods -------------------------------------------------------------------------------------------
     def pod_add(self, pod: Pod) -> None:
-        with self._moves:
+        with self.s.lock, self._moves:  # in that order everywhere (ShardRouting.reshard too)
             self._pod_add(pod)
 
     def _pod_add(self, pod: Pod) -> None:
@@ -307,7 +307,7 @@ class EventRouter:
             self.s.queue.add(pod)
 
     def pod_update(self, old: Pod, new: Pod) -> None:
-        with self._moves:
+        with self.s.lock, self._moves:
             self._pod_update(old, new)
 
     def _pod_update(self, old: Pod, new: Pod) -> None:
@@ -331,7 +331,7 @@ class EventRouter:
             self.s.queue.delete(old)
 
     def pod_delete(self, pod: Pod) -> None:
-        with self._moves:
+        with self.s.lock, self._moves:
             self._pod_delete(pod)
 
     def _pod_delete(self, pod: Pod) -> None:
@@ -385,9 +385,14 @@ class EventRouter:
         self.merger.update(CR_SOURCE, obj["metadata"]["name"], None)
 
     def _node_metric(self, name: str, nm: NodeMetric | None) -> None:
-        with self.s.lock:
-            for p in self._metric_hooks:
-                p.on_node_metric(name, nm)
+        # Posted, not waited for: the merger calls this under its own lock, from the CR informer's
+        # thread or the hub watcher's, and the decoding stays on those threads
+        # (docs/architecture.md#informer-mailbox).
+        self.s.lock.post(self._apply_node_metric, name, nm)
+
+    def _apply_node_metric(self, name: str, nm: NodeMetric | None) -> None:
+        for p in self._metric_hooks:
+            p.on_node_metric(name, nm)
         self.s.on_event(ClusterEvent("NodeMetric", "Delete" if nm is None else "Update"))
 
 

@@ -17,6 +17,7 @@ import datetime as _dt
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from kubernetes import client
@@ -57,7 +58,7 @@ class PodGroupStatusController:
         self,
         api: Any,
         plugin: Coscheduling,
-        lock: threading.RLock,
+        lock: AbstractContextManager[Any],
         active: Callable[[], bool] = lambda: True,
         clock: Callable[[], _dt.datetime] = utcnow,
         retry_seconds: float = 1.0,
@@ -129,7 +130,7 @@ class GangEvents:
     def __init__(
         self,
         plugins: Iterable[Coscheduling],
-        lock: threading.RLock,
+        lock: AbstractContextManager[Any],
         controller: PodGroupStatusController | None,
     ) -> None:
         self.plugins, self.lock, self.controller = list(plugins), lock, controller

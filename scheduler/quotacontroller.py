@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from kubernetes import client
@@ -60,7 +61,7 @@ class QuotaController:
         self,
         api: Any,
         plugin: ElasticQuota,
-        lock: threading.RLock,
+        lock: AbstractContextManager[Any],
         active: Callable[[], bool] = lambda: True,
         metrics: QuotaMetrics | None = None,
         status_seconds: float = 1.0,
@@ -238,7 +239,7 @@ class QuotaEvents:
     def __init__(
         self,
         plugins: Iterable[ElasticQuota],
-        lock: threading.RLock,
+        lock: AbstractContextManager[Any],
         on_event: Callable[[ClusterEvent], None],
         controller: QuotaController | None = None,
         metrics: QuotaMetrics | None = None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from apis.pod import pod_annotations
@@ -56,7 +57,7 @@ class ReservationEvents:
         self,
         plugins: Sequence[Reservation],
         router: EventRouter,
-        lock: threading.RLock,
+        lock: AbstractContextManager[Any],
         controller: ReservationController,
     ) -> None:
         self.plugins, self.router, self.lock, self.controller = plugins, router, lock, controller
@@ -152,7 +153,7 @@ class ReservationWiring:
 
         return report
 
-    def attach(self, router: EventRouter, lock: threading.RLock) -> ReservationEvents:
+    def attach(self, router: EventRouter, lock: AbstractContextManager[Any]) -> ReservationEvents:
         self.events = ReservationEvents(self.plugins, router, lock, self.controller)
         return self.events
 

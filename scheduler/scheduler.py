@@ -12,7 +12,7 @@ A profile with PreEnqueue plugins has each popped pod checked first: a refused p
 gang's next member), taken out of the queue ahead of its head (docs/architecture.md#gated-pods).
 Pods a Permit plugin holds wait in `waiting` (scheduler.framework.waiting), the plugins' handle.
 SessionPlugins run between cycles, each every its period (`run_sessions`).
-Imports: standard library, scheduler.framework, scheduler.queue, scheduler.cache.
+Imports: standard library, scheduler.framework, scheduler.queue, scheduler.cache, scheduler.eventlock.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from scheduler.cache import SchedulerCache
+from scheduler.eventlock import EventLock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, Pod, SessionPlugin
 from scheduler.framework.nominated import NominatedPods
@@ -105,7 +106,9 @@ class Scheduler:
         self.nominated = found if found is not None else NominatedPods()
         # Plugin state is touched by cycles (this thread), bind failures (bind threads) and informer
         # events (their threads): one lock serialises them. Held for a cycle, never during a bind call.
-        self.lock = threading.RLock()
+        # Informers post their events to it rather than wait (scheduler.eventlock): they run between
+        # cycles, in one batch, on this thread.
+        self.lock = EventLock()
         # bind_workers=0 binds inline on the scheduling thread: for in-process binders (benchmarks,
         # simulation) where there is no I/O to overlap and thread hand-offs would only cost time.
         self._inline_bind = bind_workers == 0

@@ -12,8 +12,8 @@ Imports: the standard library, scheduler.framework.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 from scheduler.framework.interfaces import ClusterEvent, DeviceEventHandler, Plugin, TopologyEventHandler
@@ -40,7 +40,10 @@ class TopologyEvents:
     """Feeds NodeResourceTopology and Device objects to the plugins that follow them."""
 
     def __init__(
-        self, plugins: Iterable[Plugin], lock: threading.RLock, on_event: Callable[[ClusterEvent], None]
+        self,
+        plugins: Iterable[Plugin],
+        lock: AbstractContextManager[Any],
+        on_event: Callable[[ClusterEvent], None],
     ) -> None:
         plugins = list(plugins)
         self.topology_plugins = [p for p in plugins if isinstance(p, TopologyEventHandler)]

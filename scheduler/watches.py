@@ -10,8 +10,8 @@ and every pod the controller (its owners). With ElasticQuota in a profile, Elast
 (before the router) and every node (after it) reach its plugins (scheduler.quotacontroller.QuotaEvents,
 docs/rules/scheduler-elasticquota.md#wiring). With NodeNUMAResource or DeviceShare in a profile,
 NodeResourceTopologies and Devices reach them (scheduler.topologyevents).
-Imports: the kubernetes client, kube.informer, apis, scheduler (framework, gateway, podgroupcontroller,
-quotacontroller, reservationcontroller, reservationevents, topologyevents).
+Imports: the kubernetes client, kube.informer, apis, scheduler (eventlock, framework, gateway,
+podgroupcontroller, quotacontroller, reservationcontroller, reservationevents, topologyevents).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from apis.elasticquota import VERSION as QUOTA_VERSION
 from apis.kubeobjects import KubeObject
 from apis.reservation import GROUP as RESERVATION_GROUP
 from kube.informer import Informer
+from scheduler.eventlock import posting
 from scheduler.framework.interfaces import ClusterEvent
 from scheduler.framework.listers import REPLICA_SET, REPLICATION_CONTROLLER, SERVICE, STATEFUL_SET
 from scheduler.framework.volumes import CSI_NODE, PV, PVC, STORAGE_CLASS
@@ -146,6 +147,13 @@ def informers(
     storage = client.StorageV1Api(api)
     custom = client.CustomObjectsApi(api)
     on_event = router.s.on_event
+
+    def post(handlers: dict[str, Any]) -> dict[str, Any]:
+        # Handlers of state the scheduler's lock guards are posted to it, not waited on: they run
+        # between cycles, in order (docs/architecture.md#informer-mailbox). The stores and PDBs keep
+        # locks of their own; NodeMetrics are decoded on their informer's thread, then posted (router).
+        return posting(router.s.lock, handlers)
+
     watched: list[AnyInformer] = []
     stores: list[tuple[KindStore | None, tuple[tuple[str, Callable[..., Any]], ...]]] = [
         (router.objects, (
@@ -181,46 +189,51 @@ def informers(
         watched.append(
             Informer(custom.list_cluster_custom_object,
                      kwargs={"group": GROUP, "version": VERSION, "plural": PLURAL},
-                     resync_seconds=resync_seconds, on_add=gangs.pod_group_add,
-                     on_update=gangs.pod_group_update, on_delete=gangs.pod_group_delete, name="podgroups")
+                     resync_seconds=resync_seconds, name="podgroups",
+                     **post({"on_add": gangs.pod_group_add, "on_update": gangs.pod_group_update,
+                             "on_delete": gangs.pod_group_delete}))
         )  # fmt: skip
     if reservations is not None:  # docs/rules/scheduler-reservation.md#wiring
         watched.append(
             Informer(custom.list_cluster_custom_object,
                      kwargs={"group": RESERVATION_GROUP, "version": RESERVATION_VERSION,
                              "plural": RESERVATION_PLURAL},
-                     resync_seconds=resync_seconds, on_add=reservations.reservation_add,
-                     on_update=reservations.reservation_update, on_delete=reservations.reservation_delete,
-                     name="reservations")
+                     resync_seconds=resync_seconds, name="reservations",
+                     **post({"on_add": reservations.reservation_add,
+                             "on_update": reservations.reservation_update,
+                             "on_delete": reservations.reservation_delete}))
         )  # fmt: skip
     if quotas is not None:  # docs/rules/scheduler-elasticquota.md#wiring
         watched.append(
             Informer(custom.list_cluster_custom_object,
                      kwargs={"group": QUOTA_GROUP, "version": QUOTA_VERSION, "plural": QUOTA_PLURAL},
-                     resync_seconds=resync_seconds, on_add=quotas.quota_add,
-                     on_update=quotas.quota_update, on_delete=quotas.quota_delete, name="elasticquotas")
+                     resync_seconds=resync_seconds, name="elasticquotas",
+                     **post({"on_add": quotas.quota_add, "on_update": quotas.quota_update,
+                             "on_delete": quotas.quota_delete}))
         )  # fmt: skip
     if topology is not None and topology.topology_plugins:  # docs/rules/scheduler-nodenumaresource.md#wiring
         watched.append(
             Informer(custom.list_cluster_custom_object,
                      kwargs={"group": NRT_GROUP, "version": NRT_VERSION, "plural": NRT_PLURAL},
-                     resync_seconds=resync_seconds, on_add=topology.nrt_add, on_update=topology.nrt_update,
-                     on_delete=topology.nrt_delete, name="noderesourcetopologies")
+                     resync_seconds=resync_seconds, name="noderesourcetopologies",
+                     **post({"on_add": topology.nrt_add, "on_update": topology.nrt_update,
+                             "on_delete": topology.nrt_delete}))
         )  # fmt: skip
     if topology is not None and topology.device_plugins:  # docs/rules/scheduler-deviceshare.md#wiring
         watched.append(
             Informer(custom.list_cluster_custom_object,
                      kwargs={"group": DEVICE_GROUP, "version": DEVICE_VERSION, "plural": DEVICE_PLURAL},
-                     resync_seconds=resync_seconds, on_add=topology.device_add,
-                     on_update=topology.device_update, on_delete=topology.device_delete, name="devices")
+                     resync_seconds=resync_seconds, name="devices",
+                     **post({"on_add": topology.device_add, "on_update": topology.device_update,
+                             "on_delete": topology.device_delete}))
         )  # fmt: skip
     others = [x for x in (reservations, quotas) if x is not None]
     return [
         *watched,
-        Informer(core.list_node, resync_seconds=resync_seconds, **node_handlers(router, quotas),
+        Informer(core.list_node, resync_seconds=resync_seconds, **post(node_handlers(router, quotas)),
                  name="nodes"),
         Informer(core.list_pod_for_all_namespaces, resync_seconds=resync_seconds,
-                 **pod_handlers(router, gangs, *others), name="pods"),
+                 **post(pod_handlers(router, gangs, *others)), name="pods"),
         Informer(custom.list_cluster_custom_object,
                  kwargs={"group": SLO_GROUP, "version": SLO_VERSION, "plural": NODE_METRIC_PLURAL},
                  resync_seconds=resync_seconds, on_add=router.nodemetric_upsert,

@@ -50,15 +50,14 @@ class ShardRouting:
     def reshard(self, members: list[str]) -> tuple[int, int]:
         """Adopt ``members``: the pending pods whose owner changed leave the queue (and the nominated
         pods) or join them (docs/shards.md#partition). Returns (dropped, added)."""
-        with self.lock:
+        # The scheduler's lock first, then ours: the order the router's pod handlers take them in.
+        with self.s.lock, self.lock:
             moves = self.gate.update(members, list(self._pending.values()))
             for pod in moves.drop:
-                with self.s.lock:
-                    self.s.nominated.delete(pod)
+                self.s.nominated.delete(pod)
                 self.s.queue.delete(pod)
             for pod in moves.add:
-                with self.s.lock:
-                    self.s.nominated.add(pod)
+                self.s.nominated.add(pod)
                 self.s.queue.add(pod)
         return len(moves.drop), len(moves.add)
 
