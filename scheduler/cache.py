@@ -6,7 +6,8 @@ Every change bumps a global generation counter and stamps it on the NodeInfo it 
 kept ordered by that generation (most recently changed last), so `update_snapshot` walks back only
 over the NodeInfos changed since the snapshot was last synced: O(changed), for any number of
 snapshots. Assumed pods: `assume_pod` → `finish_binding` starts a `ttl` expiry → the informer's
-`add_pod`/`update_pod` confirms it, or `cleanup_expired_assumed` drops it, or `forget_pod` undoes it.
+`add_pod`/`update_pod` confirms it, or `cleanup_expired_assumed` drops it (a deadline heap: O(expired),
+not O(assumed)), or `forget_pod` undoes it.
 Pods whose node is not (yet) known live on an "imaginary" NodeInfo that never enters a snapshot.
 
 Thread-safe (one lock); the clock is injectable. Pod and node dicts are treated as immutable.
@@ -15,6 +16,7 @@ Imports: the standard library, apis (kubeobjects, pod), scheduler.framework.
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 import weakref
@@ -71,6 +73,10 @@ class SchedulerCache:
         self._node_log_base = 0
         self._pods: dict[str, _PodState] = {}
         self._assumed: set[str] = set()
+        # (deadline, seq, key, state) of every binding finished: expiry pops only what is due; entries
+        # of pods confirmed or forgotten since are skipped when they come up (their state moved on).
+        self._deadlines: list[tuple[float, int, str, _PodState]] = []
+        self._deadline_seq = 0
         # snapshot -> (generation, node set version, layout) it was last synced at
         self._synced: weakref.WeakKeyDictionary[Snapshot, tuple[int, int, int]] = weakref.WeakKeyDictionary()
 
@@ -210,6 +216,8 @@ class SchedulerCache:
             if state is not None and state.assumed and key in self._assumed:
                 state.binding_finished = True
                 state.deadline = self._clock() + self._ttl
+                self._deadline_seq += 1
+                heapq.heappush(self._deadlines, (state.deadline, self._deadline_seq, key, state))
 
     def forget_pod(self, pod: Pod | str) -> bool:
         """Un-assumes the pod (binding failed); False when it is not assumed (e.g. already confirmed)."""
@@ -225,13 +233,15 @@ class SchedulerCache:
         """Drops assumed pods whose binding finished more than `ttl` seconds ago; returns their keys."""
         with self._lock:
             now = self._clock()
-            expired = sorted(
-                k for k in self._assumed if (d := self._pods[k].deadline) is not None and now >= d
-            )
-            for key in expired:
-                self._assumed.discard(key)
-                self._detach(self._pods.pop(key))
-            return expired
+            expired: list[str] = []
+            heap = self._deadlines
+            while heap and heap[0][0] <= now:
+                deadline, _, key, state = heapq.heappop(heap)
+                if self._pods.get(key) is state and key in self._assumed and state.deadline == deadline:
+                    self._assumed.discard(key)
+                    self._detach(self._pods.pop(key))
+                    expired.append(key)
+            return sorted(expired)
 
     def is_assumed(self, pod: Pod | str) -> bool:
         with self._lock:

@@ -112,6 +112,57 @@ def test_assumed_pod_expires_ttl_after_binding(cache: SchedulerCache, clock: Fak
     assert pods_on(cache)["n1"] == ["ns/a"]
 
 
+_EXPIRY_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["assume", "finish", "confirm", "forget", "remove", "tick", "cleanup"]),
+        st.sampled_from(["a", "b", "c", "d"]),
+        st.floats(min_value=0, max_value=40),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_EXPIRY_OPS)
+def test_expiry_drops_exactly_the_assumed_pods_past_their_deadline(ops: list[tuple[str, str, float]]) -> None:
+    """The deadline heap expires what a walk over every assumed pod would (the readable rule: assumed,
+    binding finished, latest deadline passed), whatever confirmations, forgets and repeated
+    finish_binding calls came in between."""
+    clock = FakeClock()
+    cache = SchedulerCache(ttl=30.0, clock=clock)
+    cache.add_node(node("n1"))
+    deadline: dict[str, float] = {}  # the model: assumed pods -> their deadline (inf before finish)
+    for op, name, dt in ops:
+        key = f"ns/{name}"
+        if op == "assume":
+            try:
+                cache.assume_pod(pod(name), "n1")
+            except ValueError:
+                continue
+            deadline[key] = float("inf")
+        elif op == "finish":
+            cache.finish_binding(key)
+            if key in deadline:
+                deadline[key] = clock.now + 30.0
+        elif op == "confirm":
+            cache.add_pod(pod(name, "n1"))
+            deadline.pop(key, None)
+        elif op == "forget":
+            cache.forget_pod(key)
+            deadline.pop(key, None)
+        elif op == "remove":
+            cache.remove_pod(key)
+            deadline.pop(key, None)
+        elif op == "tick":
+            clock.now += dt
+        else:
+            want = sorted(k for k, d in deadline.items() if clock.now >= d)
+            assert cache.cleanup_expired_assumed() == want
+            for k in want:
+                del deadline[k]
+        assert {k for k in deadline if cache.is_assumed(k)} == set(deadline)
+
+
 # --- informer path ------------------------------------------------------------------------------------
 
 
