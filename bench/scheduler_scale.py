@@ -171,6 +171,7 @@ def scheduling_loop(sched: Scheduler, stop: threading.Event, rec: Recorder, prof
     try:
         while not stop.is_set():
             sched.schedule_one(timeout=0.2)
+            sched.lock.flush()
             rec.cpu_mark("sched")
             if prof is not None and profiling != rec.in_window(time.monotonic()):
                 profiling = not profiling

@@ -9,8 +9,11 @@ its turn — an RLock is not fair: a loop that releases and takes it again at on
 and an informer that waits falls behind the API server. ``post`` never blocks, so a thread holding
 another lock (the NodeMetric merger's, say) can post without a lock-order deadlock.
 
-No posted item is stranded: a poster that fails to take the lock has appended first, and every
-outermost release checks the mailbox after letting go, so one of the two runs it.
+Each taker runs one batch, the items posted when it took the lock, so the scheduling loop alternates
+a cycle and the events that came during the previous one, however fast they come (events must cost
+less than their share of a CPU, or neither keeps up). An item posted while a batch runs waits for the
+next taker: the scheduling loop calls ``flush`` on every turn, idle or not, so nothing waits longer
+than its pop timeout.
 Imports: the standard library.
 """
 
@@ -50,15 +53,23 @@ class EventLock:
         self._depth -= 1
         outermost = self._depth == 0
         self._lock.release()
-        # Anything posted while we held the lock (its poster could not take it) runs now, unless
-        # another thread has taken the lock meanwhile: then its release does this.
-        while outermost and self._posted and self._lock.acquire(blocking=False):
+        # What was posted while we held the lock (its poster could not take it) runs now, unless
+        # another thread has taken the lock meanwhile (it ran them as it took it). One batch only:
+        # what is posted while it runs waits for the next taker or `flush`, so a flood of events
+        # cannot keep the releasing thread (the scheduling loop) from its next cycle.
+        if outermost and self._posted and self._lock.acquire(blocking=False):
             self._depth = 1
             try:
                 self._run_posted()
             finally:
                 self._depth = 0
                 self._lock.release()
+
+    def flush(self) -> None:
+        """Runs what is posted now (taking the lock; a no-op when nothing is)."""
+        if self._posted:
+            with self:
+                pass
 
     def __enter__(self) -> bool:
         return self.acquire()
@@ -82,8 +93,9 @@ class EventLock:
 
     def _run_posted(self) -> None:
         # Under the lock at depth 1: a handler's own `with lock` nests (depth 2) and runs nothing, so
-        # items never interleave.
-        while self._posted:
+        # items never interleave. The items there now, not those posted meanwhile: each taker of the
+        # lock runs one batch, so cycles and batches alternate however fast events come.
+        for _ in range(len(self._posted)):
             fn, args = self._posted.popleft()
             try:
                 fn(*args)

@@ -302,6 +302,7 @@ class Scheduler:
         next_flush = time.monotonic() + flush_every
         while not stop.is_set():
             self.schedule_one(timeout=0.2)
+            self.lock.flush()  # events posted while the last batch ran (scheduler.eventlock)
             self.run_sessions()
             if time.monotonic() >= next_flush:
                 self.queue.flush_backoff()

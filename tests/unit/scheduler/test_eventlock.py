@@ -46,6 +46,25 @@ def test_posted_while_held_waits_for_the_holder_and_runs_in_order_before_the_nex
     assert lock.pending() == 0
 
 
+def test_each_taker_runs_one_batch_so_a_flood_cannot_hold_the_loop() -> None:
+    """Items posted while a batch runs wait for the next taker (the next cycle, or flush)."""
+    lock = EventLock()
+    ran: list[str] = []
+
+    def chatty(i: int) -> None:
+        ran.append(f"item{i}")
+        lock.post(chatty, i + 1)  # each item brings another, as a flood would
+
+    with lock:
+        lock.post(chatty, 0)
+    assert ran == ["item0"] and lock.pending() == 1
+    with lock:  # a cycle: the batch before it (item1), the one posted meanwhile after it (item2)
+        ran.append("cycle")
+    assert ran == ["item0", "item1", "cycle", "item2"] and lock.pending() == 1
+    lock.flush()
+    assert ran[4:] == ["item3", "item4"] and lock.pending() == 1
+
+
 def test_a_post_from_the_holder_runs_after_its_outermost_release_not_inside() -> None:
     lock = EventLock()
     ran: list[str] = []
@@ -70,7 +89,9 @@ def test_an_item_that_takes_the_lock_itself_nests_and_does_not_run_later_items_i
 
     with lock:
         lock.post(first)
-    assert ran == ["first-start", "first-nested", "first-end", "second"]
+    assert ran == ["first-start", "first-nested", "first-end"]  # second: the next batch's
+    lock.flush()
+    assert ran[3:] == ["second"]
 
 
 def test_a_failing_item_is_logged_and_the_rest_still_run(caplog: pytest.LogCaptureFixture) -> None:
@@ -80,10 +101,9 @@ def test_a_failing_item_is_logged_and_the_rest_still_run(caplog: pytest.LogCaptu
     def boom() -> None:
         raise RuntimeError("bad event")
 
-    with caplog.at_level(logging.ERROR, logger="scheduler.eventlock"):
-        with lock:
-            lock.post(boom)
-            lock.post(ran.append, 2)
+    with caplog.at_level(logging.ERROR, logger="scheduler.eventlock"), lock:
+        lock.post(boom)
+        lock.post(ran.append, 2)
     assert ran == [2]
     assert "bad event" in caplog.text
     assert lock.applied == 2
@@ -138,6 +158,7 @@ def test_nothing_is_stranded_and_each_posters_order_is_kept_under_contention(pos
         t.join(60)
     stop.set()
     loop.join(60)
+    lock.flush()  # what the last batch left, as the scheduling loop's flush takes it
     assert lock.pending() == 0
     assert {p: len(v) for p, v in ran.items()} == {p: per_poster for p in range(posters)}
     assert all(v == list(range(per_poster)) for v in ran.values())
