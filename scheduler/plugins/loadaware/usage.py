@@ -66,6 +66,20 @@ def pod_contribution(entry: MetricEntry, p: PodEntry, r: int) -> NodeSums:
     docs/rules/scheduler.md#pods-already-on-the-node. The sums are plain sums of these, so a pod joining
     or leaving a node changes them by its contribution alone (AssignCache keeps them so)."""
     prod_usage, prod_delta, node_delta, node_estimated = [0] * r, [0] * r, [0] * r, [0] * r
+    _accumulate(entry, p, prod_usage, prod_delta, node_delta, node_estimated)
+    return NodeSums(tuple(prod_usage), tuple(prod_delta), tuple(node_delta), tuple(node_estimated))
+
+
+def _accumulate(
+    entry: MetricEntry,
+    p: PodEntry,
+    prod_usage: list[int],
+    prod_delta: list[int],
+    node_delta: list[int],
+    node_estimated: list[int],
+) -> None:
+    """Adds ``p``'s contribution (pod_contribution) to the four running sums in place: node_sums runs it
+    over every pod of a node without building a contribution per pod."""
     u = entry.pod_usage.get(p.key)
     active_prod = p.prod and p.key in entry.prod_pods
     if active_prod and u is not None:
@@ -85,7 +99,6 @@ def pod_contribution(entry: MetricEntry, p: PodEntry, r: int) -> NodeSums:
                 u, must = None, True
             if must:
                 _add_delta(prod_delta, e, u)
-    return NodeSums(tuple(prod_usage), tuple(prod_delta), tuple(node_delta), tuple(node_estimated))
 
 
 def shift(sums: NodeSums, c: NodeSums, sign: int) -> NodeSums:
@@ -109,11 +122,7 @@ def node_sums(
     if args.prod_usage_include_sys and entry.has_node_metric:
         _add(prod_usage, entry.system_usage)
     for p in pods:
-        c = pod_contribution(entry, p, r)
-        _add(prod_usage, c.prod_usage)
-        _add(prod_delta, c.prod_delta)
-        _add(node_delta, c.node_delta)
-        _add(node_estimated, c.node_estimated)
+        _accumulate(entry, p, prod_usage, prod_delta, node_delta, node_estimated)
     return NodeSums(tuple(prod_usage), tuple(prod_delta), tuple(node_delta), tuple(node_estimated))
 
 
