@@ -1,6 +1,7 @@
 """The pods of the snapshot indexed for InterPodAffinity
 (docs/rules/scheduler-interpodaffinity.md#performance): a snapshot view (``reads_pods``) kept up to
-date row by row, so a cycle costs O(distinct terms) plus O(matching pods), never O(all pods).
+date row by row, so a cycle costs O(term groups that can match the incoming pod) plus O(matching
+pods), never O(all pods) nor O(all terms).
 
 - Every pod by namespace, by (namespace, label key) and by (namespace, label key, value): the pods an
   incoming pod's term can match are found from the selector's most selective positive requirement.
@@ -8,16 +9,19 @@ date row by row, so a cycle costs O(distinct terms) plus O(matching pods), never
   ``anti`` the required anti-affinity terms (kube's ``PodsWithRequiredAntiAffinity``), ``hard`` the
   required affinity terms and ``pref`` the preferred ones with their signed int32 weight (kube's
   ``PodsWithAffinity``). Pods of one workload share their terms, so a group is tested against the
-  incoming pod once and its rows counted in one numpy call.
+  incoming pod once and its rows counted in one numpy call. The groups are filed in two
+  ``TermIndex``es (``anti``; ``hard`` and ``pref``) by what their selector requires, so an incoming
+  pod is tested only against the groups that can match its labels.
 A re-copied row re-parses only the pods whose object changed (pod objects are replaced, never mutated).
 Nodes joining or leaving in place (``resize``) cost the removed rows' pods (they leave every index) and
 the moved rows' pods (their entries follow the row), never a pass over the cluster.
-Imports: numpy, scheduler.framework, scheduler.plugins.interpodaffinity.terms.
+Imports: numpy, apis.labelselector, scheduler.framework, scheduler.plugins.interpodaffinity (terms,
+termindex).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, KeysView, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,6 +31,7 @@ from apis.labelselector import OP_EXISTS, OP_IN
 from scheduler.framework.interfaces import IntArray, Pod
 from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
+from scheduler.plugins.interpodaffinity.termindex import GroupKey, TermIndex
 from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
     PodTerms,
@@ -39,7 +44,6 @@ from scheduler.plugins.interpodaffinity.terms import (
 ANTI: Final = "anti"
 HARD: Final = "hard"
 PREF: Final = "pref"
-GroupKey = tuple[str, AffinityTerm, int]  # kind, term, signed weight (0 for anti and hard)
 
 
 @dataclass(slots=True, eq=False)
@@ -85,8 +89,8 @@ class PodIndex:
         self.by_key: dict[object, dict[str, Existing]] = {}
         self.by_label: dict[object, dict[str, Existing]] = {}
         self.groups: dict[GroupKey, dict[tuple[str, int], Existing]] = {}
-        self.anti_groups: dict[GroupKey, None] = {}  # the ANTI keys of `groups`, in insertion order
-        self.score_groups: dict[GroupKey, None] = {}  # the HARD and PREF keys
+        self.anti_terms = TermIndex()  # the ANTI groups of `groups`
+        self.score_terms = TermIndex()  # the HARD and PREF groups
         self._rows: dict[GroupKey, IntArray] = {}
 
     # --- upkeep -----------------------------------------------------------------------------------
@@ -135,8 +139,11 @@ class PodIndex:
             self.by_key.setdefault((ns, k), {})[e.key] = e
             self.by_label.setdefault((ns, k, v), {})[e.key] = e
         for pos, g in enumerate(_groups_of(e.terms)):
-            self.groups.setdefault(g, {})[(e.key, pos)] = e
-            (self.anti_groups if g[0] == ANTI else self.score_groups)[g] = None
+            members = self.groups.get(g)
+            if members is None:
+                members = self.groups[g] = {}
+                self._terms(g).add(g)
+            members[(e.key, pos)] = e
             self._rows.pop(g, None)
 
     def _remove(self, e: Existing) -> None:
@@ -155,9 +162,30 @@ class PodIndex:
                 self._rows.pop(g, None)
                 if not members:
                     del self.groups[g]
-                    (self.anti_groups if g[0] == ANTI else self.score_groups).pop(g, None)
+                    self._terms(g).remove(g)
+
+    def _terms(self, g: GroupKey) -> TermIndex:
+        return self.anti_terms if g[0] == ANTI else self.score_terms
 
     # --- queries ----------------------------------------------------------------------------------
+    @property
+    def anti_groups(self) -> KeysView[GroupKey]:
+        """Every ANTI group held."""
+        return self.anti_terms.groups.keys()
+
+    @property
+    def score_groups(self) -> KeysView[GroupKey]:
+        """Every HARD and PREF group held."""
+        return self.score_terms.groups.keys()
+
+    def anti_matching(self, namespace: str, labels: Mapping[str, str]) -> list[GroupKey]:
+        """The ANTI groups whose term matches a pod of ``namespace`` with ``labels``."""
+        return self.anti_terms.matching(namespace, labels)
+
+    def score_matching(self, namespace: str, labels: Mapping[str, str], hard: bool) -> list[GroupKey]:
+        """The PREF groups, and HARD ones when ``hard``, whose term matches the pod."""
+        return self.score_terms.matching(namespace, labels, "" if hard else HARD)
+
     def group_rows(self, g: GroupKey) -> IntArray:
         """The row of every member of group ``g`` (kept until the group changes)."""
         rows = self._rows.get(g)

@@ -7,7 +7,8 @@ topology-pair counts Filter reads, as kube-scheduler 1.20.2's ``preFilterState``
   affinity terms, counted once per term at that term's key on the existing pod's node;
 - ``anti``: per (topologyKey, value), the existing pods matching each required anti-affinity term of
   the incoming pod.
-Costs O(distinct anti-affinity terms of existing pods) + O(pods the incoming terms match) (PodIndex).
+Costs O(existing pods' anti-affinity term groups that can match the incoming pod's labels) + O(pods the
+incoming terms match) (PodIndex, TermIndex).
 ``update_with_pod`` is kube's ``updateWithPod``, for the PreFilter extensions
 (docs/rules/scheduler-interpodaffinity.md#prefilter-extensions): a pod added to (+1) or removed from
 (-1) a node changes the three counts at that node's values, on a state ``clone()`` made first.
@@ -96,10 +97,8 @@ def compute_filter_state(pod: Pod, snapshot: Snapshot, terms: PodTerms | None = 
     index = pod_index(snapshot)
     ns, labels = pod_namespace(pod), pod_label_set(pod)
     existing: TopologyCounts = {}
-    for g in index.anti_groups:
-        term = g[1]
-        if term.matches(ns, labels):
-            add_rows(existing, snapshot, term.topology_key, index.group_rows(g))
+    for g in index.anti_matching(ns, labels):
+        add_rows(existing, snapshot, g[1].topology_key, index.group_rows(g))
     affinity: TopologyCounts = {}
     if terms.required_affinity:
         first, *rest = terms.required_affinity

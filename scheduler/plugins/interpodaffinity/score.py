@@ -51,14 +51,10 @@ def compute_score_state(pod: Pod, terms: PodTerms, snapshot: Snapshot, hard_weig
     for w in terms.preferred_anti:
         add_rows(scores, snapshot, w.term.topology_key, _rows(index.matching(w.term)), int32(-w.weight))
     ns, labels = pod_namespace(pod), pod_label_set(pod)
-    for g in index.score_groups:
+    for g in index.score_matching(ns, labels, hard_weight > 0):
         kind, term, weight = g
-        if kind == HARD:
-            if hard_weight <= 0:
-                continue
-            weight = hard_weight
-        if term.matches(ns, labels):
-            add_rows(scores, snapshot, term.topology_key, index.group_rows(g), weight)
+        weight = hard_weight if kind == HARD else weight
+        add_rows(scores, snapshot, term.topology_key, index.group_rows(g), weight)
     return ScoreState(scores)
 
 
