@@ -2,11 +2,12 @@
 (docs/rules/scheduler-interpodaffinity.md#performance), equal the brute force — the oracle's
 (topologyKey, value) maps, built by visiting every pod of every node and testing every term
 (tests/oracles/interpodaffinity.py) — pair by pair, on generated snapshots and after pods are added,
-replaced and removed; and the pod index's term indexes, kept group by group, equal those of an index
-rebuilt from the same rows."""
+replaced and removed, and nodes added and removed in place; and the pod index's term indexes, kept group
+by group, equal those of an index rebuilt from the same rows."""
 
 from __future__ import annotations
 
+import random
 from typing import Any, cast
 
 from hypothesis import event, given, settings
@@ -22,6 +23,7 @@ from scheduler.plugins.interpodaffinity.termindex import TermIndex
 from scheduler.plugins.interpodaffinity.terms import parse_pod_terms
 from scheduler.plugins.interpodaffinity.topology import Index, TopologyCounts, column
 from tests.oracles.interpodaffinity import InterPodAffinityOracle, OracleFilterState, snapshot_rows
+from tests.unit.scheduler._rowchange import move, new_node
 from tests.unit.scheduler.plugins._support import add_pods, make_node
 from tests.unit.scheduler.plugins.test_interpodaffinity import pod
 from tests.unit.scheduler.plugins.test_interpodaffinity_property import (
@@ -155,3 +157,29 @@ def test_states_equal_brute_force_as_pods_change(data: st.DataObject) -> None:
                 info.remove_pod(key, generation)
             snap.refresh([info])
         compare(incoming, snap, hard)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_states_follow_nodes_moved_in_place(data: st.DataObject) -> None:
+    """Rows removed and added in place (``PodIndex.resize``): removed rows' pods leave the term index,
+    added rows' pods join it, and the states still equal the brute force."""
+    n = data.draw(st.integers(1, 5))
+    names = [f"n{i}" for i in range(n)]
+    shared = data.draw(st.lists(affinities(), min_size=1, max_size=4))
+    existing = [data.draw(pods(f"e{k}", names, shared)) for k in range(data.draw(st.integers(2, 10)))]
+    snap = Snapshot.build([make_node(name, labels=data.draw(node_labels)) for name in names], existing)
+    incoming = pod("in", ns="ns", labels=data.draw(pod_labels))
+    incoming["spec"]["affinity"] = data.draw(affinities())
+    compare(incoming, snap, 1)
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    for step in range(data.draw(st.integers(1, 3))):
+        added = []
+        for j in range(data.draw(st.integers(0, 2))):
+            name = f"m{step}-{j}"
+            node_pods = [
+                data.draw(pods(f"{name}-p{k}", [name], shared)) for k in range(data.draw(st.integers(0, 3)))
+            ]
+            added.append(new_node(make_node(name, labels=data.draw(node_labels)), node_pods, step + 2))
+        move(snap, added, rng, data.draw(st.integers(0, 2)))
+        compare(incoming, snap, 1)
