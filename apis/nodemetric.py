@@ -10,8 +10,10 @@ is ``{"Object": {...}}``; quantities are canonical strings, durations Go duratio
 objects and any RFC 3339 offset), ignores unknown keys like Go, and raises NodeMetricError naming the
 JSON path and the value on bad input. ``AggregatePolicy`` and ``NodeMetricCollectPolicy`` are also the
 types of the slo-controller-config colocation strategy (``apis.sloconfig_types``).
-Imports: the standard library and apis (constants, duration, gojson, gojson_kinds, kubeobjects, qos,
-quantity).
+The bulk of a report (podsMetric, ResourceMaps, aggregated usages, metadata) decodes through the
+shortcut kinds of ``apis.nodemetric_kinds``, which give the generic decoder's result.
+Imports: the standard library and apis (constants, duration, gojson, gojson_kinds, kubeobjects,
+nodemetric_kinds, qos, quantity, rfc3339).
 Pure, no I/O.
 """
 
@@ -39,11 +41,13 @@ from apis.gojson_kinds import (
     TimeKind,
 )
 from apis.kubeobjects import ObjectMeta
+from apis.nodemetric_kinds import JsonObjectKind, PodsMetricKind, ResourceMapKind, UsageMapKind
 from apis.qos import PriorityClass, QoSClass
 from apis.quantity import Quantity
 from apis.rfc3339 import format_rfc3339, parse_rfc3339
 
 __all__ = [
+    "RESOURCE_MAP",
     "AggregatePolicy",
     "AggregatedUsage",
     "AggregationType",
@@ -153,13 +157,14 @@ class ResourceMap(_Model):
     )
 
 
+RESOURCE_MAP = ResourceMapKind(ResourceMap)
+
+
 @dataclass(slots=True)
 class AggregatedUsage(_Model):
     """Usages of one window by aggregation type; a cold type holds an empty ResourceMap."""
 
-    usage: dict[AggregationType, ResourceMap] = jf(
-        "usage", MapKind(_struct(ResourceMap), keys=AggregationType, nullable=False, dotted=True)
-    )
+    usage: dict[AggregationType, ResourceMap] = jf("usage", UsageMapKind(RESOURCE_MAP, AggregationType))
     duration: Duration = jf("duration", DurationKind(null_ok=True))
 
 
@@ -168,17 +173,17 @@ class NUMAMetricInfo(_Model):
     """Usage of one NUMA node (an item of ``nodeMetric.numaUsages``)."""
 
     numa_node_id: int = jf("numaNodeID", IntKind(32, pointer=False), required=True)
-    node_usage: ResourceMap = jf("nodeUsage", _struct(ResourceMap))
-    system_usage: ResourceMap = jf("systemUsage", _struct(ResourceMap))
+    node_usage: ResourceMap = jf("nodeUsage", RESOURCE_MAP)
+    system_usage: ResourceMap = jf("systemUsage", RESOURCE_MAP)
 
 
 @dataclass(slots=True)
 class NodeMetricInfo(_Model):
     """``status.nodeMetric``: node and system usages, their aggregated windows and per-NUMA usages."""
 
-    node_usage: ResourceMap = jf("nodeUsage", _struct(ResourceMap))
+    node_usage: ResourceMap = jf("nodeUsage", RESOURCE_MAP)
     aggregated_node_usages: list[AggregatedUsage] = jf("aggregatedNodeUsages", _items(AggregatedUsage))
-    system_usage: ResourceMap = jf("systemUsage", _struct(ResourceMap))
+    system_usage: ResourceMap = jf("systemUsage", RESOURCE_MAP)
     aggregated_system_usages: list[AggregatedUsage] = jf("aggregatedSystemUsages", _items(AggregatedUsage))
     numa_usages: list[NUMAMetricInfo] = jf("numaUsages", _items(NUMAMetricInfo))
 
@@ -189,7 +194,7 @@ class PodMetricInfo(_Model):
 
     name: str = jf("name", STR)
     namespace: str = jf("namespace", STR)
-    pod_usage: ResourceMap = jf("podUsage", _struct(ResourceMap))
+    pod_usage: ResourceMap = jf("podUsage", RESOURCE_MAP)
     priority: PriorityClass = jf("priority", EnumKind(PriorityClass))
     qos: QoSClass = jf("qos", EnumKind(QoSClass))
     extensions: dict[str, Any] | None = jf("extensions", ExtensionsKind())
@@ -200,7 +205,7 @@ class HostApplicationMetricInfo(_Model):
     """An item of ``status.hostApplicationMetric`` (priority and QoS copied from the NodeSLO spec)."""
 
     name: str = jf("name", STR)
-    usage: ResourceMap = jf("usage", _struct(ResourceMap))
+    usage: ResourceMap = jf("usage", RESOURCE_MAP)
     priority: PriorityClass = jf("priority", EnumKind(PriorityClass))
     qos: QoSClass = jf("qos", EnumKind(QoSClass))
 
@@ -209,14 +214,14 @@ class HostApplicationMetricInfo(_Model):
 class ReclaimableMetric(_Model):
     """``status.prodReclaimableMetric``: Prod resources predicted reclaimable."""
 
-    resource: ResourceMap = jf("resource", _struct(ResourceMap))
+    resource: ResourceMap = jf("resource", RESOURCE_MAP)
 
 
 @dataclass(slots=True)
 class PeakMetric(_Model):
     """``status.prodPeakMetric``: predicted peak of Prod usage (system included, margin applied)."""
 
-    resource: ResourceMap = jf("resource", _struct(ResourceMap))
+    resource: ResourceMap = jf("resource", RESOURCE_MAP)
 
 
 @dataclass(slots=True)
@@ -227,7 +232,9 @@ class NodeMetricStatus(_Model):
 
     update_time: datetime | None = jf("updateTime", TimeKind())
     node_metric: NodeMetricInfo | None = jf("nodeMetric", StructKind(NodeMetricInfo))
-    pods_metric: list[PodMetricInfo] = jf("podsMetric", _items(PodMetricInfo))
+    pods_metric: list[PodMetricInfo] = jf(
+        "podsMetric", PodsMetricKind(PodMetricInfo, RESOURCE_MAP, PriorityClass, QoSClass)
+    )
     host_application_metric: list[HostApplicationMetricInfo] = jf(
         "hostApplicationMetric", _items(HostApplicationMetricInfo)
     )
@@ -308,7 +315,7 @@ class NodeMetric(_Model):
     """A whole NodeMetric object (cluster-scoped, name = node name); ``metadata`` is kept verbatim.
     A default NodeMetric has an empty status (``{}``), like the object koord-manager creates."""
 
-    metadata: ObjectMeta = jf("metadata", ObjectKind(pointer=False))
+    metadata: ObjectMeta = jf("metadata", JsonObjectKind(pointer=False))
     spec: NodeMetricSpec = jf("spec", _struct(NodeMetricSpec))
     status: NodeMetricStatus = jf("status", _struct(NodeMetricStatus))
     api_version: str = jf(
