@@ -10,7 +10,7 @@ is ``{"Object": {...}}``; quantities are canonical strings, durations Go duratio
 objects and any RFC 3339 offset), ignores unknown keys like Go, and raises NodeMetricError naming the
 JSON path and the value on bad input. ``AggregatePolicy`` and ``NodeMetricCollectPolicy`` are also the
 types of the slo-controller-config colocation strategy (``apis.sloconfig_types``).
-The bulk of a report (podsMetric, ResourceMaps, aggregated usages, metadata) decodes through the
+The bulk of a report (podsMetric, ResourceMaps, aggregated usages, windows, metadata) decodes through the
 shortcut kinds of ``apis.nodemetric_kinds``, which give the generic decoder's result.
 Imports: the standard library and apis (constants, duration, gojson, gojson_kinds, kubeobjects,
 nodemetric_kinds, qos, quantity, rfc3339).
@@ -31,7 +31,6 @@ from apis.duration import Duration
 from apis.gojson import GoStruct, ListKind, MapKind, StructKind, jf
 from apis.gojson_kinds import (
     DecodeError,
-    DurationKind,
     EnumKind,
     ExtensionsKind,
     IntKind,
@@ -41,7 +40,13 @@ from apis.gojson_kinds import (
     TimeKind,
 )
 from apis.kubeobjects import ObjectMeta
-from apis.nodemetric_kinds import JsonObjectKind, PodsMetricKind, ResourceMapKind, UsageMapKind
+from apis.nodemetric_kinds import (
+    JsonObjectKind,
+    PodsMetricKind,
+    ResourceMapKind,
+    UsageMapKind,
+    WindowKind,
+)
 from apis.qos import PriorityClass, QoSClass
 from apis.quantity import Quantity
 from apis.rfc3339 import format_rfc3339, parse_rfc3339
@@ -165,7 +170,7 @@ class AggregatedUsage(_Model):
     """Usages of one window by aggregation type; a cold type holds an empty ResourceMap."""
 
     usage: dict[AggregationType, ResourceMap] = jf("usage", UsageMapKind(RESOURCE_MAP, AggregationType))
-    duration: Duration = jf("duration", DurationKind(null_ok=True))
+    duration: Duration = jf("duration", WindowKind(null_ok=True))
 
 
 @dataclass(slots=True)
@@ -249,7 +254,7 @@ class NodeMetricStatus(_Model):
 class AggregatePolicy(_Model):
     """``nodeAggregatePolicy`` / ``metricAggregatePolicy``: the windows of the aggregated usages, in order."""
 
-    durations: list[Duration] = jf("durations", ListKind(DurationKind(), nullable=False, null_items=False))
+    durations: list[Duration] = jf("durations", ListKind(WindowKind(), nullable=False, null_items=False))
 
 
 @dataclass(slots=True)

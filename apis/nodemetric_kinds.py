@@ -9,8 +9,9 @@ and hand anything else — case-folded or unknown keys, ``devices``, ``extension
 value, a non-empty value to decode into — to the generic decoder unchanged, which so alone decides odd
 input and names the field and value of every error. Where a shortcut applies it yields what the generic
 decoder yields (tests/unit/apis/test_nodemetric_kinds.py checks both ways on generated input). The
-metadata kind copies a plain JSON tree without ``copy.deepcopy``'s bookkeeping.
-Imports: the standard library and apis (gojson, gojson_kinds, quantity).
+metadata kind copies a plain JSON tree without ``copy.deepcopy``'s bookkeeping; the window kind reads each
+recurring duration text ("5m0s") once.
+Imports: the standard library and apis (duration, gojson, gojson_kinds, quantity).
 Pure, no I/O.
 """
 
@@ -18,13 +19,15 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 from typing import Any, Final
 
+from apis.duration import Duration, DurationError
 from apis.gojson import ListKind, MapKind, StructKind
-from apis.gojson_kinds import FieldError, ObjectKind
+from apis.gojson_kinds import DurationKind, FieldError, ObjectKind
 from apis.quantity import Quantity, QuantityError
 
-__all__ = ["JsonObjectKind", "PodsMetricKind", "ResourceMapKind", "UsageMapKind"]
+__all__ = ["JsonObjectKind", "PodsMetricKind", "ResourceMapKind", "UsageMapKind", "WindowKind"]
 
 _JSON_SCALARS: Final = (str, int, float, bool, type(None))
 
@@ -55,6 +58,23 @@ class JsonObjectKind(ObjectKind):
                 return _copy_json(raw)
             except (_NotJsonError, RecursionError):
                 return copy.deepcopy(raw)
+        return super().decode(old, raw, path, errs)
+
+
+@functools.lru_cache(maxsize=256)
+def _window(text: str) -> Duration:
+    return Duration.parse(text)  # a Duration is immutable: one instance serves every report
+
+
+class WindowKind(DurationKind):
+    """``DurationKind`` reading each duration text once (a report carries the same few windows)."""
+
+    def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
+        if type(raw) is str and len(raw) <= 32:
+            try:
+                return _window(raw)
+            except DurationError:
+                pass
         return super().decode(old, raw, path, errs)
 
 

@@ -20,18 +20,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apis import gojson
+from apis.duration import Duration
 from apis.gojson import ListKind, MapKind, decode_into
-from apis.gojson_kinds import ObjectKind
+from apis.gojson_kinds import DurationKind, ObjectKind
 from apis.nodemetric import (
     RESOURCE_MAP,
     AggregatedUsage,
+    AggregatePolicy,
     NodeMetric,
     NodeMetricError,
     NodeMetricStatus,
     PodMetricInfo,
     ResourceMap,
 )
-from apis.nodemetric_kinds import JsonObjectKind, PodsMetricKind, ResourceMapKind, UsageMapKind
+from apis.nodemetric_kinds import JsonObjectKind, PodsMetricKind, ResourceMapKind, UsageMapKind, WindowKind
 from apis.qos import PriorityClass, QoSClass
 from apis.quantity import Format, Quantity
 from bench.nodemetric_decode import koordlet_nodemetric, scale_driver_nodemetric
@@ -47,6 +49,7 @@ def generic_only() -> Iterator[None]:
         mock.patch.object(PodsMetricKind, "decode", ListKind.decode),
         mock.patch.object(UsageMapKind, "decode", MapKind.decode),
         mock.patch.object(JsonObjectKind, "decode", ObjectKind.decode),
+        mock.patch.object(WindowKind, "decode", DurationKind.decode),
     ):
         yield
 
@@ -200,6 +203,9 @@ documents = st.fixed_dictionaries(
         ),
     }
 )
+windows = st.sampled_from(["5m0s", "5m", "10m0s", "1h", "", "x", "-1s", "1.5h", "1d", "9" * 40 + "s"]) | (
+    st.none() | st.integers(-1, 1) | st.text(max_size=4)
+)
 BASES = [None, NodeMetric(), NodeMetric.from_dict(full_nodemetric_dict())]
 
 
@@ -247,6 +253,12 @@ KINDS: dict[
         [{}, None, FULL.node_metric.aggregated_node_usages[0].usage if FULL.node_metric else None],
     ),
     "metadata": (_kind(NodeMetric, "metadata"), metadata, [{}, {"name": "old"}]),
+    "window": (_kind(AggregatedUsage, "duration"), windows, [Duration(0), Duration.parse("1m")]),
+    "windows": (
+        _kind(AggregatePolicy, "durations"),
+        st.lists(windows, max_size=3) | windows,
+        [[], [Duration.parse("1m")]],
+    ),
 }
 
 
