@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from apis import quantity
+from apis import _quantity_format, quantity
 from apis.quantity import Format, Quantity
 
 DSI, BSI = Format.DECIMAL_SI, Format.BINARY_SI
@@ -111,3 +111,32 @@ def test_shortcut_agrees_with_the_general_parser(text: str) -> None:
             assert str(e) == expected
         else:
             assert (q._m, q._e, q.format) == expected
+
+
+# --- value() / milli_value(): the whole-number shortcut ----------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "value", "milli"),
+    [
+        ("1234m", 2, 1234),  # 1.234 rounds away from zero to 2
+        ("-1234m", -2, -1234),
+        ("3006477107", 3006477107, 3006477107000),
+        ("9223372036854775807", CAP, CAP),  # milli saturates
+        ("-9223372036854775807", -CAP, -CAP),
+        ("9E", 9 * 10**18, CAP),
+        ("1n", 1, 1),  # rounds up at both scales
+        ("0", 0, 0),
+    ],
+)
+def test_values(text: str, value: int, milli: int) -> None:
+    q = Quantity(text)
+    assert (q.value(), q.milli_value()) == (value, milli)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(-(2**70), 2**70) | st.integers(-(10**6), 10**6),
+    st.integers(-12, 22),
+    st.sampled_from([0, -3]),
+)
+def test_scaled_agrees_with_to_scale(m: int, e: int, scale: int) -> None:
+    assert quantity._scaled(m, e, scale) == _quantity_format.to_scale(m, e, scale)
