@@ -53,6 +53,9 @@ def pow10(n: int) -> int:
     return result
 
 
+_POW10: Final[tuple[int, ...]] = tuple(pow10(i) for i in range(19))
+
+
 def int_of_digits(digits: str) -> int:
     """``int(digits)`` for a non-empty ASCII digit string of any length."""
     if len(digits) <= _CHUNK_DIGITS:
@@ -142,6 +145,11 @@ def to_scale(m: int, e: int, scale: int) -> int:
     big-decimal path rounds negatives towards +inf) we saturate / round away instead
     (docs/upstream.md#conventions).
     """
+    shift = e - scale
+    if 0 <= shift < len(_POW10):  # the commonest case first: a whole number at that scale in int64
+        whole = m * _POW10[shift]
+        if -INT64_MAX <= whole <= INT64_MAX:
+            return whole
     if m == 0:
         return 0
     sign = 1 if m > 0 else -1

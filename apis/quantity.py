@@ -279,11 +279,11 @@ class Quantity:
 
     def value(self) -> int:
         """Go ``Value()``: the value rounded away from zero to an integer (saturating at ±(2^63-1))."""
-        return _scaled(self._m, self._e, 0)
+        return _fmt.to_scale(self._m, self._e, 0)
 
     def milli_value(self) -> int:
         """Go ``MilliValue()``: value*1000 rounded away from zero (saturating at ±(2^63-1))."""
-        return _scaled(self._m, self._e, -3)
+        return _fmt.to_scale(self._m, self._e, -3)
 
     def as_fraction(self) -> Fraction:
         """The exact value."""
@@ -381,18 +381,6 @@ class Quantity:
         return (_restore, (self._m, self._e, self._format.value))
 
 
-def _scaled(m: int, e: int, scale: int) -> int:
-    """``_fmt.to_scale``, with its commonest case first: a whole number at that scale within int64 (every
-    reader of a report's usages asks for one per quantity)."""
-    shift = e - scale
-    if 0 <= shift < len(_POW10):
-        result = m * _POW10[shift]
-        if -_fmt.INT64_MAX <= result <= _fmt.INT64_MAX:
-            return result
-    return _fmt.to_scale(m, e, scale)
-
-
-_POW10: Final[tuple[int, ...]] = tuple(_fmt.pow10(i) for i in range(19))
 _SET_M: Final = Quantity.__dict__["_m"].__set__
 _SET_E: Final = Quantity.__dict__["_e"].__set__
 _SET_FORMAT: Final = Quantity.__dict__["_format"].__set__

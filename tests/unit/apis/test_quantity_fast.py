@@ -7,6 +7,9 @@ trailing zeros; 2^63-1 = 9223372036854775807 is the cap, docs/upstream.md#quanti
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -138,5 +141,10 @@ def test_values(text: str, value: int, milli: int) -> None:
     st.integers(-12, 22),
     st.sampled_from([0, -3]),
 )
-def test_scaled_agrees_with_to_scale(m: int, e: int, scale: int) -> None:
-    assert quantity._scaled(m, e, scale) == _quantity_format.to_scale(m, e, scale)
+def test_to_scale_rounds_away_from_zero_and_saturates(m: int, e: int, scale: int) -> None:
+    """Its whole-number shortcut included: the exact value at that scale, rounded away from zero,
+    saturated at +-(2^63-1)."""
+    exact = Fraction(m) * Fraction(10) ** (e - scale)
+    magnitude = math.ceil(abs(exact))
+    want = (1 if exact > 0 else -1) * min(magnitude, _quantity_format.INT64_MAX) if exact else 0
+    assert _quantity_format.to_scale(m, e, scale) == want
