@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -32,7 +32,6 @@ from scheduler.framework.interfaces import (
     BindPlugin,
     FilterAllPlugin,
     FilterPlugin,
-    FilterResult,
     IntArray,
     NextPodPlugin,
     NodeInfoTransformer,
@@ -51,6 +50,8 @@ from scheduler.framework.interfaces import (
     ScorePlugin,
     SessionPlugin,
 )
+from scheduler.framework.points import ExtensionPoints, filter_rows, score_rows
+from scheduler.framework.points import score_weights as checked_weights
 from scheduler.framework.results import (
     Rejections,
     ScheduleResult,
@@ -60,12 +61,10 @@ from scheduler.framework.results import (
 )
 from scheduler.framework.sampling import filter_window, num_feasible_nodes_to_find
 from scheduler.framework.snapshot import NodeInfo, Snapshot
-from scheduler.framework.status import MAX_NODE_SCORE, Code, Status
+from scheduler.framework.status import Code, Status
 
 if TYPE_CHECKING:  # nominated.py builds on this module
     from scheduler.framework.nominated import NominatedPods
-
-MAX_TOTAL_SCORE = 2**63 - 1  # kube's framework.MaxTotalScore
 
 __all__ = ["Framework", "Rejections", "ScheduleResult", "fit_error_message", "select_best"]
 
@@ -107,7 +106,7 @@ class Framework:
                 raise ValueError(f"plugin {p.name}: implements both filter and filter_all (one form only)")
             if isinstance(p, ScorePlugin) and isinstance(p, ScoreAllPlugin):
                 raise ValueError(f"plugin {p.name}: implements both score and score_all (one form only)")
-        at = _Points(self.plugins, points)
+        at = ExtensionPoints(self.plugins, points)
         self.pre_filters: list[PreFilterPlugin] = at.get("preFilter", PreFilterPlugin)
         self.filters: list[FilterPlugin | FilterAllPlugin] = at.get("filter", FilterPlugin | FilterAllPlugin)
         self.pre_scores: list[PreScorePlugin] = at.get("preScore", PreScorePlugin)
@@ -134,16 +133,7 @@ class Framework:
         ]
         # Run by the scheduling loop between cycles (docs/rules/scheduler-jobreservation.md#sessions).
         self.sessions: list[SessionPlugin] = [p for p in self.plugins if isinstance(p, SessionPlugin)]
-        names = [p.name for p in self.scores]
-        for name, w in weights.items():
-            if name not in names:
-                raise ValueError(f"scoreWeights.{name}: no such score plugin in the profile")
-            if not isinstance(w, int) or isinstance(w, bool) or w < 1:
-                raise ValueError(f"scoreWeights.{name}={w!r}: must be a positive integer")
-        self.weights = [weights.get(p.name, 1) for p in self.scores]
-        # kube's NewFramework check: the weighted sum of every node's scores must fit an int64
-        if sum(w * MAX_NODE_SCORE for w in self.weights) > MAX_TOTAL_SCORE:
-            raise ValueError("total score of Score plugins could overflow")
+        self.weights = checked_weights(self.scores, weights)
         # Protocol isinstance checks cost tens of microseconds: decide capabilities once, not per pod.
         self._normalizers: list[NormalizeScorePlugin | None] = [
             p if isinstance(p, NormalizeScorePlugin) else None for p in self.scores
@@ -190,7 +180,7 @@ class Framework:
             if vectorised is not None:
                 res = vectorised.filter_all(state, pod, snapshot)
             else:
-                res = _filter_rows(
+                res = filter_rows(
                     cast(FilterPlugin, p), state, pod, snapshot, np.flatnonzero(rejected_by < 0)
                 )
             if self.observer is not None:
@@ -218,7 +208,7 @@ class Framework:
             if vectorised is not None:
                 s = np.asarray(vectorised.score_all(state, pod, snapshot, feasible), np.int64)
             else:
-                s = _score_rows(cast(ScorePlugin, p), state, pod, snapshot, feasible)
+                s = score_rows(cast(ScorePlugin, p), state, pod, snapshot, feasible)
             if self.observer is not None:
                 self.observer(p.name, "Score", time.perf_counter() - t0)
             full = len(s) == n
@@ -405,53 +395,3 @@ class Framework:
     def post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
         for p in self.post_binds:
             p.post_bind(state, pod, node)
-
-
-class _Points:
-    """The plugins of each extension point: those `points` names there, in its order, each checked to
-    implement the point; by default every plugin that implements it."""
-
-    def __init__(self, plugins: Sequence[Plugin], points: Mapping[str, Sequence[str]] | None) -> None:
-        self.plugins = plugins
-        self.by_name = {p.name: p for p in plugins}
-        self.points = points
-
-    def get(self, point: str, kind: Any) -> list[Any]:
-        if self.points is None or point not in self.points:
-            return [p for p in self.plugins if isinstance(p, kind)]
-        out = []
-        for name in self.points[point]:
-            p = self.by_name.get(name)
-            if p is None:
-                raise ValueError(f"plugins.{point}: {name!r} is not a plugin of the profile")
-            if not isinstance(p, kind):
-                raise ValueError(
-                    f"plugins.{point}: plugin {name!r} does not extend the {point} extension point"
-                )
-            out.append(p)
-        return out
-
-
-def _filter_rows(
-    p: FilterPlugin, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntArray
-) -> FilterResult:
-    """A per-node Filter over `rows` (the others pass), as one FilterResult."""
-    which = np.full(snapshot.n, -1, np.int32)
-    found: dict[Status, int] = {}
-    for i in rows.tolist():
-        st = p.filter(state, pod, snapshot, i)
-        if not st.is_success():
-            which[i] = found.setdefault(st, len(found))
-    return FilterResult(which, tuple(found))
-
-
-def _score_rows(
-    p: ScorePlugin, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray
-) -> IntArray:
-    out = np.zeros(len(feasible), np.int64)
-    for k, i in enumerate(feasible.tolist()):
-        score, st = p.score(state, pod, snapshot, i)
-        if not st.is_success():
-            raise RuntimeError(f"{p.name}: score of {snapshot.names[i]}: {st.message()}")
-        out[k] = score
-    return out
