@@ -40,6 +40,7 @@ from scheduler.framework.runtime import ScheduleResult
 from scheduler.framework.status import Status
 from scheduler.framework.volumes import VolumeObjects
 from scheduler.metricsource import FreshestMerger
+from scheduler.pdbstore import PDBStore
 from scheduler.plugins.defaultpreemption import PreemptionAPI, PreemptionResult, apply_preemption
 from scheduler.scheduler import Scheduler
 from scheduler.shards.admission import ShardGate
@@ -207,32 +208,6 @@ def _assigned(pod: Pod) -> bool:
 
 def _uid(pod: Pod) -> object:
     return (pod.get("metadata") or {}).get("uid")
-
-
-class PDBStore:
-    """The cluster's PodDisruptionBudgets (policy/v1beta1, what a 1.20 API server serves), as JSON
-    objects by namespace/name, for DefaultPreemption (docs/rules/scheduler-preemption.md#pdb)."""
-
-    def __init__(self) -> None:
-        self._by_key: dict[str, KubeObject] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _key(obj: KubeObject) -> str:
-        meta = obj.get("metadata") or {}
-        return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-    def upsert(self, *objs: KubeObject) -> None:
-        with self._lock:
-            self._by_key[self._key(objs[-1])] = objs[-1]
-
-    def delete(self, obj: KubeObject) -> None:
-        with self._lock:
-            self._by_key.pop(self._key(obj), None)
-
-    def list(self) -> list[KubeObject]:
-        with self._lock:
-            return list(self._by_key.values())
 
 
 class EventRouter:

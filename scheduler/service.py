@@ -37,7 +37,6 @@ from scheduler.framework.waiting import WaitingPodMap
 from scheduler.gateway import (
     APIBinder,
     EventRouter,
-    PDBStore,
     Preemptor,
     ScheduledReporter,
     UnschedulableReporter,
@@ -46,6 +45,7 @@ from scheduler.gateway import (
 from scheduler.jobreservation_events import JobReservationReporter
 from scheduler.metrics import SchedulerMetrics
 from scheduler.metricsource import HubWatcher
+from scheduler.pdbstore import PDBStore
 from scheduler.plugins.coscheduling.plugin import Coscheduling
 from scheduler.plugins.defaultpreemption.api import KubePreemptionAPI
 from scheduler.plugins.elasticquota.plugin import ElasticQuota
