@@ -22,7 +22,7 @@ the event that might have made it schedulable is not lost.
 
 Thread-safe (one lock, one condition). Timestamps and backoffs use the injectable `clock`; the `pop`
 timeout is wall time (`time.monotonic`) so a fake clock never makes `pop` hang. Every wait is bounded.
-Imports: the standard library, apis, scheduler.framework, scheduler.keyedheap.
+Imports: the standard library, apis, scheduler.framework, scheduler.keyedheap, scheduler.queuedpod.
 """
 
 from __future__ import annotations
@@ -30,69 +30,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from apis.kubeobjects import Pod
 from apis.pod import pod_key
-from apis.qos import pod_priority
 from scheduler.framework.interfaces import ClusterEvent
 from scheduler.keyedheap import KeyedHeap
+from scheduler.queuedpod import WILDCARD, QueuedPodInfo, event_matches, is_pod_updated
 
 Clock = Callable[[], float]
 
 ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
-WILDCARD = "*"
 UNSCHEDULABLE_TIMEOUT = ClusterEvent("Pod", "UnschedulableTimeout")
 _MAX_WAIT = 1.0  # seconds: the longest single condition wait (re-checks backoff expiry and close)
-
-
-@dataclass(slots=True, eq=False)
-class QueuedPodInfo:
-    """A pod in the queue. `timestamp` is when it last entered the queue (add or failure);
-    `cycle` is the scheduling cycle it was last popped in."""
-
-    pod: Pod
-    timestamp: float
-    added_timestamp: float
-    initial_attempt_timestamp: float | None = None
-    attempts: int = 0
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    cycle: int = 0
-    updated_in_flight: bool = False
-    gated: bool = False  # refused by PreEnqueue: parked without an attempt, back without backoff
-    activated_in_flight: bool = False  # `activate` found it in flight: it returns to activeQ
-
-    @property
-    def key(self) -> str:
-        return pod_key(self.pod)
-
-    @property
-    def priority(self) -> int:
-        return pod_priority(self.pod) or 0
-
-
-def _strip(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod without the fields that change on every write and cannot make it schedulable."""
-    out = {k: v for k, v in pod.items() if k != "status"}
-    meta = dict(pod.get("metadata") or {})
-    for k in ("resourceVersion", "generation", "managedFields"):
-        meta.pop(k, None)
-    out["metadata"] = meta
-    return out
-
-
-def is_pod_updated(old: Pod, new: Pod) -> bool:
-    """True when `new` differs from `old` in more than status, resourceVersion, generation or
-    managedFields (kube's isPodUpdated)."""
-    return _strip(old) != _strip(new)
-
-
-def event_matches(registered: ClusterEvent, event: ClusterEvent) -> bool:
-    """A registered event matches `event` field by field; "*" matches anything."""
-    return registered.resource in (WILDCARD, event.resource) and registered.action in (WILDCARD, event.action)
 
 
 class SchedulingQueue:

@@ -36,7 +36,8 @@ from scheduler.framework.runtime import Framework, ScheduleResult
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.waiting import WaitingPod, WaitingPodMap
-from scheduler.queue import QueuedPodInfo, SchedulingQueue
+from scheduler.queue import SchedulingQueue
+from scheduler.queuedpod import QueuedPodInfo
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from scheduler.framework.interfaces import ClusterEvent
-from scheduler.queue import QueuedPodInfo, SchedulingQueue, is_pod_updated
+from scheduler.queue import SchedulingQueue
+from scheduler.queuedpod import QueuedPodInfo, is_pod_updated
 
 NODE_ADD = ClusterEvent("Node", "Add")
 POD_DELETE = ClusterEvent("Pod", "Delete")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.queue import QueuedPodInfo, SchedulingQueue
+from scheduler.queue import SchedulingQueue
+from scheduler.queuedpod import QueuedPodInfo
 
 
 class FakeClock:
