@@ -18,10 +18,10 @@ from agent.reporter.hubpush import HubPusher
 from koord.localcluster.controlplane import ControlPlane
 from manager.certs import new_serving_cert
 from manager.hubsetup import hub_tls
-from manager.main import build_parser
 from manager.metrichub.auth import Authorizer, StaticTokenAuthenticator
 from manager.metrichub.server import serve, tls_credentials
 from manager.metrichub.store import HubStore
+from manager.options import build_parser
 from proto.koord.v1 import metrichub_pb2 as pb
 from scheduler.metricsource import FreshestMerger, HubWatcher
 from tests.integration.podhelpers import wait_for

@@ -30,10 +30,10 @@ from agent.options import build_parser as koordlet_parser
 from apis import nodeslo, sloconfig, sloconfig_types
 from apis.gojson import GoStruct, struct_openapi
 from kube import upstreamflags
-from manager.main import build_parser as manager_parser
 from manager.metrichub.metrics import HubCollector
 from manager.metrichub.store import HubStore
 from manager.metrics import ManagerMetrics
+from manager.options import build_parser as manager_parser
 from scheduler.main import build_parser as scheduler_parser
 from scheduler.metrics import SchedulerMetrics
 

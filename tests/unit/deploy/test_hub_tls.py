@@ -13,7 +13,7 @@ import pytest
 from agent.options import parse as parse_koordlet
 from koord.kustomize import build
 from manager.hubsetup import HUB_SERVICE
-from manager.main import build_parser as manager_parser
+from manager.options import build_parser as manager_parser
 from scheduler.main import build_parser as scheduler_parser
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"

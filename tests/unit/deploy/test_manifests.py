@@ -18,7 +18,7 @@ from agent.options import parse as parse_koordlet
 from koord.kustomize import build
 from koord.localcluster.components import DAEMON_ENV
 from manager.hubendpoints import ENDPOINTS_PORT_NAME
-from manager.main import build_parser as manager_parser
+from manager.options import build_parser as manager_parser
 from scheduler.main import build_parser as scheduler_parser
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from koord.kustomize import build
-from manager.main import parse_args as manager_args
+from manager.options import parse_args as manager_args
 from scheduler.config import LeaderElection, parse_config
 from scheduler.main import leader_election
 from scheduler.main import parse_args as scheduler_args

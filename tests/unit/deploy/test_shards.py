@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from manager.main import build_parser as manager_parser
+from manager.options import build_parser as manager_parser
 from scheduler.main import build_parser as scheduler_parser
 from scheduler.main import shard_options
 from scheduler.shards.wiring import DEFAULT_ARBITER_PORT

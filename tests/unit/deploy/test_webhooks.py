@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from koord.kustomize import build
-from manager.main import build_parser as manager_parser
+from manager.options import build_parser as manager_parser
 from manager.webhook.flags import MUTATING_CONFIG, VALIDATING_CONFIG, WebhookOptions
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"

@@ -141,7 +141,7 @@ def test_malformed_gate_names_the_item(text: str) -> None:
 def test_upstream_tables_do_not_shadow_koord_flags() -> None:
     """An upstream 'ignored' flag koord also implements would never be reached: keep the tables honest."""
     from agent.options import build_parser as koordlet_parser
-    from manager.main import build_parser as manager_parser
+    from manager.options import build_parser as manager_parser
     from scheduler.main import build_parser as scheduler_parser
 
     for parser, table in (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from manager.hubendpoints import ENDPOINTS_PORT_NAME, endpoints_body
-from manager.main import build_parser
+from manager.options import build_parser
 
 
 def test_body_points_the_service_at_this_pod() -> None:

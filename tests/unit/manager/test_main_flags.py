@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from manager.controllers.setup import sync_period
-from manager.main import parse_args
+from manager.options import parse_args
 from manager.webhook.flags import GATE_DEFAULTS
 
 CHART = Path(__file__).resolve().parents[2] / "data/upstream/chart-v1.8.0/manager-args.json"

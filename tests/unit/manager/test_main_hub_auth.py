@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from manager.hubsetup import EMBEDDED_SCHEDULER_USER, hub_auth
-from manager.main import build_parser
+from manager.options import build_parser
 
 
 def test_static_mode_chains_the_internal_token_and_the_file(tmp_path: Path) -> None:

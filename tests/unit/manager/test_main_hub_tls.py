@@ -9,7 +9,7 @@ import pytest
 
 from manager.certs import new_serving_cert
 from manager.hubsetup import hub_tls
-from manager.main import build_parser
+from manager.options import build_parser
 
 
 def test_no_tls_flags_serve_plaintext() -> None:

@@ -18,7 +18,8 @@ from prometheus_client import CollectorRegistry
 import kube.client
 import scheduler.main
 from manager.leadership import Leadership
-from manager.main import _start_scheduler, build_parser
+from manager.main import _start_scheduler
+from manager.options import build_parser
 from tests.helpers.polling import eventually
 
 
