@@ -10,7 +10,7 @@ order (patches, namespace, labels, images) and the output is in kustomize's lega
 field, or an unsupported form of a supported one, raises ``KustomizeError`` naming it. Manifests are
 ``dict[str, Any]``, not ``apis.kubeobjects`` types: they are of any kind and patches address any path.
 
-Imports: the standard library and PyYAML only.
+Imports: the standard library, PyYAML and koord.kustomize_objects (the rewrites, the output order).
 """
 
 from __future__ import annotations
@@ -23,32 +23,13 @@ from typing import Any
 
 import yaml
 
+from koord.kustomize_objects import add_labels, set_images, set_namespace, sort_objects
+
 __all__ = ["KUSTOMIZATION_FILES", "KustomizeError", "build", "dump", "resource_id"]
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 KUSTOMIZE_API_VERSION = "kustomize.config.k8s.io/v1beta1"
 SUPPORTED_FIELDS = frozenset({"apiVersion", "kind", "resources", "namespace", "labels", "images", "patches"})
-
-# kustomize's legacy output order (api/resid/gvk.go): these kinds first, in this order; these last;
-# every other kind in between. Ties: group_version_kind, then namespace, then name.
-ORDER_FIRST = (
-    "Namespace", "ResourceQuota", "StorageClass", "CustomResourceDefinition", "ServiceAccount",
-    "PodSecurityPolicy", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ConfigMap",
-    "Secret", "Endpoints", "Service", "LimitRange", "PriorityClass", "PersistentVolume",
-    "PersistentVolumeClaim", "Deployment", "StatefulSet", "CronJob", "PodDisruptionBudget",
-)  # fmt: skip
-ORDER_LAST = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-
-# Kinds kustomize knows to be cluster-scoped (the namespace transformer leaves them alone). Kinds it does
-# not know (custom resources) count as namespaced, as in kustomize.
-CLUSTER_SCOPED = frozenset({
-    "APIService", "CertificateSigningRequest", "ClusterRole", "ClusterRoleBinding", "ComponentStatus",
-    "CSIDriver", "CSINode", "CustomResourceDefinition", "FlowSchema", "IngressClass",
-    "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume", "PodSecurityPolicy",
-    "PriorityClass", "PriorityLevelConfiguration", "RuntimeClass", "SelfSubjectAccessReview",
-    "SelfSubjectRulesReview", "StorageClass", "SubjectAccessReview", "TokenReview",
-    "ValidatingWebhookConfiguration", "VolumeAttachment",
-})  # fmt: skip
 
 _LABEL_FIELDS = frozenset({"pairs", "includeSelectors", "includeTemplates"})
 _IMAGE_FIELDS = frozenset({"name", "newName", "newTag", "digest"})
@@ -73,7 +54,7 @@ def build(path: Path | str) -> list[dict[str, Any]]:
     root = Path(path).resolve()
     if not root.is_dir():
         raise KustomizeError(f"{root}: not a directory")
-    return _sorted(_build(root, ()))
+    return sort_objects(_build(root, ()))
 
 
 def dump(objs: Iterable[Mapping[str, Any]]) -> str:
@@ -174,11 +155,11 @@ def _build(root: Path, visiting: tuple[Path, ...]) -> list[dict[str, Any]]:
         seen_ids[rid] = None
     objs = _apply_patches(root, path, _list(k.get("patches"), "patches", path), objs)
     if k.get("namespace") is not None:
-        objs = [_set_namespace(o, _str(k["namespace"], "namespace", path)) for o in objs]
+        objs = [set_namespace(o, _str(k["namespace"], "namespace", path)) for o in objs]
     for pairs in [_labels(group, path) for group in _list(k.get("labels"), "labels", path)]:
-        objs = [_add_labels(o, pairs) for o in objs]
+        objs = [add_labels(o, pairs) for o in objs]
     for image in [_image(spec, path) for spec in _list(k.get("images"), "images", path)]:
-        objs = [_set_images(o, image) for o in objs]
+        objs = [set_images(o, image) for o in objs]
     return objs
 
 
@@ -322,23 +303,7 @@ def _step(node: Any, part: str, where: str, path: str) -> Any:
     raise KustomizeError(f"{where}: {path}: {part!r} is below a scalar")
 
 
-# -- namespace, labels, images ----------------------------------------------------------------------------
-
-
-def _set_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
-    if obj.get("kind") in CLUSTER_SCOPED:
-        out = obj
-    else:
-        out = copy.deepcopy(obj)
-        out["metadata"]["namespace"] = namespace
-    # kustomize's role-binding rule: subjects named "default" (the default ServiceAccount) follow the
-    # namespace; every other subject keeps its own.
-    if obj.get("kind") in ("RoleBinding", "ClusterRoleBinding"):
-        out = copy.deepcopy(out)
-        for subject in out.get("subjects") or []:
-            if isinstance(subject, dict) and subject.get("name") == "default":
-                subject["namespace"] = namespace
-    return out
+# -- labels, images: checked here, applied by koord.kustomize_objects -------------------------------------
 
 
 def _labels(group: Any, where: Path) -> dict[str, str]:
@@ -354,13 +319,6 @@ def _labels(group: Any, where: Path) -> dict[str, str]:
     if not isinstance(pairs, dict) or not all(isinstance(v, str) for v in pairs.values()):
         raise KustomizeError(f"{where}: labels: pairs must map names to strings")
     return {str(k): v for k, v in pairs.items()}
-
-
-def _add_labels(obj: dict[str, Any], pairs: Mapping[str, str]) -> dict[str, Any]:
-    out = copy.deepcopy(obj)
-    labels = out["metadata"].get("labels")
-    out["metadata"]["labels"] = {**(labels or {}), **pairs}
-    return out
 
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -380,68 +338,3 @@ def _image(spec: Any, where: Path) -> dict[str, str]:
     if "digest" in out and not _DIGEST.match(out["digest"]):
         raise KustomizeError(f"{where}: images: {out['name']}: digest must be sha256:<64 hex>")
     return out
-
-
-def _split_image(image: str) -> tuple[str, str]:
-    """(name, suffix): suffix is ``:tag``, ``@digest``, ``:tag@digest`` or empty."""
-    name, at, digest = image.partition("@")
-    suffix = at + digest
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    if colon > slash:
-        name, suffix = name[:colon], name[colon:] + suffix
-    return name, suffix
-
-
-def _set_images(obj: dict[str, Any], spec: Mapping[str, str]) -> dict[str, Any]:
-    out = copy.deepcopy(obj)
-    _walk_images(out, spec)
-    return out
-
-
-def _walk_images(node: Any, spec: Mapping[str, str]) -> None:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ("containers", "initContainers") and isinstance(value, list):
-                for container in value:
-                    if isinstance(container, dict) and isinstance(container.get("image"), str):
-                        container["image"] = _new_image(container["image"], spec)
-            _walk_images(value, spec)
-    elif isinstance(node, list):
-        for item in node:
-            _walk_images(item, spec)
-
-
-def _new_image(image: str, spec: Mapping[str, str]) -> str:
-    name, suffix = _split_image(image)
-    if name != spec["name"]:
-        return image
-    if "newTag" in spec:
-        suffix = ":" + spec["newTag"]
-    elif "digest" in spec:
-        suffix = "@" + spec["digest"]
-    return spec.get("newName", name) + suffix
-
-
-# -- output order -------------------------------------------------------------------------------------------
-
-
-def _gvk(obj: Mapping[str, Any]) -> str:
-    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
-    return "_".join((group or "~G", version or "~V", str(obj.get("kind") or "~K")))
-
-
-def _order_key(obj: Mapping[str, Any]) -> tuple[int, str, str, str]:
-    kind = str(obj.get("kind", ""))
-    if kind in ORDER_FIRST:
-        rank = ORDER_FIRST.index(kind) - len(ORDER_FIRST)
-    elif kind in ORDER_LAST:
-        rank = ORDER_LAST.index(kind) + 1
-    else:
-        rank = 0
-    meta = obj.get("metadata") or {}
-    return rank, _gvk(obj), str(meta.get("namespace") or "~X"), str(meta.get("name") or "~N")
-
-
-def _sorted(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(objs, key=_order_key)
