@@ -5,7 +5,8 @@ predicates and condition writers (docs/rules/scheduler-reservation.md#status) an
 requests (docs/rules/scheduler-reservation.md#requests). The reserve pod, owner matching, the
 reservation affinity, restricted resources and exact match live in apis.reservation_pod.
 
-Imports: the standard library and apis (duration, kubeobjects, objectcheck, pod, quantity, rfc3339). Pure.
+Imports: the standard library and apis (duration, kubeobjects, objectcheck, pod, quantity,
+reservation_fields). Pure.
 """
 
 from __future__ import annotations
@@ -22,7 +23,19 @@ from apis.kubeobjects import Pod
 from apis.objectcheck import check_object
 from apis.pod import ResourceList, pod_requests
 from apis.quantity import Quantity, QuantityError, parse_resource_list
-from apis.rfc3339 import parse_rfc3339
+from apis.reservation_fields import (
+    as_object,
+    bool_at,
+    condition,
+    list_at,
+    object_ref,
+    owner_term,
+    show,
+    str_at,
+    str_map_at,
+    taint,
+    time_at,
+)
 
 # --- labels and annotations (docs/rules/scheduler-reservation.md#labels-and-annotations) -------------
 GROUP: Final = "scheduling.koordinator.sh"
@@ -63,74 +76,14 @@ DEFAULT_TTL_NS: Final = 24 * 3600 * 10**9  # the CRD's default "24h"
 Condition = dict[str, str]
 
 
-# --- parsing (docs/rules/scheduler-reservation.md#the-crd) ------------------------------------------
-def _show(value: object) -> str:
-    text = json.dumps(value) if isinstance(value, str | int | float | bool | type(None)) else repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
-
-
-def _fail(where: str, expected: str, value: object) -> ValueError:
-    return ValueError(f"{where}: expected {expected}, got {_show(value)}")
-
-
-def _obj(value: object, where: str, absent_ok: bool = True) -> dict[str, Any]:
-    if value is None and absent_ok:
-        return {}
-    if not isinstance(value, dict):
-        raise _fail(where, "an object", value)
-    return value
-
-
-def _str(d: Mapping[str, Any], key: str, where: str) -> str:
-    value = d.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise _fail(f"{where}.{key}", "a string", value)
-    return value
-
-
-def _bool(d: Mapping[str, Any], key: str, where: str) -> bool | None:
-    value = d.get(key)
-    if value is not None and not isinstance(value, bool):
-        raise _fail(f"{where}.{key}", "a boolean", value)
-    return value
-
-
-def _str_map(d: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
-    raw = _obj(d.get(key), f"{where}.{key}")
-    for k, v in raw.items():
-        if not isinstance(v, str):
-            raise _fail(f"{where}.{key}.{k}", "a string", v)
-    return dict(raw)
-
-
-def _list(d: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = d.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _fail(f"{where}.{key}", "a list", value)
-    return value
-
-
+# --- parsing (docs/rules/scheduler-reservation.md#the-crd; field readers: apis.reservation_fields) --
 def resources(value: object, where: str) -> ResourceList:
     """A ResourceList (absent or null: empty); ValueError names the resource."""
-    raw = _obj(value, where)
+    raw = as_object(value, where)
     try:
         return parse_resource_list(raw)
     except QuantityError as e:
         raise ValueError(f"{where}: {e}") from None
-
-
-def _time(d: Mapping[str, Any], key: str, where: str) -> _dt.datetime | None:
-    value = d.get(key)
-    if value is None:
-        return None
-    try:
-        return parse_rfc3339(value)
-    except ValueError as e:
-        raise ValueError(f"{where}.{key}={_show(value)}: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -173,43 +126,13 @@ class Reservation:
         return value if isinstance(value, str) else ""
 
 
-def _owner(raw: object, where: str) -> dict[str, Any]:
-    term = _obj(raw, where, absent_ok=False)
-    obj = _obj(term.get("object"), f"{where}.object")
-    for key in ("uid", "name", "namespace", "apiVersion", "kind", "resourceVersion", "fieldPath"):
-        _str(obj, key, f"{where}.object")
-    ctrl = _obj(term.get("controller"), f"{where}.controller")
-    for key in ("apiVersion", "kind", "name", "uid", "namespace"):
-        _str(ctrl, key, f"{where}.controller")
-    for key in ("controller", "blockOwnerDeletion"):
-        _bool(ctrl, key, f"{where}.controller")
-    _obj(term.get("labelSelector"), f"{where}.labelSelector")
-    return term
-
-
-def _condition(raw: object, where: str) -> Condition:
-    c = _obj(raw, where, absent_ok=False)
-    keys = ("type", "status", "reason", "message", "lastProbeTime", "lastTransitionTime")
-    return {k: _str(c, k, where) for k in keys if c.get(k) is not None}
-
-
-def _ref(raw: object, where: str) -> dict[str, str]:
-    ref = _obj(raw, where, absent_ok=False)
-    return {k: _str(ref, k, where) for k in ("namespace", "name", "uid")}
-
-
-def _taint(raw: object, where: str) -> dict[str, str]:
-    t = _obj(raw, where, absent_ok=False)
-    return {k: _str(t, k, where) for k in ("key", "value", "effect")}
-
-
 def parse_reservation(value: object, where: str = "reservation") -> Reservation:
     """A Reservation from its JSON; ValueError names the field and value. Absent fields take the CRD's
     defaults (``ttl`` 24h, phase Pending); a ``null`` field is an unset one."""
-    obj = _obj(value, where, absent_ok=False)
-    meta = _obj(obj.get("metadata"), f"{where}.metadata")
-    spec = _obj(obj.get("spec"), f"{where}.spec")
-    status = _obj(obj.get("status"), f"{where}.status")
+    obj = as_object(value, where, absent_ok=False)
+    meta = as_object(obj.get("metadata"), f"{where}.metadata")
+    spec = as_object(obj.get("spec"), f"{where}.spec")
+    status = as_object(obj.get("status"), f"{where}.status")
     m, s, st = f"{where}.metadata", f"{where}.spec", f"{where}.status"
     template = spec.get("template")
     if template is not None:  # a PodTemplateSpec has a pod's metadata and spec: checked as one
@@ -223,36 +146,36 @@ def parse_reservation(value: object, where: str = "reservation") -> Reservation:
             try:
                 ttl = parse_go_duration(raw_ttl)
             except DurationError as e:
-                raise ValueError(f"{s}.ttl={_show(raw_ttl)}: {e}") from None
-    policy = _str(spec, "allocatePolicy", s)
+                raise ValueError(f"{s}.ttl={show(raw_ttl)}: {e}") from None
+    policy = str_at(spec, "allocatePolicy", s)
     if policy not in POLICIES:
-        raise ValueError(f'{s}.allocatePolicy={_show(policy)}: must be one of "", Aligned, Restricted')
-    phase = _str(status, "phase", st) or PHASE_PENDING
+        raise ValueError(f'{s}.allocatePolicy={show(policy)}: must be one of "", Aligned, Restricted')
+    phase = str_at(status, "phase", st) or PHASE_PENDING
     if phase not in PHASES:
-        raise ValueError(f"{st}.phase={_show(phase)}: must be one of {', '.join(PHASES)}")
-    owners_raw = _list(spec, "owners", s)
-    current_raw = _list(status, "currentOwners", st)
-    conditions_raw = _list(status, "conditions", st)
+        raise ValueError(f"{st}.phase={show(phase)}: must be one of {', '.join(PHASES)}")
+    owners_raw = list_at(spec, "owners", s)
+    current_raw = list_at(status, "currentOwners", st)
+    conditions_raw = list_at(status, "conditions", st)
     return Reservation(
-        name=_str(meta, "name", m),
-        uid=_str(meta, "uid", m),
-        labels=_str_map(meta, "labels", m),
-        annotations=_str_map(meta, "annotations", m),
-        creation=_time(meta, "creationTimestamp", m),
-        deleting=_time(meta, "deletionTimestamp", m) is not None,
+        name=str_at(meta, "name", m),
+        uid=str_at(meta, "uid", m),
+        labels=str_map_at(meta, "labels", m),
+        annotations=str_map_at(meta, "annotations", m),
+        creation=time_at(meta, "creationTimestamp", m),
+        deleting=time_at(meta, "deletionTimestamp", m) is not None,
         template=template,
-        owners=tuple(_owner(o, f"{s}.owners[{i}]") for i, o in enumerate(owners_raw)),
+        owners=tuple(owner_term(o, f"{s}.owners[{i}]") for i, o in enumerate(owners_raw)),
         ttl_ns=ttl,
-        expires=_time(spec, "expires", s),
-        pre_allocation=bool(_bool(spec, "preAllocation", s)),
-        allocate_once=_bool(spec, "allocateOnce", s),
+        expires=time_at(spec, "expires", s),
+        pre_allocation=bool(bool_at(spec, "preAllocation", s)),
+        allocate_once=bool_at(spec, "allocateOnce", s),
         allocate_policy=policy,
-        unschedulable=bool(_bool(spec, "unschedulable", s)),
-        taints=tuple(_taint(t, f"{s}.taints[{i}]") for i, t in enumerate(_list(spec, "taints", s))),
+        unschedulable=bool(bool_at(spec, "unschedulable", s)),
+        taints=tuple(taint(t, f"{s}.taints[{i}]") for i, t in enumerate(list_at(spec, "taints", s))),
         phase=phase,
-        conditions=tuple(_condition(c, f"{st}.conditions[{i}]") for i, c in enumerate(conditions_raw)),
-        current_owners=tuple(_ref(o, f"{st}.currentOwners[{i}]") for i, o in enumerate(current_raw)),
-        node_name=_str(status, "nodeName", st),
+        conditions=tuple(condition(c, f"{st}.conditions[{i}]") for i, c in enumerate(conditions_raw)),
+        current_owners=tuple(object_ref(o, f"{st}.currentOwners[{i}]") for i, o in enumerate(current_raw)),
+        node_name=str_at(status, "nodeName", st),
         allocatable=resources(status.get("allocatable"), f"{st}.allocatable"),
         allocated=resources(status.get("allocated"), f"{st}.allocated"),
     )  # fmt: skip
