@@ -9,7 +9,8 @@ fallback's value of the same key, if any); a ``_GREATER`` pair that is inverted
 falls back as a pair. Each replacement is one ``Repair`` naming the JSON path, the bad value and the
 value that now applies. The fallback is assumed valid (a last good value or a default), so one pass
 is enough; what it cannot mend (a fallback that is itself invalid) is left for ``validate`` to report.
-Imports: the standard library and ``apis.gojson`` / ``apis.gojson_kinds``. Pure, no I/O.
+Imports: the standard library and ``apis.gojson`` / ``apis.gojson_collections`` / ``apis.gojson_kinds``. Pure,
+no I/O.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from apis.gojson import ListKind, MapKind, StructKind, _check_scalar, _table, encode
+from apis.gojson import StructKind, _check_scalar, _table, encode
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import FieldError, join_path
 
 __all__ = ["Repair", "repair"]

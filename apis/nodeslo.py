@@ -18,13 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from apis.gojson import (
-    GoStruct,
-    ListKind,
-    MapKind,
-    StructKind,
-    jf,
-)
+from apis.gojson import GoStruct, StructKind, jf
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     BoolKind,
     ExtensionsKind,

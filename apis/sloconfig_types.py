@@ -16,14 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from apis.gojson import (
-    GoStruct,
-    ListKind,
-    MapKind,
-    StructKind,
-    inline,
-    jf,
-)
+from apis.gojson import GoStruct, StructKind, inline, jf
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     AnyKind,
     BoolKind,

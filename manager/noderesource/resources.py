@@ -23,7 +23,8 @@ from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from apis import constants as c
 from apis.cpuset import CPUSetError, parse_cpuset
-from apis.gojson import GoStruct, MapKind, jf
+from apis.gojson import GoStruct, jf
+from apis.gojson_collections import MapKind
 from apis.gojson_kinds import QuantityKind, StrKind
 from apis.kubeobjects import Node, Pod
 from apis.nodemetric import NodeMetric

@@ -21,7 +21,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from apis import constants as c
-from apis.gojson import SPEC_KEY, FieldSpec, ListKind, MapKind, StructKind
+from apis.gojson import SPEC_KEY, FieldSpec, StructKind
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     BoolKind,
     DurationKind,

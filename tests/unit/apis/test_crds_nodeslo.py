@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from apis.crds import node_slo_spec_schema
-from apis.gojson import SPEC_KEY, FieldSpec, ListKind, MapKind, StructKind
+from apis.gojson import SPEC_KEY, FieldSpec, StructKind
+from apis.gojson_collections import ListKind, MapKind
 from apis.nodeslo import (
     CPUBurstStrategy,
     IOCfg,

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from apis.duration import Duration
-from apis.gojson import GoStruct, ListKind, MapKind, StructKind, decode_into, go_zero, jf, struct_openapi
+from apis.gojson import GoStruct, StructKind, decode_into, go_zero, jf, struct_openapi
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     DecodeError,
     DurationKind,

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from apis import gojson
 from apis.duration import Duration
-from apis.gojson import ListKind, MapKind, decode_into
+from apis.gojson import decode_into
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import DurationKind, ObjectKind
 from apis.nodemetric import (
     RESOURCE_MAP,

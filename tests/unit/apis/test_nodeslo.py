@@ -11,15 +11,8 @@ import pytest
 import yaml
 
 from apis.crds import node_slo_crd
-from apis.gojson import (
-    SPEC_KEY,
-    FieldSpec,
-    ListKind,
-    MapKind,
-    StructKind,
-    overlay,
-    validate,
-)
+from apis.gojson import SPEC_KEY, FieldSpec, StructKind, overlay, validate
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     BoolKind,
     DecodeError,

@@ -13,14 +13,8 @@ from hypothesis import strategies as st
 
 from apis import constants as c
 from apis.duration import Duration, DurationError, format_go_duration, parse_go_duration
-from apis.gojson import (
-    SPEC_KEY,
-    FieldSpec,
-    ListKind,
-    MapKind,
-    StructKind,
-    validate,
-)
+from apis.gojson import SPEC_KEY, FieldSpec, StructKind, validate
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     AnyKind,
     BoolKind,
