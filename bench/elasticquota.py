@@ -1,9 +1,10 @@
-"""ElasticQuota micro-benchmark (docs/rules/scheduler-elasticquota.md#wiring): what the quota tree costs the
-scheduler per pod. A tree of `--parents` parent quotas with `--children` leaf quotas each, `--pods` pods
-charged across the leaves (half bound), then, per measured pod: `arrive` — a new pending pod reaches the
-plugin (its request moves the tree's runtime) and its PreFilter asks for its quota's runtime, which
-recomputes the tree; `bind` — the pod is assumed on a node (used only: added along its path, no
-recomputation).
+"""ElasticQuota micro-benchmark (docs/rules/scheduler-elasticquota.md#performance): what the quota tree costs
+the scheduler per pod. A tree of `--parents` parent quotas with `--children` leaf quotas each, `--pods` pods
+charged across the leaves (half bound), every quota below its max so that every request counts; then, per
+measured pod: `arrive` — a new pending pod reaches the plugin (its request moves its leaf's, its parent's
+and the root's requests, which makes the root's and the parent's calculators stale) and its PreFilter asks
+for its quota's runtime (the two calculators on its path run again); `bind` — the pod is assumed on a node
+(used only: added along its path, no calculator runs).
 
 Prints one JSON object: quotas, pods, arrive_ms (median, p90) and bind_us (median, p90) over `--events`
 pods.
@@ -47,15 +48,16 @@ def build(parents: int, children: int, pods: int) -> tuple[GroupQuotaManager, li
     m = GroupQuotaManager(ElasticQuotaArgs())
     leaves: list[str] = []
     for p in range(parents):
+        # maxes above what the pods ask for: a request that passed its max would stop moving the runtime
         team_min, team_max = (
-            {"cpu": q("100"), "memory": q("400Gi")},
-            {"cpu": q("1000"), "memory": q("4000Gi")},
+            {"cpu": q("4000"), "memory": q("16000Gi")},
+            {"cpu": q("40000"), "memory": q("160000Gi")},
         )
         m.upsert_quota(ElasticQuota(f"team{p}", min=team_min, max=team_max, is_parent=True))
         for c in range(children):
             name = f"team{p}-app{c}"
-            m.upsert_quota(ElasticQuota(name, parent=f"team{p}", min={"cpu": q("5"), "memory": q("20Gi")},
-                                        max={"cpu": q("100"), "memory": q("400Gi")}))  # fmt: skip
+            m.upsert_quota(ElasticQuota(name, parent=f"team{p}", min={"cpu": q("100"), "memory": q("400Gi")},
+                                        max={"cpu": q("4000"), "memory": q("16000Gi")}))  # fmt: skip
             leaves.append(name)
     m.set_cluster_total({"cpu": 5000 * 32_000, "memory": 5000 * 128 * 2**30})
     for i in range(pods):

@@ -1,8 +1,9 @@
 """The runtime quota calculator: how a parent's amount is split among its direct children, one resource at a
 time, by min, request and shared weight in rounds of the largest-remainder method
 (docs/rules/scheduler-elasticquota.md#redistribution-one-resource); the min scaling applied when the
-children's mins exceed it (docs/rules/scheduler-elasticquota.md#min-scaling); and the steady state of a whole
-tree, top-down from the root total (docs/rules/scheduler-elasticquota.md#top-down-evaluation).
+children's mins exceed it (docs/rules/scheduler-elasticquota.md#min-scaling); and one parent's whole
+calculator, every child and resource at once (docs/rules/scheduler-elasticquota.md#top-down-evaluation),
+which the quota tree runs along the path of the quota it refreshes.
 Exact integers throughout (Python ints: upstream's 128-bit products never overflow here); the min scaling
 is the one place that uses IEEE doubles, as upstream does.
 Imports: the standard library and this package. Pure.
@@ -116,7 +117,7 @@ def _go_int64(x: float) -> int:
 
 @dataclass(slots=True)
 class TreeNode:
-    """What the steady state reads of one quota."""
+    """What a parent's calculator reads of one child."""
 
     name: str
     max: Res
@@ -127,51 +128,30 @@ class TreeNode:
     guarantee: Res = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class TreeRuntime:
-    runtime: dict[str, Res]  # the runtime field: every resource of the parent's calculator
-    auto_scale_min: dict[str, Res]
-
-
-def tree_runtime(
-    root: str,
-    root_total: Mapping[str, int],
-    root_keys: Sequence[str],
-    children: Mapping[str, Sequence[str]],
-    nodes: Mapping[str, TreeNode],
-    scale_min: bool,
-) -> TreeRuntime:
-    """Runtime and scaled mins of every quota below ``root``, top-down: the root's children split
-    ``root_total`` over ``root_keys``; every other parent splits its own runtime over its max's names.
-    ``children`` lists the children that share (the system and default quotas excluded)."""
-    result = TreeRuntime({}, {})
-    stack: list[tuple[str, Mapping[str, int], Sequence[str]]] = [(root, root_total, root_keys)]
-    while stack:
-        parent, total, keys = stack.pop()
-        kids = [nodes[c] for c in children.get(parent, ()) if c in nodes]
-        if not kids:
-            continue
-        if scale_min:
-            mins = scaled_mins(total, {k.name: k.min for k in kids})
-        else:
-            mins = {k.name: dict(k.min) for k in kids}
-        for k in kids:
-            result.auto_scale_min[k.name] = mins[k.name]
-            result.runtime[k.name] = {}
-        for key in keys:
-            shares = [
-                Share(
-                    k.name,
-                    k.shared_weight.get(key, 0),
-                    k.limited_request.get(key, 0),
-                    mins[k.name].get(key, 0),
-                    k.guarantee.get(key, 0),
-                    k.allow_lent_resource,
-                )
-                for k in kids
-            ]
-            for name, value in redistribute(total.get(key, 0), shares).items():
-                result.runtime[name][key] = value
-        for k in kids:
-            stack.append((k.name, result.runtime[k.name], sorted(k.max)))
-    return result
+def split(
+    total: Mapping[str, int], keys: Sequence[str], kids: Sequence[TreeNode], scale_min: bool
+) -> tuple[dict[str, Res], dict[str, Res]]:
+    """One parent's calculator (docs/rules/scheduler-elasticquota.md#top-down-evaluation): its amount
+    ``total`` split among ``kids`` (the children that share) over ``keys`` (the root's: the max names of
+    all quotas; any other parent's: its own max names), after the min scaling when ``scale_min``.
+    Returns (runtime, scaled min) per child; a child's runtime holds every name of ``keys``."""
+    if scale_min:
+        mins = scaled_mins(total, {k.name: k.min for k in kids})
+    else:
+        mins = {k.name: dict(k.min) for k in kids}
+    runtime: dict[str, Res] = {k.name: {} for k in kids}
+    for key in keys:
+        shares = [
+            Share(
+                k.name,
+                k.shared_weight.get(key, 0),
+                k.limited_request.get(key, 0),
+                mins[k.name].get(key, 0),
+                k.guarantee.get(key, 0),
+                k.allow_lent_resource,
+            )
+            for k in kids
+        ]
+        for name, value in redistribute(total.get(key, 0), shares).items():
+            runtime[name][key] = value
+    return runtime, mins

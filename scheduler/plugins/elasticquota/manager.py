@@ -1,11 +1,11 @@
 """The group quota manager of one quota tree: the quotas and their parent links, the pods charged to each
-quota (docs/rules/scheduler-elasticquota.md#pod-accounting), the propagation of requests and used to the
-ancestors (docs/rules/scheduler-elasticquota.md#propagation-to-ancestors), the cluster total from node
-allocatable, and the runtime of every quota in the steady state
-(docs/rules/scheduler-elasticquota.md#top-down-evaluation).
+quota (docs/rules/scheduler-elasticquota.md#pod-accounting), the cluster total from node allocatable, and
+the reads of the tree's derived state (scheduler.plugins.elasticquota.tree): requests and used summed
+along the paths (docs/rules/scheduler-elasticquota.md#propagation-to-ancestors) and the runtime, refreshed
+along the path of the quota read (docs/rules/scheduler-elasticquota.md#top-down-evaluation).
 
-Pod events keep each quota's own sums up to date in O(resources); the tree's derived state (requests,
-used, runtime) is recomputed in O(quotas × resources) on the first read after a change.
+A pod event moves its quota's own sums in O(resources) and the ancestors' in O(depth × resources); a read
+runs the stale calculators on its quota's path only (docs/rules/scheduler-elasticquota.md#performance).
 Imports: the standard library, apis (elasticquota, pod, quantity) and this package. Not thread-safe: the
 plugin serialises calls.
 """
@@ -13,7 +13,6 @@ plugin serialises calls.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from apis.elasticquota import (
@@ -24,78 +23,29 @@ from apis.elasticquota import (
     is_pod_non_preemptible,
     pod_quota_label,
 )
-from apis.pod import is_terminated, metadata, pod_key, pod_requests, spec
+from apis.pod import is_terminated, metadata, pod_key, spec
 from apis.quantity import Quantity
 from scheduler.plugins.elasticquota import resources as r
 from scheduler.plugins.elasticquota.args import ElasticQuotaArgs
-from scheduler.plugins.elasticquota.calculator import TreeNode, tree_runtime
+from scheduler.plugins.elasticquota.quotainfo import (
+    SPECIAL_CHILDREN,
+    PodEntry,
+    QuotaInfo,
+    pod_charge,
+    pod_request_quantities,
+    quota_info,
+)
 from scheduler.plugins.elasticquota.resources import Res
+from scheduler.plugins.elasticquota.tree import QuotaTree
 
-SPECIAL_CHILDREN = (SYSTEM_QUOTA, DEFAULT_QUOTA)
-
-
-def pod_charge(pod: Mapping[str, Any], names: Mapping[str, object]) -> Res:
-    """The pod's effective request in core units, masked to ``names`` (a quota's max)."""
-    return {n: r.to_int(n, q) for n, q in pod_requests(pod).items() if n in names}
-
-
-def pod_request_quantities(pod: Mapping[str, Any], names: Mapping[str, object]) -> dict[str, Quantity]:
-    return {n: q for n, q in pod_requests(pod).items() if n in names}
-
-
-@dataclass(slots=True)
-class PodEntry:
-    pod: Mapping[str, Any]
-    charge: Res
-    non_preemptible: bool
-    assigned: bool
-
-
-@dataclass(slots=True)
-class QuotaInfo:
-    """One quota's state. ``self_*`` are the sums over its own pods; the others include descendants."""
-
-    quota: ElasticQuota
-    max: Res
-    min: Res
-    shared_weight: Res
-    pods: dict[str, PodEntry] = field(default_factory=dict)
-    self_request: Res = field(default_factory=dict)
-    self_used: Res = field(default_factory=dict)
-    self_np_request: Res = field(default_factory=dict)
-    self_np_used: Res = field(default_factory=dict)
-    request: Res = field(default_factory=dict)
-    child_request: Res = field(default_factory=dict)
-    used: Res = field(default_factory=dict)
-    np_request: Res = field(default_factory=dict)
-    np_used: Res = field(default_factory=dict)
-    runtime: Res = field(default_factory=dict)
-    auto_scale_min: Res = field(default_factory=dict)
-    guaranteed: Res = field(default_factory=dict)
-    allocated: Res = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.quota.name
-
-    @property
-    def parent(self) -> str:
-        return self.quota.parent
-
-    def limited_request(self) -> Res:
-        return r.limited(self.request, self.max)
-
-    def masked_runtime(self) -> Res:
-        return r.mask(self.runtime, self.max)
-
-
-def _info(quota: ElasticQuota) -> QuotaInfo:
-    return QuotaInfo(
-        quota,
-        r.of_quantities(quota.max),
-        r.of_quantities(quota.min),
-        r.of_quantities(quota.effective_shared_weight),
-    )
+__all__ = [
+    "SPECIAL_CHILDREN",
+    "GroupQuotaManager",
+    "PodEntry",
+    "QuotaInfo",
+    "pod_charge",
+    "pod_request_quantities",
+]
 
 
 class GroupQuotaManager:
@@ -103,36 +53,42 @@ class GroupQuotaManager:
         self.args = args
         self.tree_id = tree_id
         root = ElasticQuota(ROOT_QUOTA, parent="", is_parent=True)
-        self.quotas: dict[str, QuotaInfo] = {ROOT_QUOTA: _info(root)}
+        self.quotas: dict[str, QuotaInfo] = {ROOT_QUOTA: quota_info(root)}
         if tree_id == "":
-            self.quotas[SYSTEM_QUOTA] = _info(
+            self.quotas[SYSTEM_QUOTA] = quota_info(
                 ElasticQuota(SYSTEM_QUOTA, max=dict(args.system_quota_group_max))
             )
-            self.quotas[DEFAULT_QUOTA] = _info(
+            self.quotas[DEFAULT_QUOTA] = quota_info(
                 ElasticQuota(DEFAULT_QUOTA, max=dict(args.default_quota_group_max))
             )
         self.cluster_total: Res = {}
         self.nodes: dict[str, Res] = {}
-        self._dirty = True
+        self.tree = QuotaTree(self.quotas, self.root_total, args.enable_min_quota_scale)
 
     # --- quotas ------------------------------------------------------------------------------------------
-    def upsert_quota(self, quota: ElasticQuota) -> None:
-        """Adds or replaces a quota; its pods stay and are re-charged against the new max."""
+    def upsert_quota(self, quota: ElasticQuota) -> bool:
+        """Adds or replaces a quota; its pods stay and are re-charged against the new max. False when
+        nothing the rules read changed (an update of the status annotations): the object is kept, the
+        tree's state too."""
         if quota.name == ROOT_QUOTA:
-            return
+            return False
         old = self.quotas.get(quota.name)
-        info = _info(quota)
+        if old is not None and old.quota == quota:
+            old.quota = quota  # equal amounts; the reasons print the spec as now written
+            return False
+        self.tree.invalidate()
+        info = quota_info(quota)
         if old is not None:
             for key, e in old.pods.items():
                 self._charge(info, key, e.pod, e.assigned)
         self.quotas[quota.name] = info
-        self._dirty = True
+        return True
 
     def delete_quota(self, name: str) -> None:
         if name in (ROOT_QUOTA, SYSTEM_QUOTA, DEFAULT_QUOTA):
             return
         if self.quotas.pop(name, None) is not None:
-            self._dirty = True
+            self.tree.invalidate()
 
     def known(self, name: str) -> bool:
         return name in self.quotas
@@ -157,38 +113,39 @@ class GroupQuotaManager:
     def set_node(self, name: str, allocatable: Mapping[str, Quantity] | None) -> None:
         """A node's allocatable (None: the node is gone or being deleted)."""
         if allocatable is None:
-            self.nodes.pop(name, None)
+            if self.nodes.pop(name, None) is None:
+                return
         else:
-            self.nodes[name] = r.of_quantities(allocatable)
+            res = r.of_quantities(allocatable)
+            if self.nodes.get(name) == res:  # a status update that left the allocatable alone
+                return
+            self.nodes[name] = res
         total: Res = {}
         for res in self.nodes.values():
             total = r.add(total, res)
         self.set_cluster_total(total)
 
     def set_cluster_total(self, total: Mapping[str, int]) -> None:
-        self.cluster_total = dict(total)
-        self._dirty = True
+        self.cluster_total = dict(total)  # the root's calculator compares the root total it last split
 
     # --- pods (docs/rules/scheduler-elasticquota.md#pod-accounting) ---------------------------------------
     def _apply(self, info: QuotaInfo, e: PodEntry, sign: int, request: bool, used: bool) -> None:
         delta = {n: sign * v for n, v in e.charge.items()}
         if request:
-            info.self_request = r.clamp_non_negative(r.add(info.self_request, delta))
+            self._move(info, "request", delta)
             if e.non_preemptible:
-                info.self_np_request = r.clamp_non_negative(r.add(info.self_np_request, delta))
+                self._move(info, "np_request", delta)
         if used:
-            info.self_used = r.clamp_non_negative(r.add(info.self_used, delta))
+            self._move(info, "used", delta)
             if e.non_preemptible:
-                info.self_np_used = r.clamp_non_negative(r.add(info.self_np_used, delta))
-        if request or self._dirty or info.name in SPECIAL_CHILDREN:
-            self._dirty = True  # requests move the runtime; the special quotas' used the root total
-            return
-        # used alone does not move any runtime: it is added along the path, no recomputation
-        for name in self.path_to_root(info.name):
-            q = self.quotas[name]
-            q.used = r.clamp_non_negative(r.add(q.used, delta))
-            if e.non_preemptible:
-                q.np_used = r.clamp_non_negative(r.add(q.np_used, delta))
+                self._move(info, "np_used", delta)
+
+    def _move(self, info: QuotaInfo, what: str, delta: Res) -> None:
+        """The own sum ``self_<what>`` moves by ``delta`` (clamped at 0); the tree gets the actual change."""
+        old: Res = getattr(info, "self_" + what)
+        new = r.clamp_non_negative(r.add(old, delta))
+        setattr(info, "self_" + what, new)
+        self.tree.moved(info.name, what, {n: new[n] - old.get(n, 0) for n in delta})
 
     def _charge(self, info: QuotaInfo, key: str, pod: Mapping[str, Any], assigned: bool) -> PodEntry:
         e = PodEntry(pod, pod_charge(pod, info.max), is_pod_non_preemptible(pod), assigned)
@@ -249,76 +206,18 @@ class GroupQuotaManager:
         e.assigned = False
         self._apply(info, e, -1, False, True)
 
-    # --- the derived state --------------------------------------------------------------------------------
-    def children(self) -> dict[str, list[str]]:
-        kids: dict[str, list[str]] = {}
-        for name in sorted(self.quotas):
-            if name != ROOT_QUOTA:
-                kids.setdefault(self.quotas[name].parent, []).append(name)
-        return kids
+    # --- the derived state (scheduler.plugins.elasticquota.tree) -------------------------------------------
+    def invalidate(self) -> None:
+        """Own sums were set directly (koord simulate's ``runtime``): the next read sums the tree again."""
+        self.tree.invalidate()
 
     def refresh(self) -> None:
-        """Recomputes requests, used and runtime of every quota when something changed since the last."""
-        if not self._dirty:
-            return
-        kids = self.children()
-        seen: set[str] = set()
-        self._aggregate(ROOT_QUOTA, kids, seen)
-        # quotas whose parent does not exist (yet): their subtrees count for themselves only
-        for name in sorted(self.quotas):
-            if name not in seen and self.quotas[name].parent not in self.quotas:
-                self._aggregate(name, kids, seen)
-        for name in sorted(self.quotas):  # what is left is a parent cycle
-            if name not in seen:
-                self._aggregate(name, kids, seen)
-        root = self.quotas[ROOT_QUOTA]
-        root.child_request = {}
-        sharing = {p: [c for c in cs if c not in SPECIAL_CHILDREN] for p, cs in kids.items()}
-        ordinary = [q for q in self.quotas.values() if q.name not in (ROOT_QUOTA, *SPECIAL_CHILDREN)]
-        keys = sorted({n for q in ordinary for n in q.max})
-        nodes = {
-            q.name: TreeNode(
-                q.name, q.max, q.min, q.shared_weight, q.limited_request(), q.quota.allow_lent_resource
-            )
-            for q in self.quotas.values()
-        }
-        scale = self.args.enable_min_quota_scale
-        tree = tree_runtime(ROOT_QUOTA, self.root_total(), keys, sharing, nodes, scale)
-        for q in self.quotas.values():
-            if q.name in (ROOT_QUOTA, *SPECIAL_CHILDREN):
-                continue
-            q.runtime = tree.runtime.get(q.name, {})
-            q.auto_scale_min = tree.auto_scale_min.get(q.name, dict(q.min))
-        self._dirty = False
-
-    def _aggregate(self, name: str, kids: Mapping[str, list[str]], seen: set[str]) -> None:
-        """Post-order: a quota's request, child request and used from its pods and its children."""
-        seen.add(name)
-        q = self.quotas[name]
-        child_request, used = dict(q.self_request), dict(q.self_used)
-        np_request, np_used = dict(q.self_np_request), dict(q.self_np_used)
-        limited_sum: Res = {}
-        for c in kids.get(name, ()):
-            if c in seen:  # a parent cycle: left out
-                continue
-            self._aggregate(c, kids, seen)
-            child = self.quotas[c]
-            limited_sum = r.add(limited_sum, child.limited_request())
-            used, np_used = r.add(used, child.used), r.add(np_used, child.np_used)
-            np_request = r.add(np_request, child.np_request)
-        q.used, q.np_used, q.np_request = used, np_used, np_request
-        if name == ROOT_QUOTA:
-            q.request = limited_sum
-            return
-        q.child_request = r.add(child_request, limited_sum)
-        request = dict(q.child_request)
-        if not q.quota.allow_lent_resource:
-            for n, m in q.min.items():
-                request[n] = max(request.get(n, m), m)
-        q.request = request
+        """Every quota's derived state up to date (the status loop, the metrics and the revoke read all)."""
+        self.tree.refresh_all()
 
     def root_total(self) -> Res:
         """The cluster total less the used of the system and default quotas."""
+        self.tree.build()
         special: Res = {}
         for name in SPECIAL_CHILDREN:
             info = self.quotas.get(name)
@@ -327,7 +226,8 @@ class GroupQuotaManager:
         return r.subtract(self.cluster_total, special)
 
     def info(self, name: str) -> QuotaInfo | None:
-        self.refresh()
+        """The quota with its path's runtime refreshed (None: unknown)."""
+        self.tree.refresh_path(name)
         return self.quotas.get(name)
 
     def refresh_runtime(self, name: str) -> Res | None:
@@ -341,16 +241,6 @@ class GroupQuotaManager:
         if name in SPECIAL_CHILDREN:
             return dict(info.max)
         return info.masked_runtime()
-
-    def path_to_root(self, name: str) -> list[str]:
-        """The quota, its parent, … up to and including the root (stops at a missing link or a cycle)."""
-        path: list[str] = []
-        while name in self.quotas and name not in path:
-            path.append(name)
-            if name == ROOT_QUOTA:
-                break
-            name = self.quotas[name].parent
-        return path
 
 
 def _bound(pod: Mapping[str, Any]) -> bool:

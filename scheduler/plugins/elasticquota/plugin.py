@@ -83,9 +83,11 @@ class ElasticQuota:
     # --- informer events --------------------------------------------------------------------------------
     def on_quota_add(self, obj: Mapping[str, Any]) -> None:
         quota = parse_elastic_quota(obj)
-        self.manager.upsert_quota(quota)
         self.quota_tree[quota.name] = DEFAULT_TREE
-        self._rehome_pods()
+        # an update of the status annotations alone changes nothing a pod's quota depends on: the pods
+        # stay where they are (rehoming them all is O(pods), and the status loop writes every second)
+        if self.manager.upsert_quota(quota):
+            self._rehome_pods()
 
     def on_quota_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         self.on_quota_add(new)

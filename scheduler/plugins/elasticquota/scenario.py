@@ -161,7 +161,7 @@ def _runtime(scenario: Scenario) -> dict[str, Any]:
             if info is None or name == ROOT_QUOTA:
                 raise ValueError(f"{field}.{name}: not a quota of the scenario")
             setattr(info, attr, r.mask(res, info.max))
-    mgr.set_cluster_total(mgr.cluster_total)  # marks the derived state stale
+    mgr.invalidate()  # the own sums were set directly
     mgr.refresh()
     runtime: dict[str, Res] = {}
     for name in sorted(mgr.quotas):

@@ -2,7 +2,8 @@
 calculator equals the oracle of tests/oracles/elasticquota.py on random children, and keeps its promises
 (no child above its request from sharing, the whole amount handed out when demand allows, mins kept when
 the total covers them); the group quota manager's requests, used and runtime equal the oracle's path-wise
-evaluation on random trees with random pods."""
+evaluation on random trees with random pods (test_lazy_tree.py compares the incremental state with a full
+recomputation after random event sequences)."""
 
 from __future__ import annotations
 
@@ -162,39 +163,3 @@ def test_the_manager_equals_the_path_wise_oracle(
             assert info.child_request == model.child_request(name), name
             assert info.runtime == model.runtime(name), name
     assert mgr.root_total() == model.root_total()
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    trees(),
-    st.lists(st.tuples(st.sampled_from(["reserve", "unreserve", "bind"]), st.integers(0, 7)), max_size=12),
-)
-def test_used_moved_along_the_path_equals_a_full_recomputation(
-    case: tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int], bool], ops: list[tuple[str, int]]
-) -> None:
-    """Reserve, Unreserve and binds only move used, which the manager adds along the pod's path without
-    recomputing the tree; the result must be what a full recomputation gives."""
-    quotas, pods, total, scale = case
-    mgr = GroupQuotaManager(ElasticQuotaArgs(enable_min_quota_scale=scale))
-    mgr.set_cluster_total(total)
-    for q in quotas:
-        mgr.upsert_quota(parse_elastic_quota(q))
-    for p in pods:
-        mgr.on_pod_add(mgr.resolve(p), p)
-    mgr.refresh()
-    for op, i in ops:
-        if not pods:
-            break
-        p = pods[i % len(pods)]
-        if op == "reserve":
-            mgr.reserve(mgr.resolve(p), p)
-        elif op == "unreserve":
-            mgr.unreserve(mgr.resolve(p), p)
-        else:
-            bound = {**p, "spec": {**p["spec"], "nodeName": "n9"}}
-            mgr.on_pod_update(mgr.resolve(p), mgr.resolve(bound), p, bound)
-    mgr.refresh()  # what a read sees: recomputed only when a request or a special quota's used moved
-    incremental = {n: (dict(q.used), dict(q.runtime)) for n, q in mgr.quotas.items()}
-    mgr._dirty = True
-    mgr.refresh()
-    assert incremental == {n: (dict(q.used), dict(q.runtime)) for n, q in mgr.quotas.items()}

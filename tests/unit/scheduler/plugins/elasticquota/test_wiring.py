@@ -19,7 +19,7 @@ from scheduler.config import ConfigError, parse_config
 from scheduler.framework.interfaces import ClusterEvent, Pod
 from scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from scheduler.plugins.elasticquota.plugin import ElasticQuota
-from scheduler.queue import event_matches
+from scheduler.queuedpod import event_matches
 from scheduler.quotacontroller import QuotaController, QuotaEvents
 from scheduler.quotametrics import QuotaMetrics
 from scheduler.registry import KNOWN, build_framework
