@@ -9,11 +9,13 @@ Pure. Imports: the standard library, apis.numa, scheduler.framework.status, this
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from apis.numa import (
+    ANNOTATION_RESOURCE_AMPLIFICATION_RATIO,
     BIND_FULL_PCPUS,
     BIND_SPREAD_BY_PCPUS,
     LABEL_NUMA_ALLOCATE_STRATEGY,
@@ -99,10 +101,16 @@ def request_cpu_bind(state: PodState, node_policy: str) -> tuple[bool, Status | 
     return False, None
 
 
-def cpu_ratio(facts: NodeFacts) -> float:
-    """The node's cpu amplification ratio (-1 when unset); ValueError when the annotation is bad."""
-    ratios = amplification_ratios(facts.annotations)
-    return -1.0 if ratios is None else ratios.get("cpu", -1.0)
+def cpu_ratio(annotations: Mapping[str, Any]) -> float:
+    """The node's cpu amplification ratio (-1 when unset); ValueError when the annotation is bad,
+    including a ratio out of float64's range (Go's decoder refuses ``1e999``; Python reads infinity)
+    (docs/rules/scheduler-nodenumaresource.md#filter)."""
+    ratios = amplification_ratios(annotations)
+    if ratios is None:
+        return -1.0
+    if not all(math.isfinite(r) for r in ratios.values()):
+        raise ValueError(f"{ANNOTATION_RESOURCE_AMPLIFICATION_RATIO}: a ratio out of range")
+    return ratios.get("cpu", -1.0)
 
 
 def filter_amplified(state: PodState, facts: NodeFacts, bind: bool) -> Status | None:
@@ -110,7 +118,7 @@ def filter_amplified(state: PodState, facts: NodeFacts, bind: bool) -> Status | 
     if pod_cpu == 0:
         return None
     try:
-        ratio = cpu_ratio(facts)
+        ratio = cpu_ratio(facts.annotations)
     except ValueError:
         return Status.unresolvable(ERR_INVALID_AMPLIFICATION_RATIO, plugin=PLUGIN_NAME)
     if ratio <= 1:

@@ -1,8 +1,9 @@
 """The ``NodeNUMAResource`` scheduler plugin (docs/rules/scheduler-nodenumaresource.md#wiring): exclusive
-cpusets for LSE/LSR pods. PreFilter decides whether the pod binds CPUs; Filter and Score are vectorised
-and visit only the rows where the rule can differ from the plain case (nodes whose labels, annotations
-or NodeResourceTopology make the plugin act, or every row for a binding pod), so a pod that binds
-nothing on a cluster without such nodes costs a few numpy calls; Reserve allocates the cpuset and
+cpusets for LSE/LSR pods. PreFilter decides whether the pod binds CPUs; Filter is vectorised and visits
+only the rows where the rule can differ from the plain case (nodes whose labels, annotations or
+NodeResourceTopology make the plugin act, or every row for a binding pod), so a pod that binds nothing
+on a cluster without such nodes costs a few numpy calls; Score is one formula over every row's columns
+(scoring.score_rows, the rows' facts from rows.score_rows_of); Reserve allocates the cpuset and
 records it as assumed, Unreserve releases it, PreBind writes ``resource-status`` (and the
 ``resource-spec`` write-back). Assigned pods and NodeResourceTopology objects reach it through
 ``on_pod_*`` and ``on_topology``.
@@ -22,14 +23,9 @@ from apis.numa import (
     ANNOTATION_RESOURCE_STATUS,
     BIND_FULL_PCPUS,
     BIND_SPREAD_BY_PCPUS,
-    LABEL_CPU_BIND_POLICY,
-    LABEL_NUMA_TOPOLOGY_POLICY,
-    NODE_BIND_FULL_PCPUS_ONLY,
-    NODE_BIND_SPREAD_BY_PCPUS,
     NUMA_LEAST_ALLOCATED,
     NUMA_MOST_ALLOCATED,
     PLUGIN_NAME,
-    amplification_ratios,
     go_fields,
 )
 from apis.pod import pod_annotations
@@ -51,11 +47,11 @@ from scheduler.plugins.nodenumaresource.filtering import (
 )
 from scheduler.plugins.nodenumaresource.prebind import annotations_after
 from scheduler.plugins.nodenumaresource.prefilter import PodState, pre_filter
+from scheduler.plugins.nodenumaresource.rows import acting_rows, score_rows_of, valid_rows
 from scheduler.plugins.nodenumaresource.scoring import (
     MOST_ALLOCATED,
     ScoringStrategy,
     parse_strategy,
-    score_node,
     score_rows,
 )
 
@@ -81,26 +77,6 @@ class _Cycle:
     def preemptible(self, node: str) -> frozenset[int]:
         add, remove = self.preempt.get(node, (frozenset(), frozenset()))
         return add - remove
-
-
-def _forces(node: Mapping[str, Any]) -> bool:
-    """Whether the Node object makes Filter or Score differ from the plain case for any pod: a forcing
-    bind-policy label, or an amplification annotation that is bad or amplifies cpu."""
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    annotations = meta.get("annotations") or {}
-    if labels.get(LABEL_CPU_BIND_POLICY) in (NODE_BIND_FULL_PCPUS_ONLY, NODE_BIND_SPREAD_BY_PCPUS):
-        return True
-    try:
-        ratios = amplification_ratios(annotations)
-    except ValueError:
-        return True
-    return ratios is not None and ratios.get("cpu", -1.0) > 1
-
-
-def _numa_label(node: Mapping[str, Any]) -> bool:
-    """A NUMA topology policy label: matters to Filter for a binding pod or a pod with its own policy."""
-    return bool(((node.get("metadata") or {}).get("labels") or {}).get(LABEL_NUMA_TOPOLOGY_POLICY))
 
 
 class NodeNUMAResource:
@@ -202,26 +178,9 @@ class NodeNUMAResource:
         self._trials[facts.name] = (key, error)
         return error
 
-    def _acting_rows(self, snapshot: Snapshot, numa: bool) -> list[int]:
-        """Rows where the rule can differ from the plain case, ascending: nodes that force binding or
-        amplify cpu, and with ``numa`` those with a NUMA topology policy."""
-        column = snapshot.column((NAME, "forces"), _forces, np.bool_)
-        names = self.cache.forcing
-        if numa:
-            column = column | snapshot.column((NAME, "numa"), _numa_label, np.bool_)
-            names = names | self.cache.numa
-        rows = set(np.flatnonzero(column).tolist())
-        rows.update(i for n in names if (i := snapshot.index.get(n)) is not None)
-        return sorted(rows)
-
     def pod_state(self, state: CycleState, pod: Pod) -> PodState:
         """PreFilter's answer for the pod in this cycle (worked out now when PreFilter did not run)."""
         return self._cycle(state, pod, None).pod
-
-    def _valid_rows(self, snapshot: Snapshot) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        valid = np.zeros(snapshot.n, np.bool_)
-        valid[[i for name in self.cache.valid if (i := snapshot.index.get(name)) is not None]] = True
-        return valid
 
     def _cycle(self, state: CycleState, pod: Pod, snapshot: Snapshot | None) -> _Cycle:
         cyc = state.get(STATE_KEY)
@@ -247,14 +206,14 @@ class NodeNUMAResource:
         n = snapshot.n
         if st.skip:
             return FilterResult.all_pass(n)
-        rows = self._acting_rows(snapshot, st.request_cpu_bind or bool(st.numa_policy))
+        rows = acting_rows(snapshot, self.cache, st.request_cpu_bind or bool(st.numa_policy))
         which: np.ndarray[Any, np.dtype[np.int32]] | None = None
         statuses: list[Status] = []
         index: dict[Status, int] = {}
         if st.request_cpu_bind:
             # elsewhere the node forces nothing: no valid topology rejects, a required policy needs the
             # SMT check and the trial, a preferred one passes
-            valid = self._valid_rows(snapshot)
+            valid = valid_rows(snapshot, self.cache)
             plain = np.ones(n, np.bool_)
             plain[rows] = False
             invalid = plain & ~valid
@@ -312,25 +271,15 @@ class NodeNUMAResource:
         return Status.skip() if self._cycle(state, pod, snapshot).pod.skip else Status.success()
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        """Every row's score: the plain formula over the snapshot's columns, 0 for a binding pod where
-        the topology is invalid, and the acting rows one by one
+        """Every row's score in one vectorised formula over the snapshot's columns and the rows' facts
         (docs/rules/scheduler-nodenumaresource.md#score)."""
         st = self._cycle(state, pod, snapshot).pod
-        n = snapshot.n
         if st.skip:
-            return np.zeros(n, np.int64)
+            return np.zeros(snapshot.n, np.int64)
         names = [r for r, _ in self.scoring.resources if r in snapshot.col]
         req = {r: snapshot.requested[snapshot.col[r]] for r in names}
         alloc = {r: snapshot.allocatable[snapshot.col[r]] for r in names}
-        scores = score_rows(self.scoring, req, alloc, st.requests, n)
-        if st.request_cpu_bind:
-            scores[~self._valid_rows(snapshot)] = 0
-        for i in self._acting_rows(snapshot, False):
-            info = snapshot.infos[i]
-            scores[i] = score_node(
-                st, self.facts(snapshot, i), self.scoring, info.requested, info.allocatable
-            )
-        return scores
+        return score_rows(self.scoring, st, req, alloc, score_rows_of(snapshot, self.cache, st))
 
     # --- Reserve / Unreserve / PreBind --------------------------------------------------------------
     def _node_facts(self, cyc: _Cycle, node_name: str) -> NodeFacts | None:

@@ -1,9 +1,11 @@
 """Score of NodeNUMAResource (docs/rules/scheduler-nodenumaresource.md#score), NUMA topology policy
-none: Kubernetes' LeastAllocated / MostAllocated over the node's requested plus the pod's requests
-against allocatable, weighted integer mean over the strategy's resources, with the CPUs the node's
-pods hold counted amplified when the node's cpu amplification ratio is above 1. ``score_rows`` is the
-same formula over numpy columns (every node at once); ``score_values`` one node's.
-Pure. Imports: the standard library, numpy, apis.numa, scheduler.plugins.resourcemath, this package.
+none, in its one form: every row at once over numpy columns. Kubernetes' LeastAllocated /
+MostAllocated over the node's requested plus the pod's requests against allocatable, weighted integer
+mean over the strategy's resources; on a node whose cpu amplification ratio is above 1 the CPUs its
+pods hold count amplified, and so does a binding pod's cpu request; 0 where the rule says so. What the
+formula reads of each node besides the snapshot's columns comes in as columns too (``ScoreRows``,
+gathered by scheduler.plugins.nodenumaresource.rows).
+Pure. Imports: the standard library, numpy, apis.numa, this package (prefilter).
 """
 
 from __future__ import annotations
@@ -15,22 +17,37 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from apis.numa import amplify, go_fields
-from scheduler.plugins.nodenumaresource.filtering import NodeFacts, cpu_ratio, request_cpu_bind
+from apis.numa import go_fields
 from scheduler.plugins.nodenumaresource.prefilter import PodState
-from scheduler.plugins.resourcemath import allocation_score
 
 LEAST_ALLOCATED: Final = "LeastAllocated"
 MOST_ALLOCATED: Final = "MostAllocated"
 MAX_NODE_SCORE: Final = 100
 _COLUMNS: Final = frozenset({"cpu", "memory", "ephemeral-storage"})
+# An amplified quantity past this saturates: Go's int64(float64) of a larger value is undefined, and
+# anything this large is far over any allocatable (docs/rules/scheduler-nodenumaresource.md#score).
+AMPLIFIED_MAX: Final = 2**62
 I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)
 class ScoringStrategy:
     type: str = LEAST_ALLOCATED
     resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRows:
+    """What Score reads of each row besides requested and allocatable, one entry per row
+    (docs/rules/scheduler-nodenumaresource.md#score)."""
+
+    ratio: F64  # the node's cpu amplification ratio: -1 unset, NaN when the annotation does not decode
+    bind: Bools  # the pod binds CPUs there (PreFilter said so, or the node forces it)
+    refused: Bools  # the node forces binding on a cpu request that is not whole CPUs
+    valid: Bools  # a valid CPU topology (read where ``bind``)
+    held: I64  # CPUs the node's pods hold, -1 when its topology is present but invalid (read where amplified)
 
 
 def _scalar(name: str) -> bool:
@@ -48,40 +65,36 @@ def scored_resources(strategy: ScoringStrategy, pod: Mapping[str, int]) -> list[
     return list(out.items())
 
 
-def score_values(
-    strategy: ScoringStrategy,
-    requested: Mapping[str, int],
-    allocatable: Mapping[str, int],
-    pod: Mapping[str, int],
-) -> int:
-    """One node's score (requested = the node's pods, without the incoming pod)."""
-    total = weights = 0
-    for name, weight in scored_resources(strategy, pod):
-        alloc = allocatable.get(name, 0)
-        if alloc == 0:
-            continue
-        req = requested.get(name, 0) + pod.get(name, 0)
-        total += allocation_score(strategy.type == MOST_ALLOCATED, req, alloc) * weight
-        weights += weight
-    return total // weights if weights else 0
+def amplify_rows(origin: I64, ratio: F64) -> I64:
+    """apis.numa.amplify on every row: ``ceil(float64(origin) × ratio)`` where the ratio is above 1
+    (float64 as upstream's Amplify computes it), ``origin`` elsewhere (NaN included); saturates at
+    ``AMPLIFIED_MAX``."""
+    out = origin.copy()
+    up = ratio > 1
+    if up.any():
+        product = origin[up].astype(np.float64) * ratio[up]
+        out[up] = np.fmin(np.ceil(product), float(AMPLIFIED_MAX)).astype(np.int64)
+    return out
 
 
-def score_rows(
+def _weighted_mean(
     strategy: ScoringStrategy,
     requested: Mapping[str, I64],
     allocatable: Mapping[str, I64],
     pod: Mapping[str, int],
+    pod_cpu: I64 | int,
     n: int,
 ) -> I64:
-    """``score_values`` for every row: ``requested``/``allocatable`` are columns by resource (a missing
-    column is all zero)."""
+    """Σ score × weight / Σ weight over the resources with non-zero allocatable, per row (a missing
+    column is all zero); ``pod_cpu`` replaces the pod's cpu request (per row when amplified)."""
     total = np.zeros(n, np.int64)
     weights = np.zeros(n, np.int64)
     for name, weight in scored_resources(strategy, pod):
         alloc = allocatable.get(name)
         if alloc is None:
             continue
-        req = requested.get(name, np.zeros(n, np.int64)) + pod.get(name, 0)
+        mine = pod_cpu if name == "cpu" else pod.get(name, 0)
+        req = requested.get(name, np.zeros(n, np.int64)) + mine
         has = alloc != 0
         safe = np.where(has, alloc, 1)
         if strategy.type == MOST_ALLOCATED:
@@ -93,37 +106,34 @@ def score_rows(
     return np.where(weights > 0, total // np.where(weights > 0, weights, 1), 0)
 
 
-def score_node(
-    state: PodState,
-    facts: NodeFacts,
+def score_rows(
     strategy: ScoringStrategy,
-    requested: Mapping[str, int],
-    allocatable: Mapping[str, int],
-) -> int:
-    """One node's Score (docs/rules/scheduler-nodenumaresource.md#score): 0 for a binding pod on an
-    invalid topology or when the amplification annotation does not decode; amplified otherwise."""
+    state: PodState,
+    requested: Mapping[str, I64],
+    allocatable: Mapping[str, I64],
+    rows: ScoreRows,
+) -> I64:
+    """Every row's Score (docs/rules/scheduler-nodenumaresource.md#score): ``requested``/``allocatable``
+    are the snapshot's columns by resource (the node's pods, without this one)."""
+    n = len(rows.ratio)
     if state.skip:
-        return 0
-    bind, status = request_cpu_bind(state, facts.node_bind_policy)
-    if status is not None:
-        return 0  # upstream returns the status; Filter already rejected the node
-    if bind and not facts.topology_valid:
-        return 0
-    try:
-        ratio = cpu_ratio(facts)
-    except ValueError:
-        return 0
-    pod: dict[str, int] = dict(state.requests)
-    if bind and ratio > 1 and pod.get("cpu", 0):
-        pod["cpu"] = amplify(pod["cpu"], ratio)
-    if state.cpu_milli == 0 or ratio <= 1:
-        return score_values(strategy, requested, allocatable, pod)
-    held = facts.allocated_cpus()
-    if held is None:
-        return 0
+        return np.zeros(n, np.int64)
+    # upstream returns the status (refused) or 0; Filter already rejected such nodes
+    zero = rows.refused | (rows.bind & ~rows.valid) | np.isnan(rows.ratio)
+    cpu = state.cpu_milli
+    pod_cpu: I64 | int = cpu
     req = dict(requested)
-    req["cpu"] = req.get("cpu", 0) - held * 1000 + amplify(held * 1000, ratio)
-    return score_values(strategy, req, allocatable, pod)
+    amplified = rows.ratio > 1
+    if cpu and amplified.any():
+        zero |= amplified & (rows.held < 0)
+        held = np.where(amplified, np.maximum(rows.held, 0), 0) * 1000
+        base = req.get("cpu", np.zeros(n, np.int64))
+        req["cpu"] = base - held + amplify_rows(held, rows.ratio)
+        mine = np.full(n, cpu, np.int64)
+        pod_cpu = np.where(rows.bind, amplify_rows(mine, rows.ratio), mine)
+    scores = _weighted_mean(strategy, req, allocatable, state.requests, pod_cpu, n)
+    scores[zero] = 0
+    return scores
 
 
 def parse_strategy(raw: Any, where: str) -> ScoringStrategy:

@@ -20,8 +20,8 @@ from scheduler.framework.status import Code
 from scheduler.plugins.nodenumaresource import plugin as plugin_module
 from scheduler.plugins.nodenumaresource.filtering import filter_node
 from scheduler.plugins.nodenumaresource.plugin import NodeNUMAResource
-from scheduler.plugins.nodenumaresource.scoring import score_node
 from tests.oracles.nodenumaresource import oracle_filter, oracle_score
+from tests.unit.scheduler.plugins.nodenumaresource._score_oracle import score_node
 from tests.unit.scheduler.plugins.nodenumaresource._support import node, nrt, pod, status_annotation
 
 SPEC = "scheduling.koordinator.sh/resource-spec"
@@ -195,7 +195,7 @@ def test_a_pod_that_binds_nothing_on_plain_nodes_costs_no_per_node_work(
         raise AssertionError("per-node work")
 
     monkeypatch.setattr(plugin_module, "filter_node", boom)
-    monkeypatch.setattr(plugin_module, "score_node", boom)
+    monkeypatch.setattr(plugin_module.NodeNUMAResource, "facts", boom)
     res = p.filter_all(state, the_pod, snap)
     assert res.which is FilterResult.all_pass(3).which
     scores = p.score_all(state, the_pod, snap, np.arange(3))
