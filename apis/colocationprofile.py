@@ -13,8 +13,8 @@ for the mutation, so it can behave as upstream does there:
 * ``probability`` keeps any string (``"abc"`` fails only when the profile is applied);
 * ``patch`` keeps any JSON value (a non-object fails only when it is applied).
 
-Imports: the standard library and apis (constants, gojson, gojson_collections, gojson_kinds, labelselector).
-Pure, no I/O.
+Imports: the standard library and apis (constants, gojson, gojson_base, gojson_collections, gojson_kinds,
+labelselector). Pure, no I/O.
 """
 
 # ruff: noqa: RUF009  -- jf() returns a dataclasses.field() with a default or default_factory
@@ -26,18 +26,9 @@ from typing import Any, ClassVar, Final
 
 from apis import constants as c
 from apis.gojson import GoStruct, StructKind, jf, validate
+from apis.gojson_base import DecodeError, FieldError, Kind
 from apis.gojson_collections import MapKind
-from apis.gojson_kinds import (
-    AnyKind,
-    DecodeError,
-    EnumKind,
-    FieldError,
-    IntKind,
-    IntOrStrKind,
-    Kind,
-    ObjectKind,
-    StrKind,
-)
+from apis.gojson_kinds import AnyKind, EnumKind, IntKind, IntOrStrKind, ObjectKind, StrKind
 from apis.labelselector import LabelSelector, LabelSelectorError, Requirement
 
 __all__ = [

@@ -7,8 +7,8 @@ The CR's spec and status are typed dataclasses with Go's JSON form (``apis.gojso
 ``json.Marshal`` of ``map[DeviceType][]*DeviceAllocation``: keys sorted, ``{"minor", "resources", "id"?,
 "extension"?}`` per allocation, quantities canonical strings (memory in BinarySI, the rest DecimalSI, as
 upstream builds them with ``resource.NewQuantity``).
-Imports: the standard library and apis (constants, gojson, gojson_collections, gojson_kinds, quantity). Pure,
-no I/O.
+Imports: the standard library and apis (constants, gojson, gojson_base, gojson_collections, gojson_kinds,
+quantity). Pure, no I/O.
 """
 
 # ruff: noqa: RUF009  -- jf() returns a dataclasses.field() with a default or default_factory
@@ -21,8 +21,9 @@ from typing import Any, Final
 
 from apis import constants as c
 from apis.gojson import GoStruct, StructKind, jf
+from apis.gojson_base import DecodeError
 from apis.gojson_collections import ListKind, MapKind
-from apis.gojson_kinds import BoolKind, DecodeError, IntKind, ObjectKind, QuantityKind, StrKind
+from apis.gojson_kinds import BoolKind, IntKind, ObjectKind, QuantityKind, StrKind
 from apis.quantity import Format, Quantity, QuantityError
 
 __all__ = [

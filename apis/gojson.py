@@ -8,7 +8,7 @@ scalar kinds live in ``apis.gojson_kinds``, the slice and map kinds (``ListKind`
 ignored unknown keys, ``encode`` reproduces ``omitempty`` marshalling, ``overlay`` is upstream's
 ``MergeCfg`` (marshal new, unmarshal onto a copy of old), ``validate`` checks the declared bounds and
 ``struct_openapi`` derives a structural OpenAPI v3 schema.
-Imports: the standard library, ``apis.gojson_kinds`` and ``apis.gojson_collections``. Pure, no I/O.
+Imports: the standard library, ``apis.gojson_base`` and ``apis.gojson_collections``. Pure, no I/O.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final, TypeVar
 
+from apis.gojson_base import DecodeError, FieldError, Kind, join_path
+
 # Re-exported (listed in __all__): apis/nodemetric.py, apis/nodemetric_kinds.py and
 # scheduler/plugins/nodepreferavoidpods.py, owned by others for now, still import them from here.
 from apis.gojson_collections import ListKind, MapKind
-from apis.gojson_kinds import DecodeError, FieldError, Kind, join_path
 
 __all__ = [
     "SPEC_KEY",

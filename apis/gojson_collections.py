@@ -2,7 +2,7 @@
 rules for ``[]T`` (the new length, element i decoded into the old element i) and ``map[string]T`` (keys
 gained or overwritten, each new value replacing the old one whole), ``omitempty`` encoding and their
 OpenAPI v3 schemas. The struct kind and the field specs are ``apis.gojson``'s.
-Imports: the standard library and ``apis.gojson_kinds``. Pure, no I/O.
+Imports: the standard library and ``apis.gojson_base``. Pure, no I/O.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from apis.gojson_kinds import FieldError, Kind, join_path
+from apis.gojson_base import FieldError, Kind, join_path
 
 __all__ = ["ListKind", "MapKind"]
 

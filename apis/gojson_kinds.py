@@ -7,8 +7,10 @@ value whole; ``interface{}`` values are replaced), encodes with ``omitempty`` an
 OpenAPI v3. Unset Go pointers are ``None``; an empty list, map or non-pointer string is normalised to
 ``None`` because Go writes none of them, unless the kind is built ``nullable=False`` (the Python value
 is then always a list/dict). Also: enum strings, RFC 3339 times (``metav1.Time``), free-form objects.
-Errors are collected as ``FieldError`` with a JSON path.
-Imports: the standard library, ``apis.duration``, ``apis.labelselector``, ``apis.quantity``. Pure, no I/O.
+Errors are collected as ``FieldError`` with a JSON path. The ``Kind`` interface and the errors are
+``apis.gojson_base``'s; the slice and map kinds are ``apis.gojson_collections``'s.
+Imports: the standard library, ``apis.duration``, ``apis.gojson_base``, ``apis.labelselector``,
+``apis.quantity``, ``apis.rfc3339``. Pure, no I/O.
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ from __future__ import annotations
 import copy
 import enum
 import math
-import reprlib
 from collections.abc import Mapping
 from typing import Any, Final
 
 from apis.duration import Duration, DurationError
+
+# DecodeError and FieldError are re-exported: apis/nodemetric.py, apis/nodemetric_kinds.py and
+# scheduler/plugins/nodepreferavoidpods.py, owned by others for now, still import them from here.
+from apis.gojson_base import DecodeError as DecodeError
+from apis.gojson_base import FieldError as FieldError
+from apis.gojson_base import Kind, join_path
 from apis.labelselector import LabelSelector, LabelSelectorError
 from apis.quantity import Quantity, QuantityError
 from apis.rfc3339 import format_rfc3339, parse_rfc3339
@@ -28,73 +35,6 @@ from apis.rfc3339 import format_rfc3339, parse_rfc3339
 _INT_RANGES: Final = {64: (-(1 << 63), (1 << 63) - 1), 32: (-(1 << 31), (1 << 31) - 1)}
 _NUMBER: Final = r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
 QUANTITY_PATTERN: Final = rf"^(\+|-)?{_NUMBER}(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?{_NUMBER}))?$"
-
-
-class FieldError(ValueError):
-    """One bad value at a JSON path. ``fatal=False`` marks a problem that only disables a node entry."""
-
-    def __init__(self, path: str, value: Any, message: str, *, fatal: bool = True) -> None:
-        self.path = path
-        self.value = value
-        self.message = message
-        self.fatal = fatal
-        super().__init__(f"field {path or '(document)'}={short_repr(value)}: {message}")
-
-
-class DecodeError(ValueError):
-    """All errors found while decoding one document."""
-
-    def __init__(self, errors: list[FieldError]) -> None:
-        self.errors = errors
-        super().__init__("; ".join(str(e) for e in errors))
-
-
-def _short_repr() -> reprlib.Repr:
-    # repr() of a value nested a thousand deep (valid JSON) recurses past Python's limit; reprlib
-    # stops at a depth and length, so an error message costs the same for any input
-    r = reprlib.Repr()
-    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset = 12, 40, 40, 40, 40
-    r.maxstring = r.maxlong = r.maxother = 200
-    return r
-
-
-_SHORT = _short_repr()
-
-
-def short_repr(value: Any, limit: int = 120) -> str:
-    """`repr(value)` for an error message: at most `limit` characters, bounded in depth and length
-    whatever the value (a document nested a thousand deep included)."""
-    text = _SHORT.repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def join_path(path: str, name: str) -> str:
-    """``a.b`` JSON path join (inline fields and the document root add no segment)."""
-    return f"{path}.{name}" if path and name else path or name
-
-
-class Kind:
-    """How one Go type decodes, encodes, validates and is described in OpenAPI."""
-
-    pointer: bool = True
-
-    def zero(self) -> Any:
-        return None
-
-    def decode(self, old: Any, raw: Any, path: str, errs: list[FieldError]) -> Any:
-        raise NotImplementedError
-
-    def encode(self, value: Any) -> Any:
-        return value
-
-    def omit(self, value: Any) -> bool:
-        return value is None
-
-    def validate(self, value: Any, path: str, errs: list[FieldError]) -> None:
-        """Recurse into nested values (scalars have nothing to check here)."""
-
-    def openapi(self) -> dict[str, Any]:
-        raise NotImplementedError
 
 
 class BoolKind(Kind):

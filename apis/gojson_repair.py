@@ -9,7 +9,7 @@ fallback's value of the same key, if any); a ``_GREATER`` pair that is inverted
 falls back as a pair. Each replacement is one ``Repair`` naming the JSON path, the bad value and the
 value that now applies. The fallback is assumed valid (a last good value or a default), so one pass
 is enough; what it cannot mend (a fallback that is itself invalid) is left for ``validate`` to report.
-Imports: the standard library and ``apis.gojson`` / ``apis.gojson_collections`` / ``apis.gojson_kinds``. Pure,
+Imports: the standard library and ``apis.gojson`` / ``apis.gojson_base`` / ``apis.gojson_collections``. Pure,
 no I/O.
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from apis.gojson import StructKind, _check_scalar, _table, encode
+from apis.gojson_base import FieldError, join_path
 from apis.gojson_collections import ListKind, MapKind
-from apis.gojson_kinds import FieldError, join_path
 
 __all__ = ["Repair", "repair"]
 

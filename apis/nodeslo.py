@@ -19,16 +19,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from apis.gojson import GoStruct, StructKind, jf
+from apis.gojson_base import FieldError
 from apis.gojson_collections import ListKind, MapKind
-from apis.gojson_kinds import (
-    BoolKind,
-    ExtensionsKind,
-    FieldError,
-    IntKind,
-    IntOrStrKind,
-    QuantityKind,
-    StrKind,
-)
+from apis.gojson_kinds import BoolKind, ExtensionsKind, IntKind, IntOrStrKind, QuantityKind, StrKind
 from apis.qos import PriorityClass, QoSClass
 from apis.quantity import Quantity, QuantityError
 

@@ -28,7 +28,7 @@ from apis.gojson import (
     overlay,
     validate,
 )
-from apis.gojson_kinds import FieldError, short_repr
+from apis.gojson_base import FieldError, short_repr
 from apis.gojson_repair import Repair, repair
 from apis.nodemetric import AggregatePolicy
 from apis.nodeslo_defaults import (

@@ -22,7 +22,7 @@ from typing import Any
 from agent.gateway import KubeGateway
 from agent.podmeta import PodMeta, pod_meta
 from agent.system.podcgroup import CgroupDriver
-from apis.gojson_kinds import DecodeError
+from apis.gojson_base import DecodeError
 from apis.kubeobjects import CustomResource, Node, Pod
 from apis.nodemetric import NodeMetricCollectPolicy, NodeMetricError, NodeMetricSpec
 from apis.nodeslo import HostApplicationSpec, NodeSLOSpec

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from apis import constants as c
 from apis.gojson import SPEC_KEY, FieldSpec, StructKind
+from apis.gojson_base import Kind
 from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     BoolKind,
@@ -30,7 +31,6 @@ from apis.gojson_kinds import (
     FloatKind,
     IntKind,
     IntOrStrKind,
-    Kind,
     QuantityKind,
     SelectorKind,
     StrKind,

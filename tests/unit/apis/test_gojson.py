@@ -15,18 +15,9 @@ import pytest
 
 from apis.duration import Duration
 from apis.gojson import GoStruct, StructKind, decode_into, go_zero, jf, struct_openapi
+from apis.gojson_base import DecodeError, FieldError
 from apis.gojson_collections import ListKind, MapKind
-from apis.gojson_kinds import (
-    DecodeError,
-    DurationKind,
-    EnumKind,
-    FieldError,
-    IntKind,
-    ObjectKind,
-    QuantityKind,
-    StrKind,
-    TimeKind,
-)
+from apis.gojson_kinds import DurationKind, EnumKind, IntKind, ObjectKind, QuantityKind, StrKind, TimeKind
 from apis.quantity import Quantity
 from apis.rfc3339 import format_rfc3339, parse_rfc3339
 

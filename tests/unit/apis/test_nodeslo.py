@@ -12,10 +12,10 @@ import yaml
 
 from apis.crds import node_slo_crd
 from apis.gojson import SPEC_KEY, FieldSpec, StructKind, overlay, validate
+from apis.gojson_base import DecodeError
 from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     BoolKind,
-    DecodeError,
     ExtensionsKind,
     FloatKind,
     IntKind,

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from apis import constants as c
 from apis.duration import Duration, DurationError, format_go_duration, parse_go_duration
 from apis.gojson import SPEC_KEY, FieldSpec, StructKind, validate
+from apis.gojson_base import Kind
 from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
     AnyKind,
@@ -23,7 +24,6 @@ from apis.gojson_kinds import (
     FloatKind,
     IntKind,
     IntOrStrKind,
-    Kind,
     QuantityKind,
     SelectorKind,
     StrKind,
