@@ -378,7 +378,13 @@ def amplification_ratios(annotations: Mapping[str, Any]) -> dict[str, float] | N
             continue
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise ValueError(f"{ANNOTATION_RESOURCE_AMPLIFICATION_RATIO}.{k}: expected a number")
-        out[str(k)] = float(v)
+        try:
+            ratio = float(v)
+        except OverflowError:  # an integer literal past float64, which Go's decoder refuses too
+            ratio = math.inf
+        if not math.isfinite(ratio):  # Go's decoder refuses 1e999; Python's reads infinity
+            raise ValueError(f"{ANNOTATION_RESOURCE_AMPLIFICATION_RATIO}.{k}={v!r}: out of range")
+        out[str(k)] = ratio
     return out
 
 

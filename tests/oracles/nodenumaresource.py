@@ -63,6 +63,8 @@ def _ratio(annotations: Mapping[str, Any]) -> float:
     ratios = json.loads(text) or {}  # ValueError for a bad annotation
     if not isinstance(ratios, dict):
         raise ValueError(ratios)
+    if any(isinstance(v, float) and not math.isfinite(v) for v in ratios.values()):
+        raise ValueError(ratios)  # Go's decoder refuses a number past float64 (1e999)
     value = ratios.get("cpu", -1.0)
     if isinstance(value, bool) or not isinstance(value, int | float | None):
         raise ValueError(value)

@@ -74,6 +74,10 @@ def test_amplification() -> None:
     assert numa.amplification_ratios({key: '{"cpu": 1.5, "memory": 2}'}) == {"cpu": 1.5, "memory": 2.0}
     with pytest.raises(ValueError, match="cpu: expected a number"):
         numa.amplification_ratios({key: '{"cpu": "1.5"}'})
+    # Past float64 Go's decoder refuses the annotation, whichever resource it is for.
+    for text in ('{"cpu": 1.5, "memory": 1e999}', '{"cpu": 1' + "0" * 400 + "}"):
+        with pytest.raises(ValueError, match="out of range"):
+            numa.amplification_ratios({key: text})
     assert (numa.amplify(4000, 1.5), numa.amplify(1001, 1.5), numa.amplify(7, 1.0)) == (6000, 1502, 7)
 
 
