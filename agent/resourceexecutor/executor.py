@@ -17,9 +17,8 @@ refused the value) once while it lasts. It remembers what it last wrote per file
 differs from it is *drift* (someone else, e.g. the kubelet, changed it) and is counted through
 ``on_drift`` before the desired value is re-written; ``reassert()`` re-checks every remembered file.
 
-Imports: standard library, agent.podmeta, agent.system.cgroup,
-agent.resourceexecutor.{actions,audit,hostfs,results};
-never the QoS strategy framework.
+Imports: standard library, agent.system.cgroup,
+agent.resourceexecutor.{actions,audit,hostfs,results,writejob}; never the QoS strategy framework.
 """
 
 from __future__ import annotations
@@ -29,18 +28,17 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from agent.podmeta import PodMeta
 from agent.resourceexecutor.actions import CgroupWrite, FileWrite, HostActions, MakeDir
 from agent.resourceexecutor.audit import AuditLog
 from agent.resourceexecutor.hostfs import ConfinedFS, RefusedPathError
 from agent.resourceexecutor.results import WriteResult, WriteStatus
+from agent.resourceexecutor.writejob import ReasonMemory, WriteJob, audit_record
 from agent.system.cgroup import (
-    CgroupFile,
     CgroupUnsupportedError,
     CgroupVersion,
     HostPaths,
@@ -52,27 +50,12 @@ from agent.system.cgroup import (
 
 __all__ = ["ResourceExecutor", "WriteResult", "WriteStatus"]
 
-_MAX_REFUSALS_REMEMBERED = 4096  # refused / failed paths audited once each; past this many: start over
-
 _SWEEP_INTERVAL = timedelta(seconds=1)
 
 OnWrite = Callable[[str, str, float, str], None]
 """``on_write(strategy, file, seconds, status)`` — e.g. ``koordlet_resource_update_duration_milliseconds``."""
 OnDrift = Callable[[str, str], None]
 """``on_drift(strategy, file)`` — a value the executor had written was changed by someone else."""
-
-
-@dataclass(frozen=True)
-class _Job:
-    strategy: str
-    spec: CgroupFile[Any] | None
-    path: Path
-    text: str
-    cacheable: bool
-    write: CgroupWrite | None
-    pod: PodMeta | None
-    container_id: str | None
-    phase: str = "final"
 
 
 def _utcnow() -> datetime:
@@ -114,9 +97,9 @@ class ResourceExecutor:
         self._lock = threading.RLock()
         self._cache: dict[str, tuple[str, datetime]] = {}
         self._expired_at: datetime | None = None  # the last sweep of the cache
-        self._last: dict[str, _Job] = {}
-        self._refused: dict[str, str] = {}  # path -> reason last audited (audited once while refused)
-        self._failed: dict[str, str] = {}  # path -> why its last change did not happen (audited once)
+        self._last: dict[str, WriteJob] = {}
+        self._refused = ReasonMemory()  # path -> reason last audited (audited once while refused)
+        self._failed = ReasonMemory()  # path -> why its last change did not happen (audited once)
 
     # ------------------------------------------------------------ public API
 
@@ -154,7 +137,7 @@ class ResourceExecutor:
         """Write raw text to a host file under an allowed root (resctrl ``schemata`` / ``tasks``, a kernel
         knob)."""
         return self._execute(
-            _Job(
+            WriteJob(
                 action.strategy, None, action.path, action.text, action.cacheable, None, action.pod,
                 action.container_id,
             )
@@ -165,7 +148,7 @@ class ResourceExecutor:
         ``"old": null, "new": "mkdir <mode>"``. An existing directory is ``unchanged``."""
         start = time.perf_counter()
         text = f"mkdir {action.mode:04o}"
-        job = _Job(action.strategy, None, action.path, text, False, None, None, None)
+        job = WriteJob(action.strategy, None, action.path, text, False, None, None, None)
         key = self.fs.key(action.path) if action.path.name not in ("", ".", "..") else None
         if key is None:
             return self._refuse(
@@ -188,7 +171,7 @@ class ResourceExecutor:
                 return self._refuse(job, key, str(exc), start)
             except OSError as exc:
                 return self._os_error(job, key, exc, start, attempted=attempted)
-            self._failed.pop(key, None)
+            self._failed.forget(key)
             self._audit(job, key, None, now, dry_run=False)
             return self._done(job, WriteStatus.WRITTEN, key, "", start)
 
@@ -220,7 +203,9 @@ class ResourceExecutor:
         return cgroup_write_path(self.paths.cgroup_root, self.version, w.file, w.cgroup_dir)
 
     def _apply_one(self, w: CgroupWrite, phase: str = "final") -> WriteResult:
-        job = _Job(w.strategy, w.file, Path(w.file.name), "", w.cacheable, w, w.pod, w.container_id, phase)
+        job = WriteJob(
+            w.strategy, w.file, Path(w.file.name), "", w.cacheable, w, w.pod, w.container_id, phase
+        )
         try:
             job = replace(job, path=self._path(w))
             job = replace(job, text=format_cgroup(w.file, self.version, w.value))
@@ -240,12 +225,12 @@ class ResourceExecutor:
         except (OSError, ValueError, TypeError, CgroupUnsupportedError, RefusedPathError):
             return None  # the final phase reports why
 
-    def _equal(self, job: _Job, current: str, new: str) -> bool:
+    def _equal(self, job: WriteJob, current: str, new: str) -> bool:
         if job.spec is None:
             return current.strip() == new.strip()
         return cgroup_text_equal(job.spec, current, new)
 
-    def _execute(self, job: _Job) -> WriteResult:
+    def _execute(self, job: WriteJob) -> WriteResult:
         start = time.perf_counter()
         key = self.fs.key(job.path)
         if key is None:
@@ -263,14 +248,14 @@ class ResourceExecutor:
                 return self._refuse(job, key, str(exc), start)
             except OSError as exc:
                 return self._os_error(job, key, exc, start)
-            self._refused.pop(key, None)
+            self._refused.forget(key)
             old = current.strip()
             last = self._last.get(key)
             drift = last is not None and not self._equal(last, current, last.text)
             if drift and self.on_drift is not None:
                 self.on_drift(job.strategy, job.path.name)
             if self._equal(job, current, job.text):
-                self._failed.pop(key, None)
+                self._failed.forget(key)
                 if self._cached(job, key, now):
                     return self._done(job, WriteStatus.CACHED, key, "", start, old, drift)
                 self._remember(job, key, now)
@@ -284,12 +269,12 @@ class ResourceExecutor:
                 return self._refuse(job, key, str(exc), start, old)
             except OSError as exc:
                 return self._os_error(job, key, exc, start, old, drift, attempted=now)
-            self._failed.pop(key, None)
+            self._failed.forget(key)
             self._remember(job, key, now)
             self._audit(job, key, old, now, dry_run=False)
             return self._done(job, WriteStatus.WRITTEN, key, "", start, old, drift)
 
-    def _write_blind(self, job: _Job, key: str, now: datetime, start: float) -> WriteResult:
+    def _write_blind(self, job: WriteJob, key: str, now: datetime, start: float) -> WriteResult:
         """A write-only kernel file (``CgroupFile.write_only``; reading it fails with EINVAL): written every
         time it is asked, audited with ``"old": null``; no cache, no drift memory, so never re-asserted."""
         if self.dry_run:
@@ -301,12 +286,12 @@ class ResourceExecutor:
             return self._refuse(job, key, str(exc), start)
         except OSError as exc:
             return self._os_error(job, key, exc, start, attempted=now)
-        self._refused.pop(key, None)
-        self._failed.pop(key, None)
+        self._refused.forget(key)
+        self._failed.forget(key)
         self._audit(job, key, None, now, dry_run=False)
         return self._done(job, WriteStatus.WRITTEN, key, "", start)
 
-    def _cached(self, job: _Job, key: str, now: datetime) -> bool:
+    def _cached(self, job: WriteJob, key: str, now: datetime) -> bool:
         """A cacheable write whose value the cache holds, fresher than ``force_update_seconds``."""
         entry = self._cache.get(key) if job.cacheable else None
         fresh = entry is not None and (now - entry[1]).total_seconds() < self.force_update_seconds
@@ -314,7 +299,7 @@ class ResourceExecutor:
 
     def _os_error(
         self,
-        job: _Job,
+        job: WriteJob,
         key: str,
         exc: OSError,
         start: float,
@@ -331,27 +316,23 @@ class ResourceExecutor:
             self._last.pop(key, None)
         status = WriteStatus.SKIPPED if vanished else WriteStatus.FAILED
         reason = f"{'vanished: ' if vanished else ''}{exc.strerror or exc}"
-        if attempted is not None and self._failed.get(key) != reason:
-            if len(self._failed) >= _MAX_REFUSALS_REMEMBERED:
-                self._failed.clear()
-            self._failed[key] = reason
+        if attempted is not None and self._failed.first(key, reason):
             self._audit(job, key, old, attempted, dry_run=False, outcome=(status.value, reason))
         return self._done(job, status, key, reason, start, old, drift)
 
-    def _refuse(self, job: _Job, key: str, reason: str, start: float, old: str | None = None) -> WriteResult:
+    def _refuse(
+        self, job: WriteJob, key: str, reason: str, start: float, old: str | None = None
+    ) -> WriteResult:
         """REFUSED, audited with ``"refused": reason`` the first time (again once the reason changes)."""
         with self._lock:
             self._cache.pop(key, None)
             self._last.pop(key, None)
-            first = self._refused.get(key) != reason
-            if first and len(self._refused) >= _MAX_REFUSALS_REMEMBERED:
-                self._refused.clear()
-            self._refused[key] = reason
+            first = self._refused.first(key, reason)
         if first:
             self._audit(job, key, old, self.clock(), dry_run=self.dry_run, outcome=("refused", reason))
         return self._done(job, WriteStatus.REFUSED, key, reason, start, old)
 
-    def _remember(self, job: _Job, key: str, now: datetime) -> None:
+    def _remember(self, job: WriteJob, key: str, now: datetime) -> None:
         self._last[key] = job  # a merge-phase value too: the final phase must not see it as drift
         if job.cacheable:
             self._cache[key] = (job.text, now)
@@ -371,7 +352,7 @@ class ResourceExecutor:
 
     def _audit(
         self,
-        job: _Job,
+        job: WriteJob,
         key: str,
         old: str | None,
         now: datetime,
@@ -379,29 +360,15 @@ class ResourceExecutor:
         dry_run: bool,
         outcome: tuple[str, str] | None = None,
     ) -> None:
-        """One audit line; ``outcome`` = (``refused`` | ``skipped`` | ``failed``, reason) for a change that
-        did not happen."""
-        if self.audit is None:
-            return
-        pod = job.pod
-        record = {
-            "time": now.isoformat(),
-            "node": self.node_name,
-            "pod": pod.name if pod is not None else None,
-            "namespace": pod.namespace if pod is not None else None,
-            "container": job.container_id,
-            "strategy": job.strategy,
-            "file": key,
-            "old": old,
-            "new": job.text,
-            "dry_run": dry_run,
-            **(dict([outcome]) if outcome is not None else {}),
-        }
-        self.audit.write(record)
+        """One audit line (``audit_record``)."""
+        if self.audit is not None:
+            self.audit.write(
+                audit_record(job, self.node_name, key, old, now, dry_run=dry_run, outcome=outcome)
+            )
 
     def _done(
         self,
-        job: _Job,
+        job: WriteJob,
         status: WriteStatus,
         path: str,
         reason: str = "",
