@@ -9,6 +9,7 @@ Pure: the manager is read, not changed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +36,10 @@ class PostFilterState:
     used: Res
     non_preemptible_used: Res
     used_limit: Res
-    pod_cache: frozenset[str] = frozenset()
+    # the quota's pod keys as a live view, not a copy (O(pods of the quota) per pod, tens of thousands in
+    # the default quota): the state lives within one scheduling cycle, under the scheduler's lock, while no
+    # pod event runs (docs/rules/scheduler-elasticquota.md#performance)
+    pod_cache: AbstractSet[str] = frozenset()
     max_names: frozenset[str] | None = None  # None: charges are not masked
     skip: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -84,7 +88,7 @@ def admit(
         return Status.error("Could not find the specified ElasticQuota"), None
     limit = used_limit(info, runtime_quota)
     state = PostFilterState(
-        quota, dict(info.used), dict(info.np_used), limit, frozenset(info.pods), frozenset(info.max)
+        quota, dict(info.used), dict(info.np_used), limit, info.pods.keys(), frozenset(info.max)
     )
     req = pod_charge(pod, info.max)
     req_text = pod_request_quantities(pod, info.max)
