@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from scheduler.plugins.elasticquota.resources import Res, whole_value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Share:
-    """One child in one resource's calculator."""
+    """One child in one resource's calculator (not frozen: a frozen dataclass's construction costs twice
+    as much, and a parent's calculator builds one per child and resource on every run)."""
 
     name: str
     shared_weight: int
