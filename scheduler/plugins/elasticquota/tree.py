@@ -23,8 +23,6 @@ from scheduler.plugins.elasticquota.calculator import TreeNode, split
 from scheduler.plugins.elasticquota.quotainfo import SPECIAL_CHILDREN, QuotaInfo
 from scheduler.plugins.elasticquota.resources import Res
 
-SUMS = ("used", "np_used", "np_request")  # plain sums over the descendants (the request is not one)
-
 
 @dataclass(slots=True)
 class _Split:
@@ -45,7 +43,7 @@ class QuotaTree:
         self._agg_parent: dict[str, str] = {}  # quota → the quota its sums are added to (none: absent)
         self._sharing: dict[str, list[str]] = {}  # parent → its children taking part in its calculator
         self._keys: dict[str, list[str]] = {}  # parent → the resource names its calculator splits
-        self._reachable: set[str] = set()  # the quotas below the root through existing parents
+        self._reachable: set[str] = set()  # the root and the quotas its calculators reach
         self._version: dict[str, int] = {}  # parent → bumped when a sharing child's limited request moves
         self._runtime_version: dict[str, int] = {}  # quota → bumped when its runtime changes
         self._splits: dict[str, _Split] = {}
