@@ -18,12 +18,8 @@ from apis.pod import pod_requests
 from apis.quantity import Quantity
 from scheduler.framework.status import Status
 from scheduler.plugins.elasticquota import resources as r
-from scheduler.plugins.elasticquota.manager import (
-    GroupQuotaManager,
-    QuotaInfo,
-    pod_charge,
-    pod_request_quantities,
-)
+from scheduler.plugins.elasticquota.manager import GroupQuotaManager
+from scheduler.plugins.elasticquota.quotainfo import QuotaInfo, pod_charge, pod_request_quantities
 from scheduler.plugins.elasticquota.resources import Res
 
 

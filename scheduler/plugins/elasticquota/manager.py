@@ -32,20 +32,12 @@ from scheduler.plugins.elasticquota.quotainfo import (
     PodEntry,
     QuotaInfo,
     pod_charge,
-    pod_request_quantities,
     quota_info,
 )
 from scheduler.plugins.elasticquota.resources import Res
 from scheduler.plugins.elasticquota.tree import QuotaTree
 
-__all__ = [
-    "SPECIAL_CHILDREN",
-    "GroupQuotaManager",
-    "PodEntry",
-    "QuotaInfo",
-    "pod_charge",
-    "pod_request_quantities",
-]
+__all__ = ["GroupQuotaManager"]
 
 
 class GroupQuotaManager:

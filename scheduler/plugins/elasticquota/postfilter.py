@@ -35,7 +35,7 @@ from scheduler.plugins.defaultpreemption.plugin import RESULT_KEY, PreemptionRes
 from scheduler.plugins.defaultpreemption.victims import Victims, importance_order
 from scheduler.plugins.elasticquota import resources as r
 from scheduler.plugins.elasticquota.admission import PostFilterState
-from scheduler.plugins.elasticquota.manager import pod_charge
+from scheduler.plugins.elasticquota.quotainfo import pod_charge
 
 PREFIX = "preemption: "
 

@@ -16,7 +16,7 @@ from apis.qos import pod_priority
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.elasticquota import resources as r
 from scheduler.plugins.elasticquota.admission import PostFilterState
-from scheduler.plugins.elasticquota.manager import pod_charge
+from scheduler.plugins.elasticquota.quotainfo import pod_charge
 
 Pod = Mapping[str, Any]
 NEVER: Final = "Never"

@@ -24,9 +24,9 @@ from scheduler.plugins.elasticquota import resources as r
 from scheduler.plugins.elasticquota.admission import PostFilterState
 from scheduler.plugins.elasticquota.args import ArgsError, ElasticQuotaArgs
 from scheduler.plugins.elasticquota.calculator import Share, redistribute
-from scheduler.plugins.elasticquota.manager import SPECIAL_CHILDREN
 from scheduler.plugins.elasticquota.plugin import ElasticQuota as Plugin
 from scheduler.plugins.elasticquota.preemption import select_victims_on_node
+from scheduler.plugins.elasticquota.quotainfo import SPECIAL_CHILDREN
 from scheduler.plugins.elasticquota.resources import Res
 from scheduler.plugins.elasticquota.revoke import revoke_list
 

@@ -21,7 +21,7 @@ from apis.elasticquota import (
 )
 from apis.quantity import Quantity, QuantityError, parse_resource_list
 from scheduler.plugins.elasticquota import resources as r
-from scheduler.plugins.elasticquota.manager import QuotaInfo
+from scheduler.plugins.elasticquota.quotainfo import QuotaInfo
 
 
 def _json(d: Mapping[str, int]) -> str:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from apis.elasticquota import DEFAULT_QUOTA, ROOT_QUOTA, SYSTEM_QUOTA
 from scheduler.plugins.elasticquota import resources as r
 from scheduler.plugins.elasticquota.calculator import Share, redistribute, scaled_mins
-from scheduler.plugins.elasticquota.manager import GroupQuotaManager, QuotaInfo
+from scheduler.plugins.elasticquota.manager import GroupQuotaManager
+from scheduler.plugins.elasticquota.quotainfo import QuotaInfo
 from scheduler.plugins.elasticquota.resources import Res
 
 SPECIAL = (SYSTEM_QUOTA, DEFAULT_QUOTA)
