@@ -6,10 +6,9 @@ last save; saved again every ``--metric-cache-checkpoint-interval``) → states 
 → collectors (wait until each has run once) → reporter (NodeMetric CR + MetricHub push); the
 NodeResourceTopology reporter starts with the NodeMetric reporter and is kicked by pod events that change a
 cpuset (docs/rules/koordlet-topology.md#reporting), and so does the Device reporter (gate ``Accelerators``,
-docs/rules/koordlet-gpu.md#reporting). Loops run as supervised threads. SIGTERM/SIGINT stop
-everything and save the metric cache.
-Imports: standard library, apis.{constants,kubeobjects,nodemetric,waits}, kube.{client,httpserver,informer},
-agent.*.
+docs/rules/koordlet-gpu.md#reporting); agent.daemon_topology wires both. Loops run as supervised threads.
+SIGTERM/SIGINT stop everything and save the metric cache.
+Imports: standard library, apis.{nodemetric,waits}, kube.{errors,httpserver,rest}, agent.*.
 """
 
 from __future__ import annotations
@@ -27,10 +26,10 @@ from types import FrameType
 
 from prometheus_client import CollectorRegistry
 
+from agent.daemon_topology import TopologyReports
 from agent.evictor import Evictor
 from agent.gateway import KubeGateway
 from agent.metriccache import CacheConfig, MetricCache, persist
-from agent.metriccache.kv import NODE_CPU_INFO, NODE_NUMA_INFO
 from agent.metrics import AgentMetrics, BlindnessCollector
 from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
 from agent.metricsadvisor.registry import default_collectors, numa_ids
@@ -48,19 +47,11 @@ from agent.resourceexecutor.executor import ResourceExecutor, default_roots
 from agent.statesinformer.informer import StatesInformer
 from agent.supervisor import Supervisor
 from agent.system.cgroup import detect_cgroup_version
-from agent.system.gpu import open_backend
-from agent.system.nodeinfo import NodeTopology
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
-from agent.topology.device_reporter import DeviceReporter
-from agent.topology.reporter import TopologyReporter
-from agent.topology.sharepools import share_pools
-from apis import constants as c
-from apis.kubeobjects import CustomResource, Pod
 from apis.nodemetric import NodeMetricCollectPolicy
 from apis.waits import clamp_seconds
 from kube.errors import KubeConfigError
 from kube.httpserver import ProbeServer
-from kube.informer import Informer
 from kube.rest import KubeRest
 
 __all__ = ["Koordlet", "main"]
@@ -71,7 +62,6 @@ DRIVER_WAIT_SECONDS = 60.0
 SHUTDOWN_JOIN_SECONDS = 10.0
 NODE_RETENTION_SLACK_SECONDS = 300.0
 DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
-NRT_SYNC_WAIT_SECONDS = 10.0
 REASSERT_INTERVAL_SECONDS = 10.0
 """How often the executor re-checks every file it wrote, drift counted and rewritten
 (docs/rules/koordlet.md#re-asserting-written-values)."""
@@ -145,36 +135,7 @@ class Koordlet:
             numa_ids=lambda: numa_ids(self.context),
             on_result=self._report_result,
         )
-        self.nrt_informer: Informer[CustomResource] | None = None
-        self.topology_reporter: TopologyReporter | None = None
-        if opts.node_topology_sync_seconds > 0 and opts.feature_gates.get("NodeTopologyReport", True):
-            informer = self.nrt_informer = self.gateway.nrt_informer()
-            self.topology_reporter = TopologyReporter(
-                writer=self.gateway,
-                observed=lambda: informer.get(opts.node_name),
-                node=self.states.node,
-                pods=lambda: [m.pod for m in self.states.pods()],
-                topology=self._topology,
-                numa_meminfo=self._numa_meminfo,
-                share_pools=share_pools,
-                kubelet_config_file=opts.kubelet_config_file,
-                kubelet_root_dir=opts.kubelet_root_dir,
-                interval_seconds=opts.node_topology_sync_seconds,
-                on_result=self.metrics.on_topology_report,
-            )
-            self.gateway.add_pod_listener(self._pod_event)
-        # The Device report (upstream's gate Accelerators, docs/rules/koordlet-gpu.md#reporting) shares the
-        # NRT report's interval, as upstream's.
-        self.device_reporter: DeviceReporter | None = None
-        if opts.node_topology_sync_seconds > 0 and opts.feature_gates.get("Accelerators", False):
-            self.device_reporter = DeviceReporter(
-                self.gateway,
-                open_backend(opts.gpu_fake_root, opts.paths.sys),
-                opts.node_name,
-                opts.node_topology_sync_seconds,
-                node_uid=self._node_uid,
-                on_result=self.metrics.on_device_report,
-            )
+        self.reports = TopologyReports(opts, self.gateway, self.states, self.context, self.metrics)
         self._collectors_started = threading.Event()
         path = opts.metric_cache_path
         self.cache_file = persist.CacheFile(self.cache, path) if path is not None else None
@@ -197,7 +158,9 @@ class Koordlet:
         self.qos = QoSManager(
             build_entries(
                 opts.feature_gates,
-                StrategyDeps(opts.paths, self.evictor.pending_uids, nrt_annotations=self._nrt_annotations),
+                StrategyDeps(
+                    opts.paths, self.evictor.pending_uids, nrt_annotations=self.reports.nrt_annotations
+                ),
             )
             if opts.enable_qos
             else [],
@@ -255,7 +218,7 @@ class Koordlet:
             cgroups=HostCgroupView(self.opts.paths, self.cgroup_version),
             cgroup_version=self.cgroup_version,
             cgroup_driver=self.driver,
-            topology=self._topology(),
+            topology=self.reports.topology(),
             collect_interval_seconds=self.opts.collect_interval_seconds,
             host_apps=tuple(self.states.host_apps() or ()),
             gates=self.opts.feature_gates,
@@ -273,32 +236,6 @@ class Koordlet:
         if not res.count():
             return None
         return max(0.0, (now_ms - int(res.timestamps.max())) / 1000.0)
-
-    def _topology(self) -> NodeTopology | None:
-        topo = self.context.kv.get(NODE_CPU_INFO)
-        return topo if isinstance(topo, NodeTopology) else None
-
-    def _node_uid(self) -> str | None:
-        """This Node's UID once the informer has seen it (it owns the Device object)."""
-        meta = (self.states.node() or {}).get("metadata") or {}
-        return str(meta.get("uid") or "") or None
-
-    def _nrt_annotations(self) -> dict[str, str] | None:
-        """This node's NRT annotations as last reported (None without the report: the Node's are read)."""
-        reporter = self.topology_reporter
-        return reporter.annotations() if reporter is not None else None
-
-    def _numa_meminfo(self) -> dict[int, dict[str, int]] | None:
-        info = self.context.kv.get(NODE_NUMA_INFO)
-        return info if isinstance(info, dict) else None
-
-    def _pod_event(self, old: Pod | None, new: Pod | None) -> None:
-        """A pod added, gone, or whose cpuset or QoS changed moves the share pools: report now."""
-        reporter = self.topology_reporter
-        if reporter is None:
-            return
-        if old is None or new is None or _cpuset_inputs(old) != _cpuset_inputs(new):
-            reporter.kick()
 
     def _audit_eviction(self, line: str) -> None:
         if self.audit is not None:
@@ -347,18 +284,7 @@ class Koordlet:
         # The reporter needs only the informers; it reports whatever the cache holds
         # (docs/rules/koordlet.md#reporter).
         self.supervisor.spawn("reporter", self.reporter.run)
-        if self.topology_reporter is not None and self.nrt_informer is not None:
-            self.nrt_informer.start(stop)
-            informer, reporter = self.nrt_informer, self.topology_reporter
-
-            def report_topology(stop: threading.Event) -> None:
-                # Without the watch a round still works (a create answered 409 reads the object back).
-                informer.has_synced.wait(NRT_SYNC_WAIT_SECONDS)
-                reporter.run(stop)
-
-            self.supervisor.spawn("node-topology", report_topology)
-        if self.device_reporter is not None:
-            self.supervisor.spawn("device-report", self.device_reporter.run)
+        self.reports.start(self.supervisor, stop)
         self.supervisor.spawn("usage-metrics", self._usage_metrics)
         while not self.runner.wait_started(5.0):
             if stop.is_set():
@@ -421,8 +347,8 @@ class Koordlet:
 
     def shutdown(self) -> None:
         self.stop_event.set()
-        if self.topology_reporter is not None:
-            self.topology_reporter.kick()  # out of its interval wait
+        if self.reports.topology_reporter is not None:
+            self.reports.topology_reporter.kick()  # out of its interval wait
         self.runner.stop()
         if self.audit is not None:
             self.audit.close()
@@ -435,15 +361,6 @@ class Koordlet:
             self.pusher.close()
         self.rest.close()
         self.server.stop()
-
-
-def _cpuset_inputs(pod: Pod) -> tuple[object, object]:
-    """What of a pod the share pools read: its resource-status annotation and raw QoS label."""
-    meta = pod.get("metadata") or {}
-    return (
-        (meta.get("annotations") or {}).get(c.ANNOTATION_RESOURCE_STATUS),
-        (meta.get("labels") or {}).get(c.LABEL_POD_QOS),
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

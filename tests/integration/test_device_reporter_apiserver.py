@@ -131,9 +131,10 @@ def test_koordlet_reports_its_fake_cards(
     idle = Koordlet(off, rest=KubeRest.from_kubeconfig(str(control_plane.kubeconfig_path)))
     idle.rest.close()
     idle.server.stop()  # bound, never started
-    assert idle.device_reporter is None  # Accelerators is off by default, whatever --gpu-fake-root says
+    # Accelerators is off by default, whatever --gpu-fake-root says
+    assert idle.reports.device_reporter is None
     agent = Koordlet(opts, rest=KubeRest.from_kubeconfig(str(control_plane.kubeconfig_path)))
-    assert agent.device_reporter is not None and agent.topology_reporter is None
+    assert agent.reports.device_reporter is not None and agent.reports.topology_reporter is None
 
     def device() -> dict[str, Any] | None:
         try:
