@@ -6,9 +6,9 @@ last save; saved again every ``--metric-cache-checkpoint-interval``) → states 
 → collectors (wait until each has run once) → reporter (NodeMetric CR + MetricHub push); the
 NodeResourceTopology reporter starts with the NodeMetric reporter and is kicked by pod events that change a
 cpuset (docs/rules/koordlet-topology.md#reporting), and so does the Device reporter (gate ``Accelerators``,
-docs/rules/koordlet-gpu.md#reporting); agent.daemon_topology wires both. Loops run as supervised threads.
-SIGTERM/SIGINT stop everything and save the metric cache.
-Imports: standard library, apis.{nodemetric,waits}, kube.{errors,httpserver,rest}, agent.*.
+docs/rules/koordlet-gpu.md#reporting); agent.daemon_topology wires both, agent.daemon_cache keeps the metric
+cache. Loops run as supervised threads. SIGTERM/SIGINT stop everything and save the metric cache.
+Imports: standard library, apis.waits, kube.{errors,httpserver,rest}, agent.*.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from types import FrameType
 
 from prometheus_client import CollectorRegistry
 
+from agent.daemon_cache import new_cache, newest_sample_age, restore, retention
 from agent.daemon_topology import TopologyReports
 from agent.evictor import Evictor
 from agent.gateway import KubeGateway
-from agent.metriccache import CacheConfig, MetricCache, persist
+from agent.metriccache import persist
 from agent.metrics import AgentMetrics, BlindnessCollector
 from agent.metricsadvisor.framework import AdvisorConfig, CollectContext
 from agent.metricsadvisor.registry import default_collectors, numa_ids
@@ -39,7 +40,6 @@ from agent.qosmanager.framework import Snapshot
 from agent.qosmanager.registry import StrategyDeps, build_entries
 from agent.qosmanager.runner import CacheMetricView, HostCgroupView, QoSManager
 from agent.qosmanager.systemconfig import system_roots
-from agent.reporter.build import aggregate_duration_seconds
 from agent.reporter.hubpush import HubPusher
 from agent.reporter.loop import ReporterLoop
 from agent.resourceexecutor.audit import AuditLog
@@ -48,7 +48,6 @@ from agent.statesinformer.informer import StatesInformer
 from agent.supervisor import Supervisor
 from agent.system.cgroup import detect_cgroup_version
 from agent.system.podcgroup import CgroupDriver, detect_cgroup_driver
-from apis.nodemetric import NodeMetricCollectPolicy
 from apis.waits import clamp_seconds
 from kube.errors import KubeConfigError
 from kube.httpserver import ProbeServer
@@ -60,8 +59,6 @@ log = logging.getLogger("koordlet")
 
 DRIVER_WAIT_SECONDS = 60.0
 SHUTDOWN_JOIN_SECONDS = 10.0
-NODE_RETENTION_SLACK_SECONDS = 300.0
-DEFAULT_NODE_RETENTION_SECONDS = 30 * 60 + NODE_RETENTION_SLACK_SECONDS
 REASSERT_INTERVAL_SECONDS = 10.0
 """How often the executor re-checks every file it wrote, drift counted and rewritten
 (docs/rules/koordlet.md#re-asserting-written-values)."""
@@ -84,14 +81,7 @@ class Koordlet:
         self.stop_event = threading.Event()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = AgentMetrics(opts.node_name, self.registry)
-        # Sized for the default NodeMetric spec until the node's own spec is known (see retention_seconds).
-        self.cache = MetricCache(
-            CacheConfig(
-                retention_seconds=min(DEFAULT_NODE_RETENTION_SECONDS, opts.retention_seconds),
-                collect_interval_seconds=opts.collect_interval_seconds,
-                entity_retention_seconds=min(max(opts.pod_retention_seconds, 360.0), opts.retention_seconds),
-            )
-        )
+        self.cache = new_cache(opts)  # resized by retention_seconds once the node's NodeMetric spec is known
         self.supervisor = Supervisor(self.stop_event)
         self.rest = (
             rest
@@ -139,7 +129,9 @@ class Koordlet:
         self._collectors_started = threading.Event()
         path = opts.metric_cache_path
         self.cache_file = persist.CacheFile(self.cache, path) if path is not None else None
-        BlindnessCollector(opts.node_name, self._newest_sample_age, self.registry)
+        BlindnessCollector(
+            opts.node_name, lambda: newest_sample_age(self.cache, opts.retention_seconds), self.registry
+        )
         self.audit = AuditLog(opts.audit_log) if opts.audit_log is not None else None
         roots = default_roots(opts.paths)
         if opts.feature_gates.get("SystemConfig", False):  # kernel knobs: only when that strategy runs
@@ -224,19 +216,6 @@ class Koordlet:
             gates=self.opts.feature_gates,
         )
 
-    def _newest_sample_age(self) -> float | None:
-        """Seconds since the newest node_cpu_usage sample (None before the first one)."""
-        now_ms = int(time.time() * 1000)
-        try:
-            res = self.cache.query(
-                "node_cpu_usage", {}, now_ms - int(self.opts.retention_seconds * 1000), now_ms
-            )
-        except Exception:
-            return None
-        if not res.count():
-            return None
-        return max(0.0, (now_ms - int(res.timestamps.max())) / 1000.0)
-
     def _audit_eviction(self, line: str) -> None:
         if self.audit is not None:
             try:
@@ -259,18 +238,7 @@ class Koordlet:
             self.driver.value,
         )
         if self.cache_file is not None:
-            try:
-                n = self.cache_file.load(int(time.time() * 1000), int(self.opts.retention_seconds * 1000))
-                log.info("metric cache: restored %d points from %s", n, self.cache_file.path)
-            except persist.PersistError as e:
-                log.warning("metric cache: starting empty: %s", e)
-            if self.opts.metric_cache_checkpoint_seconds > 0:
-                # docs/rules/koordlet.md#metric-cache: a crash loses at most one interval
-                interval = clamp_seconds(
-                    self.opts.metric_cache_checkpoint_seconds, "--metric-cache-checkpoint-interval"
-                )
-                run = self.cache_file.run
-                self.supervisor.spawn("metric-cache-checkpoint", lambda stop: run(stop, interval))
+            restore(self.cache_file, self.opts, self.supervisor)
         self.states.start(self.stop_event)
         self.supervisor.spawn("bringup", self._bring_up)
         return self
@@ -330,16 +298,8 @@ class Koordlet:
             self.cache.set_retention(*self.retention_seconds())
 
     def retention_seconds(self) -> tuple[float, float]:
-        """(node, pod) history to keep: what the NodeMetric spec's windows need plus slack, capped by
-        ``--metric-retention``; pod series at least ``--pod-metric-retention``. Memory then follows
-        what is actually queried (30 min windows by default) instead of the 12 h cap."""
-        policy = (self.states.collect_policy() or NodeMetricCollectPolicy()).with_defaults()
-        aggregate = aggregate_duration_seconds(policy)
-        durations = policy.node_aggregate_policy.durations if policy.node_aggregate_policy else []
-        longest = max([aggregate, *(d.total_seconds() for d in durations)])
-        node = min(longest + NODE_RETENTION_SLACK_SECONDS, self.opts.retention_seconds)
-        pod = min(max(self.opts.pod_retention_seconds, aggregate + 60.0), node)
-        return node, pod
+        """(node, pod) history to keep for this node's NodeMetric spec (agent.daemon_cache.retention)."""
+        return retention(self.opts, self.states.collect_policy())
 
     @property
     def ready(self) -> bool:

@@ -364,7 +364,7 @@ def child_agent(host: FakeHost, seconds: float, epoch: float) -> dict[str, Any]:
     )
     # The daemon's cache sizing for the default NodeMetric spec (node series 35 min, pod/container/
     # interface series 6 min).
-    from agent.daemon import DEFAULT_NODE_RETENTION_SECONDS
+    from agent.daemon_cache import DEFAULT_NODE_RETENTION_SECONDS
 
     cache = MetricCache(
         CacheConfig(
