@@ -6,7 +6,7 @@ directories, leveled cgroup writes, cgroup writes, resctrl writes, sysctl writes
 and formats each cgroup value (``format_cgroup``), touches files only through ``ConfinedFS`` (outside its
 allowed roots, a ``..``, a symbolic link on the way or a file that is not a regular one: refused, and
 audited once while it stays refused; docs/rules/koordlet.md#confinement), reads the file first and skips
-equal values — always, cacheable writes included: its cache (key = path; fresh for
+equal values — always, cacheable writes included: its cache (agent.resourceexecutor.writecache; fresh for
 ``force_update_seconds``, entries expire after ``cache_ttl_seconds``) only names an equal value ``cached``,
 it never stands in for the file, so a value someone else changed is re-written in the same round;
 a write-only kernel file (``CgroupFile.write_only``) is written blind each time it is asked —, treats
@@ -18,7 +18,7 @@ differs from it is *drift* (someone else, e.g. the kubelet, changed it) and is c
 ``on_drift`` before the desired value is re-written; ``reassert()`` re-checks every remembered file.
 
 Imports: standard library, agent.system.cgroup,
-agent.resourceexecutor.{actions,audit,hostfs,results,writejob}; never the QoS strategy framework.
+agent.resourceexecutor.{actions,audit,hostfs,results,writecache,writejob}; never the QoS strategy framework.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from agent.resourceexecutor.actions import CgroupWrite, FileWrite, HostActions, 
 from agent.resourceexecutor.audit import AuditLog
 from agent.resourceexecutor.hostfs import ConfinedFS, RefusedPathError
 from agent.resourceexecutor.results import WriteResult, WriteStatus
+from agent.resourceexecutor.writecache import WriteCache
 from agent.resourceexecutor.writejob import ReasonMemory, WriteJob, audit_record
 from agent.system.cgroup import (
     CgroupUnsupportedError,
@@ -49,8 +50,6 @@ from agent.system.cgroup import (
 )
 
 __all__ = ["ResourceExecutor", "WriteResult", "WriteStatus"]
-
-_SWEEP_INTERVAL = timedelta(seconds=1)
 
 OnWrite = Callable[[str, str, float, str], None]
 """``on_write(strategy, file, seconds, status)`` — e.g. ``koordlet_resource_update_duration_milliseconds``."""
@@ -90,13 +89,10 @@ class ResourceExecutor:
         self.audit = audit
         self.dry_run = dry_run
         self.clock = clock
-        self.force_update_seconds = force_update_seconds
-        self.cache_ttl_seconds = cache_ttl_seconds
         self.on_write = on_write
         self.on_drift = on_drift
         self._lock = threading.RLock()
-        self._cache: dict[str, tuple[str, datetime]] = {}
-        self._expired_at: datetime | None = None  # the last sweep of the cache
+        self._cache = WriteCache(force_update_seconds, cache_ttl_seconds)
         self._last: dict[str, WriteJob] = {}
         self._refused = ReasonMemory()  # path -> reason last audited (audited once while refused)
         self._failed = ReasonMemory()  # path -> why its last change did not happen (audited once)
@@ -194,7 +190,7 @@ class ResourceExecutor:
         """Drop the cache and drift memory of one file (e.g. a deleted cgroup)."""
         key = self.fs.key(path) or os.path.realpath(path)
         with self._lock:
-            self._cache.pop(key, None)
+            self._cache.drop(key)
             self._last.pop(key, None)
 
     # ------------------------------------------------------------ internals
@@ -237,7 +233,7 @@ class ResourceExecutor:
             return self._refuse(job, str(job.path), f"{job.path} resolves outside the allowed roots", start)
         with self._lock:
             now = self.clock()
-            self._expire(now)
+            self._cache.expire(now)
             if job.spec is not None and job.spec.write_only:
                 return self._write_blind(job, key, now, start)
             # The file is read even when the cache holds the value: the cache cannot see a third party's
@@ -293,9 +289,8 @@ class ResourceExecutor:
 
     def _cached(self, job: WriteJob, key: str, now: datetime) -> bool:
         """A cacheable write whose value the cache holds, fresher than ``force_update_seconds``."""
-        entry = self._cache.get(key) if job.cacheable else None
-        fresh = entry is not None and (now - entry[1]).total_seconds() < self.force_update_seconds
-        return fresh and entry is not None and self._equal(job, entry[0], job.text)
+        text = self._cache.fresh(key, now) if job.cacheable else None
+        return text is not None and self._equal(job, text, job.text)
 
     def _os_error(
         self,
@@ -312,7 +307,7 @@ class ResourceExecutor:
         the read before it): audited with ``skipped`` / ``failed`` naming the reason, once while it lasts."""
         vanished = exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENODEV)
         if vanished:
-            self._cache.pop(key, None)
+            self._cache.drop(key)
             self._last.pop(key, None)
         status = WriteStatus.SKIPPED if vanished else WriteStatus.FAILED
         reason = f"{'vanished: ' if vanished else ''}{exc.strerror or exc}"
@@ -325,7 +320,7 @@ class ResourceExecutor:
     ) -> WriteResult:
         """REFUSED, audited with ``"refused": reason`` the first time (again once the reason changes)."""
         with self._lock:
-            self._cache.pop(key, None)
+            self._cache.drop(key)
             self._last.pop(key, None)
             first = self._refused.first(key, reason)
         if first:
@@ -335,20 +330,9 @@ class ResourceExecutor:
     def _remember(self, job: WriteJob, key: str, now: datetime) -> None:
         self._last[key] = job  # a merge-phase value too: the final phase must not see it as drift
         if job.cacheable:
-            self._cache[key] = (job.text, now)
+            self._cache.put(key, job.text, now)
         else:
-            self._cache.pop(key, None)
-
-    def _expire(self, now: datetime) -> None:
-        """Drop entries older than ``cache_ttl_seconds``; a sweep a second at most, not one per write."""
-        if self._expired_at is not None and timedelta(0) <= now - self._expired_at < _SWEEP_INTERVAL:
-            return
-        self._expired_at = now
-        stale = [
-            k for k, (_, t) in self._cache.items() if (now - t).total_seconds() >= self.cache_ttl_seconds
-        ]
-        for k in stale:
-            del self._cache[k]
+            self._cache.drop(key)
 
     def _audit(
         self,
