@@ -20,16 +20,10 @@ from typing import Any, ClassVar, Final, TypeVar
 
 from apis.gojson_base import DecodeError, FieldError, Kind, join_path
 
-# Re-exported (listed in __all__): apis/nodemetric.py, apis/nodemetric_kinds.py and
-# scheduler/plugins/nodepreferavoidpods.py, owned by others for now, still import them from here.
-from apis.gojson_collections import ListKind, MapKind
-
 __all__ = [
     "SPEC_KEY",
     "FieldSpec",
     "GoStruct",
-    "ListKind",
-    "MapKind",
     "StructKind",
     "decode_into",
     "encode",

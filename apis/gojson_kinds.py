@@ -22,12 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from apis.duration import Duration, DurationError
-
-# DecodeError and FieldError are re-exported: apis/nodemetric.py, apis/nodemetric_kinds.py and
-# scheduler/plugins/nodepreferavoidpods.py, owned by others for now, still import them from here.
-from apis.gojson_base import DecodeError as DecodeError
-from apis.gojson_base import FieldError as FieldError
-from apis.gojson_base import Kind, join_path
+from apis.gojson_base import FieldError, Kind, join_path
 from apis.labelselector import LabelSelector, LabelSelectorError
 from apis.quantity import Quantity, QuantityError
 from apis.rfc3339 import format_rfc3339, parse_rfc3339

@@ -12,8 +12,8 @@ JSON path and the value on bad input. ``AggregatePolicy`` and ``NodeMetricCollec
 types of the slo-controller-config colocation strategy (``apis.sloconfig_types``).
 The bulk of a report (podsMetric, ResourceMaps, aggregated usages, windows, metadata) decodes through the
 shortcut kinds of ``apis.nodemetric_kinds``, which give the generic decoder's result.
-Imports: the standard library and apis (constants, duration, gojson, gojson_kinds, kubeobjects,
-nodemetric_kinds, qos, quantity, rfc3339).
+Imports: the standard library and apis (constants, duration, gojson, gojson_base, gojson_collections,
+gojson_kinds, kubeobjects, nodemetric_kinds, qos, quantity, rfc3339).
 Pure, no I/O.
 """
 
@@ -28,9 +28,10 @@ from typing import Any, ClassVar, Final, Self, TypeVar
 
 from apis import constants as c
 from apis.duration import Duration
-from apis.gojson import GoStruct, ListKind, MapKind, StructKind, jf
+from apis.gojson import GoStruct, StructKind, jf
+from apis.gojson_base import DecodeError
+from apis.gojson_collections import ListKind, MapKind
 from apis.gojson_kinds import (
-    DecodeError,
     EnumKind,
     ExtensionsKind,
     IntKind,

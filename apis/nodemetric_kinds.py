@@ -11,7 +11,8 @@ input and names the field and value of every error. Where a shortcut applies it 
 decoder yields (tests/unit/apis/test_nodemetric_kinds.py checks both ways on generated input). The
 metadata kind copies a plain JSON tree without ``copy.deepcopy``'s bookkeeping; the window kind reads each
 recurring duration text ("5m0s") once.
-Imports: the standard library and apis (duration, gojson, gojson_kinds, quantity).
+Imports: the standard library and apis (duration, gojson, gojson_base, gojson_collections, gojson_kinds,
+quantity).
 Pure, no I/O.
 """
 
@@ -23,8 +24,10 @@ import functools
 from typing import Any, Final
 
 from apis.duration import Duration, DurationError
-from apis.gojson import ListKind, MapKind, StructKind
-from apis.gojson_kinds import DurationKind, FieldError, ObjectKind
+from apis.gojson import StructKind
+from apis.gojson_base import FieldError
+from apis.gojson_collections import ListKind, MapKind
+from apis.gojson_kinds import DurationKind, ObjectKind
 from apis.quantity import Quantity, QuantityError
 
 __all__ = ["JsonObjectKind", "PodsMetricKind", "ResourceMapKind", "UsageMapKind", "WindowKind"]

@@ -12,7 +12,8 @@ would make kube's plugin dereference nil) matches nothing.
 
 Vectorised: each row's set of avoided controllers is interned in a snapshot view (rows share sets, and
 almost all are empty); a pod is checked once per distinct set and the scores gathered over the rows.
-Imports: standard library, numpy, apis (gojson, gojson_kinds, jsonfields), scheduler.framework.
+Imports: standard library, numpy, apis (gojson, gojson_base, gojson_collections, gojson_kinds, jsonfields),
+scheduler.framework.
 """
 
 # ruff: noqa: RUF009  -- jf() returns a dataclasses.field() with a default or default_factory
@@ -26,8 +27,10 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from apis.gojson import GoStruct, ListKind, StructKind, jf
-from apis.gojson_kinds import BoolKind, DecodeError, StrKind, TimeKind
+from apis.gojson import GoStruct, StructKind, jf
+from apis.gojson_base import DecodeError
+from apis.gojson_collections import ListKind
+from apis.gojson_kinds import BoolKind, StrKind, TimeKind
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import IntArray, Pod
