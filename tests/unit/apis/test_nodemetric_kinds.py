@@ -142,24 +142,7 @@ near_good_pods = st.builds(
     st.sampled_from(sorted(odd_fields)),
     st.data(),
 )
-pods = (
-    good_pods
-    | near_good_pods
-    | st.fixed_dictionaries(
-        {},
-        optional={
-            "name": strings,
-            "namespace": strings,
-            "podUsage": resource_maps,
-            "priority": priorities,
-            "qos": qos_classes,
-            "extensions": st.sampled_from([None, {}, {"Object": {"k": [1]}}, {"k": 1}, "x"]),
-            "Name": strings,
-            "QOS": qos_classes,
-            "junk": strings,
-        },
-    )
-)
+pods = good_pods | near_good_pods | st.fixed_dictionaries({}, optional=odd_fields)
 pod_lists: st.SearchStrategy[Any] = (
     st.tuples(st.lists(good_pods, max_size=2), near_good_pods).map(lambda t: [*t[0], t[1]])
     | st.lists(pods | st.sampled_from([None, "x", 1]), max_size=4)
