@@ -17,18 +17,16 @@ import enum
 import functools
 import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Final, NoReturn, Self, cast
 
 from apis import _quantity_format as _fmt
 
 __all__ = [
-    "PLAIN_MAX_CHARS",
     "Format",
     "Quantity",
     "QuantityError",
-    "all_plain",
     "format_resource_list",
     "parse_resource_list",
 ]
@@ -37,22 +35,6 @@ _NUMBER_RE: Final = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)", re.DOTALL)
 _EXPONENT_RE: Final = re.compile(r"[eE]([+-]?)([0-9]+)")
 _CAP_NANOS: Final = _fmt.INT64_MAX * 10**9  # 2^63-1, in nanos
 _CANONICAL_DIGITS: Final = 18
-# Plain quantity text: a sign, digits with an optional fraction, then a suffix of Go's tables or an
-# exponent of at most 18 digits (always within int64), at most 64 characters. Every such text parses,
-# so a report's quantities are checked by their shapes (every digit read as 0: few shapes recur, as
-# "0000m" and "000000Ki"), each shape matched once and remembered (docs/rules/manager.md#metrichub-limits).
-_SUFFIX_ALTERNATIVES: Final = "|".join(
-    re.escape(s)
-    for s in sorted({*_fmt.DECIMAL_SUFFIXES, *_fmt.BINARY_SUFFIXES} - {""}, key=lambda s: (-len(s), s))
-)
-PLAIN_MAX_CHARS: Final = 64
-_PLAIN: Final = re.compile(
-    rf"(?=.{{1,{PLAIN_MAX_CHARS}}}\Z)[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:{_SUFFIX_ALTERNATIVES}|[eE][+-]?[0-9]{{1,18}})?",
-    re.DOTALL,
-)
-_SHAPE: Final = str.maketrans("123456789", "000000000")
-_PLAIN_SHAPES_MAX: Final = 4096
-_plain_shapes: set[str] = set()  # shapes that matched _PLAIN; emptied when full
 # Go's strings.TrimSpace set (unicode.IsSpace), used only for JSON input as UnmarshalJSON does.
 _GO_SPACE: Final = "\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000" + "".join(
     chr(c) for c in range(0x2000, 0x200B)
@@ -388,28 +370,6 @@ _SET_FORMAT: Final = Quantity.__dict__["_format"].__set__
 
 def _restore(m: int, e: int, fmt: str) -> Quantity:
     return Quantity._new(m, e, Format(fmt))
-
-
-def all_plain(texts: Sequence[str]) -> bool:
-    """True when every text in ``texts`` is plain quantity text (see ``_PLAIN``), so ``Quantity.parse``
-    accepts each; False says only that one of them may not parse."""
-    if not texts:
-        return True
-    joined = "\n".join(texts)
-    if joined.count("\n") != len(texts) - 1:  # a text holding a newline would pass as two texts
-        return False
-    # _PLAIN sees only where digits are, never which: a text matches exactly when its shape does.
-    shapes = set(joined.translate(_SHAPE).split("\n"))
-    known = _plain_shapes
-    if known.issuperset(shapes):
-        return True
-    for shape in shapes - known:
-        if _PLAIN.fullmatch(shape) is None:
-            return False
-        if len(known) >= _PLAIN_SHAPES_MAX:  # bounded whatever shapes clients send
-            known.clear()
-        known.add(shape)
-    return True
 
 
 def parse_resource_list(d: Mapping[str, object]) -> dict[str, Quantity]:

@@ -14,7 +14,7 @@ report only when it cannot, and then names the bad field, so every refusal keeps
 and the decoder stays the one statement of what decodes. The proof reads the report through a *flat
 view* (below): the status parsed once more, by protobuf, into a few lists (every priority, every
 quantity text of every pod) instead of ~60 nested messages visited one Python call at a time. The
-quantities are checked all at once (apis.quantity.all_plain), enum names against the enums' own
+quantities are checked all at once (apis.quantity_plain.all_plain), enum names against the enums' own
 tables, JSON by apis.reportlimits' bounded reader.
 Imports: apis (convert, nodemetric, qos, quantity, reportlimits), google.protobuf, proto.koord.v1
 (protobuf only). Pure, no I/O.
@@ -31,7 +31,7 @@ from google.protobuf.message import DecodeError
 from apis.convert import nodemetric_from_report
 from apis.nodemetric import AggregationType, MemoryCollectPolicy, NodeMetric, NodeMetricError
 from apis.qos import PriorityClass, QoSClass
-from apis.quantity import all_plain
+from apis.quantity_plain import all_plain
 from apis.reportlimits import (
     MAX_REPORT_BYTES,
     TOO_LARGE,

@@ -16,16 +16,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apis import quantity
+from apis import quantity_plain
 from apis.quantity import (
-    PLAIN_MAX_CHARS,
     Format,
     Quantity,
     QuantityError,
-    all_plain,
     format_resource_list,
     parse_resource_list,
 )
+from apis.quantity_plain import PLAIN_MAX_CHARS, all_plain
 from tests.reliability.fuzz.strategies import quantity_texts
 
 MAX = 2**63 - 1
@@ -487,10 +486,10 @@ def test_texts_that_are_not_plain(text: str) -> None:
 
 
 def test_the_shapes_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(quantity, "_plain_shapes", set())
-    monkeypatch.setattr(quantity, "_PLAIN_SHAPES_MAX", 10)
+    monkeypatch.setattr(quantity_plain, "_plain_shapes", set())
+    monkeypatch.setattr(quantity_plain, "_PLAIN_SHAPES_MAX", 10)
     for digits in range(1, 20):
         for point in range(digits):
             assert all_plain(["1" * point + "." + "2" * (digits - point)])
-    assert 0 < len(quantity._plain_shapes) <= 10
+    assert 0 < len(quantity_plain._plain_shapes) <= 10
     assert all_plain(["3.5", "1.5Gi"]) and not all_plain(["3.5", "1.5Gj"])

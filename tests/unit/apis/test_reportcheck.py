@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import pytest
 
-from apis import convert, quantity, reportcheck, reportlimits
+from apis import convert, quantity_plain, reportcheck, reportlimits
 from apis.nodemetric import NodeMetricError
 from apis.qos import PriorityClass, QoSClass
 from apis.reportcheck import check_report, checked_item, reason_of
@@ -109,7 +109,7 @@ def test_every_map_entry_is_serialised_with_its_key_and_value() -> None:
     usage.usage[""].SetInParent()
     assert usage.SerializeToString() == b"\n\x04\n\x00\x12\x00"
     assert "" in PriorityClass._value2member_map_ and "" in QoSClass._value2member_map_  # proto3 omits ""
-    assert quantity.PLAIN_MAX_CHARS <= reportlimits.MAX_QUANTITY_CHARS  # plain texts keep the limit
+    assert quantity_plain.PLAIN_MAX_CHARS <= reportlimits.MAX_QUANTITY_CHARS  # plain texts keep the limit
 
 
 def _devices(text: str) -> Callable[[pb.NodeMetricReport], None]:
