@@ -139,6 +139,11 @@ class CountingArbiter:
         return self.inner.forget(uid, shard)
 
 
+# Handlers run on the informer's thread, as scheduler.watches wires them: NodeMetrics are decoded here and
+# the router posts the result; everything else is posted (docs/architecture.md#informer-mailbox).
+DIRECT = frozenset({"nodemetric_upsert", "nodemetric_delete"})
+
+
 def reason_kind(reason: str) -> str:
     """`node n-1: Insufficient cpu` → `Insufficient cpu`; `pod ns/p is being bound to n by s` → `pod
     is being bound`; others as they are."""
@@ -216,14 +221,17 @@ class Shard:
                 if handler == STOP:
                     stop.set()
                     return
-                getattr(router, handler)(*args)
+                if handler in DIRECT:
+                    getattr(router, handler)(*args)
+                else:  # posted to the scheduler's lock, as the daemon's informers post them
+                    self.sched.lock.post(getattr(router, handler), *args)
                 self.applied += 1
 
     def marker(self, stop: threading.Event) -> None:
         for edge in self.rec.window:
             if stop.wait(max(0.0, edge - time.monotonic())):
                 return
-            self.marks.append((time.process_time(), self.applied))
+            self.marks.append((time.process_time(), self.applied - self.sched.lock.pending()))
 
     def run(self, inp: Connection, go: Go) -> dict[str, Any]:
         self.address = go.address
