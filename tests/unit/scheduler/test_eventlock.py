@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -174,3 +175,35 @@ def test_posting_wraps_informer_handlers_and_keeps_none() -> None:
         handlers["on_add"]("pod-a")
         assert seen == []
     assert seen == ["pod-a"]
+
+
+def test_a_thread_that_waits_gets_the_lock_before_the_loop_takes_it_again() -> None:
+    """Fair to waiters (a membership change, a controller's round): a loop that lets the lock go and takes
+    it again at once completes at most the cycle it was in before a waiting thread gets its turn. An RLock
+    lets the loop barge ahead cycle after cycle (measured: a median 213 ms, up to 5 s, against 2 ms
+    cycles). Counted in the loop's cycles, not in time, so a busy machine cannot fail it."""
+    lock = EventLock()
+    stop = threading.Event()
+    cycles = [0]
+
+    def loop() -> None:
+        while not stop.is_set():
+            with lock:
+                cycles[0] += 1
+                deadline = time.perf_counter() + 0.0002
+                while time.perf_counter() < deadline:  # a busy cycle, holding the GIL as a real one does
+                    pass
+
+    t = threading.Thread(target=loop)
+    t.start()
+    try:
+        passed: list[int] = []
+        for _ in range(20):
+            before = cycles[0]
+            with lock:
+                passed.append(cycles[0] - before)
+            time.sleep(0.002)
+    finally:
+        stop.set()
+        t.join(10)
+    assert max(passed) <= 2, passed

@@ -280,3 +280,62 @@ def test_koord_scheduler_takes_the_sharding_flags() -> None:
     assert args.sharding and args.shard_lease_duration == 4 and args.shard_arbiter_addr == "127.0.0.1:0"
     args, _ = parse_args([])
     assert not args.sharding
+
+
+def test_membership_changes_racing_posted_pod_events_and_cycles_neither_deadlock_nor_lose_a_pod() -> None:
+    """The router's pod handlers and a membership change take the scheduler's lock before the routing
+    lock (docs/architecture.md#informer-mailbox): a heartbeat thread resharding while an informer posts
+    pod events and a loop holds the lock for cycles finishes, and the queue then holds exactly the
+    pending pods the last membership gives this shard."""
+    host = ArbiterHost(lambda _: None, listen="127.0.0.1:0", advertise="127.0.0.1")
+    s, router = router_with(ShardGate("a"), host)
+    s.queue.close()  # nothing is popped: the queue's contents are the check
+    pods = [pod(i) for i in range(400)]
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def guard(fn: Any) -> Any:
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as e:  # a deadlock shows as a join timeout, anything else here
+                errors.append(e)
+
+        return run
+
+    def cycles() -> None:
+        while not stop.is_set():
+            with s.lock:
+                sum(range(200))
+
+    resharded = threading.Event()
+
+    def informer() -> None:
+        for p in pods:
+            s.lock.post(router.pod_add, p)
+        while not resharded.wait(0.002):  # resyncs at a bounded rate, for as long as memberships change
+            for p in pods[:20]:
+                s.lock.post(router.pod_update, p, p)
+
+    memberships = [["a"], ["a", "b"], ["a", "b", "c"], ["a", "c"], ["a", "b"]]
+
+    def heartbeat() -> None:
+        for _ in range(40):
+            for m in memberships:
+                router.reshard(m)
+        resharded.set()
+
+    threads = [threading.Thread(target=guard(f)) for f in (cycles, informer, heartbeat)]
+    for t in threads:
+        t.start()
+    for t in threads[1:]:
+        t.join(60)
+    stop.set()
+    threads[0].join(60)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert errors == []
+    s.lock.flush()
+    assert s.lock.pending() == 0
+    final = memberships[-1]
+    want = {p["metadata"]["name"] for p in pods if owns("a", p["metadata"]["uid"], final)}
+    assert queued(s, pods) == want
