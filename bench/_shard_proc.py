@@ -36,7 +36,7 @@ from typing import Any
 
 from bench._scale_driver import Recorder, build_world
 from bench._scheduler_world import SCHEDULER_NAME
-from bench.scheduler_scale import Settings, guarded, prime, scheduling_loop, vm_hwm_mib
+from bench.scheduler_scale import DIRECT, Settings, guarded, prime, scheduling_loop, vm_hwm_mib
 from scheduler.cache import SchedulerCache
 from scheduler.framework.interfaces import Pod
 from scheduler.framework.status import Status
@@ -137,11 +137,6 @@ class CountingArbiter:
 
     def forget(self, uid: str, shard: str = "") -> bool:
         return self.inner.forget(uid, shard)
-
-
-# Handlers run on the informer's thread, as scheduler.watches wires them: NodeMetrics are decoded here and
-# the router posts the result; everything else is posted (docs/architecture.md#informer-mailbox).
-DIRECT = frozenset({"nodemetric_upsert", "nodemetric_delete"})
 
 
 def reason_kind(reason: str) -> str:

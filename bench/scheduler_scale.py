@@ -87,15 +87,19 @@ class Settings:
     single_in_process: bool = True  # one shard: today's in-process run, not one shard process
 
 
+# The router's handlers run on the informer's thread, as scheduler.watches wires them: NodeMetrics are
+# decoded there and the router posts the result; every other event is posted to the scheduler's lock
+# (docs/architecture.md#informer-mailbox). The shard processes (bench/_shard_proc.py) hand on the same way.
+DIRECT = frozenset({"nodemetric_upsert", "nodemetric_delete"})
+
+
 class Informer:
     """The watch handlers' thread: events are taken in the order they were posted, as one informer's
-    would, and handed on as the daemon's informers hand them on (scheduler.watches): posted to the
-    scheduler's lock, to run between cycles, except NodeMetrics, decoded here first (the router posts
-    what it decoded)."""
+    would, and handed on as the daemon's informers hand them on (DIRECT)."""
 
-    def __init__(self, lock: EventLock, direct: Sequence[Callable[..., None]] = ()) -> None:
+    def __init__(self, lock: EventLock) -> None:
         self.events: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = queue.SimpleQueue()
-        self.lock, self.direct = lock, set(direct)
+        self.lock = lock
         self.applied = 0
 
     def post(self, handler: Callable[..., None], *args: Any) -> None:
@@ -108,7 +112,7 @@ class Informer:
             except queue.Empty:
                 rec.cpu_mark("informer")
                 continue
-            if handler in self.direct:
+            if handler.__name__ in DIRECT:
                 handler(*args)
             else:
                 self.lock.post(handler, *args)
@@ -257,7 +261,7 @@ def run_in_process(cfg: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
     sched = Scheduler(fw, SchedulerCache(), SchedulingQueue(), _NoBinder(), bind_workers=cfg.bind_workers,
                       on_unschedulable=rec.unschedulable)  # fmt: skip
     router = EventRouter(sched, SCHEDULER_NAME)
-    informer = Informer(sched.lock, direct=(router.nodemetric_upsert, router.nodemetric_delete))
+    informer = Informer(sched.lock)
     binder = Binder(pending, informer, router, rec, inbox)
     sched.binder = binder
     sched.on_post_filter = Preemptor(sched, api, preempt_pool)
