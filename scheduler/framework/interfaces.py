@@ -32,6 +32,32 @@ IntArray = npt.NDArray[np.int64]
 
 
 _ALL_PASS: dict[int, npt.NDArray[np.int32]] = {}
+_UNIFORM: dict[tuple[int, int], IntArray] = {}
+_UNIFORM_VALUE: dict[int, int] = {}  # id of a kept array in _UNIFORM -> its value
+
+
+def uniform_scores(n: int, value: int) -> IntArray:
+    """n scores of `value`, shared and read-only: a Score plugin that gives every row the same score
+    returns this, and the runtime adds the value once instead of the array
+    (docs/architecture.md#uniform-scores)."""
+    got = _UNIFORM.get((n, value))
+    if got is None:
+        got = np.full(n, value, np.int64)
+        got.setflags(write=False)
+        if len(_UNIFORM) >= 32:
+            _UNIFORM.clear()
+            _UNIFORM_VALUE.clear()
+        _UNIFORM[n, value] = got
+        _UNIFORM_VALUE[id(got)] = value
+    return got
+
+
+def uniform_value(scores: IntArray) -> int | None:
+    """The value of an array `uniform_scores` returned (and still keeps), else None."""
+    value = _UNIFORM_VALUE.get(id(scores))
+    if value is None or _UNIFORM.get((len(scores), value)) is not scores:
+        return None
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +207,10 @@ class ScoreAllPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class NormalizeScorePlugin(Plugin, Protocol):
+    """A plugin may also declare `normalizes_by_range = True` (class attribute): each normalised score
+    depends only on the score and the scores' minimum and maximum, so scores that are all equal
+    normalise as one (docs/architecture.md#uniform-scores)."""
+
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:
         """Rewrites `scores` (aligned with the feasible rows) in place."""
         ...

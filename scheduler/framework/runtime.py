@@ -50,7 +50,7 @@ from scheduler.framework.interfaces import (
     ScorePlugin,
     SessionPlugin,
 )
-from scheduler.framework.points import ExtensionPoints, filter_rows, score_rows
+from scheduler.framework.points import ExtensionPoints, filter_rows
 from scheduler.framework.points import score_weights as checked_weights
 from scheduler.framework.results import (
     Rejections,
@@ -60,6 +60,7 @@ from scheduler.framework.results import (
     select_best,
 )
 from scheduler.framework.sampling import filter_window, num_feasible_nodes_to_find
+from scheduler.framework.scoresum import weighted_total
 from scheduler.framework.snapshot import NodeInfo, Snapshot
 from scheduler.framework.status import Code, Status
 
@@ -199,36 +200,10 @@ class Framework:
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         """The weighted sum of the plugins' scores of the feasible rows (in `feasible`'s order)."""
-        n, every = snapshot.n, len(feasible) == snapshot.n
-        total: IntArray | None = None  # over every row: plugins may score every row (ScoreAllPlugin)
-        for p, w, norm, vectorised in zip(
-            self.scores, self.weights, self._normalizers, self._score_all, strict=True
-        ):
-            t0 = time.perf_counter()
-            if vectorised is not None:
-                s = np.asarray(vectorised.score_all(state, pod, snapshot, feasible), np.int64)
-            else:
-                s = score_rows(cast(ScorePlugin, p), state, pod, snapshot, feasible)
-            if self.observer is not None:
-                self.observer(p.name, "Score", time.perf_counter() - t0)
-            full = len(s) == n
-            if norm is not None:  # normalises the feasible rows' scores, in a copy
-                s = (s.take(feasible) if full and not every else s).copy()
-                norm.normalize_scores(state, pod, s)
-                full = every
-            weighted = s * w if w != 1 else s
-            if total is None and full:
-                total = weighted.copy() if weighted is s else weighted  # (plugins keep their arrays)
-                continue
-            if total is None:
-                total = np.zeros(n, np.int64)
-            if full:
-                total += weighted
-            else:
-                total[feasible] += weighted  # (feasible rows are distinct)
-        if total is None:
-            return np.zeros(len(feasible), np.int64)
-        return total if every else total.take(feasible)
+        return weighted_total(
+            self.scores, self.weights, self._normalizers, self._score_all, self.observer,
+            state, pod, snapshot, feasible,
+        )  # fmt: skip
 
     # --- one pod ------------------------------------------------------------------------------------
     def schedule(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> ScheduleResult:

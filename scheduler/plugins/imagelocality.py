@@ -27,7 +27,7 @@ import numpy as np
 
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import IntArray, Pod
+from scheduler.framework.interfaces import IntArray, Pod, uniform_scores
 from scheduler.framework.rows import reindex_rows
 from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE
@@ -153,11 +153,11 @@ class ImageLocality:
             images = pod_images(pod)
             state.write(STATE_KEY, images)
         view = snapshot.view((NAME, "images"), ImageIndex)
+        held = [found for found in map(view.holders, images) if found is not None]
+        if not held:  # no node lists any of the images: every sum is 0, clamped to the minimum: 0
+            return uniform_scores(snapshot.n, 0)
         sums = np.zeros(snapshot.n, np.int64)
-        for name in images:
-            found = view.holders(name)
-            if found is not None:
-                rows, sizes = found
-                spread = float(len(rows)) / float(snapshot.n)
-                sums[rows] += go_int64_all(sizes.astype(np.float64) * spread)
+        for rows, sizes in held:
+            spread = float(len(rows)) / float(snapshot.n)
+            sums[rows] += go_int64_all(sizes.astype(np.float64) * spread)
         return calculate_priority(sums, len(images))

@@ -29,7 +29,7 @@ import numpy as np
 
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import FilterResult, IntArray, Pod
+from scheduler.framework.interfaces import FilterResult, IntArray, Pod, uniform_scores
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.nodeaffinity_args import (
@@ -111,6 +111,8 @@ class NodeAffinity:
     """PreFilter + Filter, PreScore + Score + NormalizeScore; see the module docstring.
     ``NodeAffinity()`` has no added affinity (kube's default args)."""
 
+    normalizes_by_range = True  # DefaultNormalizeScore (docs/architecture.md#uniform-scores)
+
     def __init__(self, args: NodeAffinityArgs | None = None) -> None:
         self.args = args or NodeAffinityArgs()
         self._status = Status.unresolvable(ERR_REASON_POD, plugin=NAME)
@@ -172,10 +174,10 @@ class NodeAffinity:
         if not isinstance(preferred, Preferred):
             preferred = pod_preferred(pod)
             state.write(SCORE_STATE_KEY, preferred)
-        scores = np.zeros(snapshot.n, np.int64)
         weighted = merge_weights(self.args.preferred + preferred.terms)
         if not weighted:
-            return scores
+            return uniform_scores(snapshot.n, 0)
+        scores = np.zeros(snapshot.n, np.int64)
         masks = Masks(snapshot, NAME)
         for term, w in weighted.items():
             if w:

@@ -33,7 +33,7 @@ from apis.gojson_collections import ListKind
 from apis.gojson_kinds import BoolKind, StrKind, TimeKind
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import IntArray, Pod
+from scheduler.framework.interfaces import IntArray, Pod, uniform_scores
 from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE
 
@@ -121,7 +121,6 @@ class AvoidSets:
         self.ids: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self.sets: list[frozenset[Controller]] = []
         self.index: dict[frozenset[Controller], int] = {}
-        self.all_max: IntArray = np.zeros(0, np.int64)
 
     def _intern(self, s: frozenset[Controller]) -> int:
         k = self.index.get(s)
@@ -135,8 +134,6 @@ class AvoidSets:
         self.ids = np.fromiter(
             (self._intern(avoided_controllers(info.node)) for info in snapshot.infos), np.int32, snapshot.n
         )
-        self.all_max = np.full(snapshot.n, MAX_NODE_SCORE, np.int64)
-        self.all_max.setflags(write=False)
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         for i in rows:
@@ -148,9 +145,6 @@ class AvoidSets:
         """Nodes joined or left (docs/scheduler-scale.md#node-list): the ids follow their rows; new rows
         are refreshed next."""
         self.ids = change.array(self.ids)
-        if change.n != change.old_n:
-            self.all_max = np.full(change.n, MAX_NODE_SCORE, np.int64)
-            self.all_max.setflags(write=False)
 
 
 class NodePreferAvoidPods:
@@ -161,10 +155,10 @@ class NodePreferAvoidPods:
         return NAME
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        """Every row's score (the kept all-100 array when nothing applies)."""
+        """Every row's score (the shared all-100 array when nothing applies)."""
         view = snapshot.view((NAME, "avoid"), AvoidSets)
         controller = pod_controller(pod)
         if controller is None or not any(view.sets):
-            return view.all_max
+            return uniform_scores(snapshot.n, MAX_NODE_SCORE)
         verdict = np.array([0 if controller in s else MAX_NODE_SCORE for s in view.sets], np.int64)
         return verdict[view.ids]

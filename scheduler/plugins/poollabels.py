@@ -18,7 +18,7 @@ import numpy as np
 
 from apis.jsonfields import as_mapping
 from apis.labelselector import is_label_value, is_qualified_name
-from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
+from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod, uniform_scores
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, MIN_NODE_SCORE, Status
 from scheduler.plugins.nodeaffinity_terms import IN, LabelColumn, as_list
@@ -70,7 +70,6 @@ def bad_values(column: LabelColumn, bad: Callable[[str], bool]) -> BoolArray | N
 
 _REJECT_WHICH: Final = np.array([-1, 0], np.int32)  # FilterResult.which of a good (0) and a bad (1) value
 _SCORES: Final = np.array([MAX_NODE_SCORE, MIN_NODE_SCORE], np.int64)
-_ALL_MAX: dict[int, IntArray] = {}
 
 
 def filter_result(column: LabelColumn, bad: BoolArray | None, status: Status) -> FilterResult:
@@ -82,14 +81,7 @@ def filter_result(column: LabelColumn, bad: BoolArray | None, status: Status) ->
 
 def all_max(n: int) -> IntArray:
     """n scores of 100, shared and read-only (the runtime never modifies a Score's array)."""
-    got = _ALL_MAX.get(n)
-    if got is None:
-        got = np.full(n, MAX_NODE_SCORE, np.int64)
-        got.setflags(write=False)
-        if len(_ALL_MAX) > 16:
-            _ALL_MAX.clear()
-        _ALL_MAX[n] = got
-    return got
+    return uniform_scores(n, MAX_NODE_SCORE)
 
 
 def scores_of(column: LabelColumn, bad: BoolArray | None) -> IntArray:

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from apis.jsonfields import as_mapping
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import FilterResult, IntArray, Pod
+from scheduler.framework.interfaces import FilterResult, IntArray, Pod, uniform_scores
 from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.normalizescore import default_normalize_score
@@ -153,6 +153,8 @@ class Signatures:
 class TaintToleration:
     """Filter, PreScore + Score + NormalizeScore; see the module docstring."""
 
+    normalizes_by_range = True  # DefaultNormalizeScore (docs/architecture.md#uniform-scores)
+
     @property
     def name(self) -> str:
         return NAME
@@ -186,7 +188,7 @@ class TaintToleration:
         """Every row's count of intolerable PreferNoSchedule taints."""
         view = snapshot.view((NAME, "preferNoSchedule"), lambda: Signatures(SCORED_EFFECTS))
         if not any(view.sigs):  # no row has a PreferNoSchedule taint
-            return np.zeros(snapshot.n, np.int64)
+            return uniform_scores(snapshot.n, 0)
         tolerations = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(tolerations, list):
             tolerations = prefer_no_schedule_tolerations(pod_tolerations(pod))

@@ -17,12 +17,17 @@ import datetime as _dt
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, cast
 
-import numpy as np
-
 from apis.pod import pod_key
 from apis.podgroup import BIND_ANNOTATIONS, GANG_MODE_STRICT, PodGroup, gang_name
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import ClusterEvent, IntArray, Pod, WaitingPod, WaitingPods
+from scheduler.framework.interfaces import (
+    ClusterEvent,
+    IntArray,
+    Pod,
+    WaitingPod,
+    WaitingPods,
+    uniform_scores,
+)
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.plugins.coscheduling import decisions as d
@@ -32,7 +37,6 @@ from scheduler.plugins.coscheduling.gang import Gang
 
 NAME: Final = "Coscheduling"
 NS_PER_SECOND: Final = 1e9
-_ZEROS: dict[int, IntArray] = {}
 __all__ = ["NAME", "Coscheduling", "WaitingPod", "WaitingPods", "set_bind_annotations"]
 
 
@@ -188,14 +192,7 @@ class Coscheduling:
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         """0 for every row (shared, read-only: the runtime never writes it)."""
-        n = snapshot.n
-        zeros = _ZEROS.get(n)
-        if zeros is None:
-            zeros = np.zeros(n, np.int64)
-            zeros.setflags(write=False)
-            _ZEROS.clear()
-            _ZEROS[n] = zeros
-        return zeros
+        return uniform_scores(snapshot.n, 0)
 
     # --- PostFilter ------------------------------------------------------------------------------------
     def post_filter(

@@ -34,6 +34,8 @@ DEFAULT_WEIGHT: Final = 1  # in kube-scheduler 1.20.2's default profile
 class InterPodAffinity:
     """See the module docstring."""
 
+    normalizes_by_range = True  # (docs/architecture.md#uniform-scores)
+
     def __init__(self, args: InterPodAffinityArgs | None = None) -> None:
         self.args = args or InterPodAffinityArgs()
 

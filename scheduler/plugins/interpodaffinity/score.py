@@ -19,15 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.framework.interfaces import IntArray, Pod
+from scheduler.framework.interfaces import IntArray, Pod, uniform_scores
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE
 from scheduler.plugins.interpodaffinity.podindex import HARD, Existing
 from scheduler.plugins.interpodaffinity.prefilter import pod_index
 from scheduler.plugins.interpodaffinity.terms import PodTerms, int32, pod_label_set, pod_namespace
 from scheduler.plugins.interpodaffinity.topology import TopologyCounts, add_rows, per_row
-
-_ZEROS: dict[int, IntArray] = {}
 
 
 @dataclass(slots=True)
@@ -62,14 +60,7 @@ def score_rows(state: ScoreState, snapshot: Snapshot) -> IntArray:
     """Every row's raw score (a kept read-only zeros array when nothing scores)."""
     n = snapshot.n
     if state.empty:
-        zeros = _ZEROS.get(n)
-        if zeros is None:
-            zeros = np.zeros(n, np.int64)
-            zeros.setflags(write=False)
-            if len(_ZEROS) > 16:
-                _ZEROS.clear()
-            _ZEROS[n] = zeros
-        return zeros
+        return uniform_scores(n, 0)
     total = np.zeros(n, np.int64)
     for key in state.scores:
         total += per_row(state.scores, snapshot, key)

@@ -1,0 +1,82 @@
+"""The weighted sum of a cycle's Score plugins (docs/architecture.md#uniform-scores): each plugin's scores,
+normalised when it has NormalizeScore, times its weight, summed over the feasible rows.
+
+A plugin that gives every row the same score returns `uniform_scores(n, v)`; its share is then one integer
+(normalised on one element when its normaliser `normalizes_by_range`) added to the total once, not an
+array pass per step — the totals are the same. Split from scheduler.framework.runtime.
+Imports: standard library, numpy, scheduler.framework (interfaces, cycle_state, points, snapshot).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import cast
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import (
+    IntArray,
+    NormalizeScorePlugin,
+    Pod,
+    ScoreAllPlugin,
+    ScorePlugin,
+    uniform_value,
+)
+from scheduler.framework.points import score_rows
+from scheduler.framework.snapshot import Snapshot
+
+
+def weighted_total(
+    scores: Sequence[ScorePlugin | ScoreAllPlugin],
+    weights: Sequence[int],
+    normalizers: Sequence[NormalizeScorePlugin | None],
+    vectorised: Sequence[ScoreAllPlugin | None],
+    observer: Callable[[str, str, float], None] | None,
+    state: CycleState,
+    pod: Pod,
+    snapshot: Snapshot,
+    feasible: IntArray,
+) -> IntArray:
+    """The weighted sum of the plugins' scores of the feasible rows (in `feasible`'s order)."""
+    n, every = snapshot.n, len(feasible) == snapshot.n
+    total: IntArray | None = None  # over every row: plugins may score every row (ScoreAllPlugin)
+    offset = 0  # the uniform plugins' share, the same for every row
+    for p, w, norm, v in zip(scores, weights, normalizers, vectorised, strict=True):
+        t0 = time.perf_counter()
+        if v is not None:
+            s = np.asarray(v.score_all(state, pod, snapshot, feasible), np.int64)
+        else:
+            s = score_rows(cast(ScorePlugin, p), state, pod, snapshot, feasible)
+        if observer is not None:
+            observer(p.name, "Score", time.perf_counter() - t0)
+        same = uniform_value(s)
+        if same is not None and (norm is None or getattr(norm, "normalizes_by_range", False)):
+            if norm is not None:
+                one = np.array([same], np.int64)
+                norm.normalize_scores(state, pod, one)
+                same = int(one[0])
+            offset += same * w
+            continue
+        full = len(s) == n
+        if norm is not None:  # normalises the feasible rows' scores, in a copy
+            s = (s.take(feasible) if full and not every else s).copy()
+            norm.normalize_scores(state, pod, s)
+            full = every
+        weighted = s * w if w != 1 else s
+        if total is None and full:
+            total = weighted.copy() if weighted is s else weighted  # (plugins keep their arrays)
+            continue
+        if total is None:
+            total = np.zeros(n, np.int64)
+        if full:
+            total += weighted
+        else:
+            total[feasible] += weighted  # (feasible rows are distinct)
+    if total is None:
+        return np.full(len(feasible), offset, np.int64)
+    out = total if every else total.take(feasible)
+    if offset:
+        out += offset
+    return out
