@@ -41,7 +41,8 @@ def weighted_total(
 ) -> IntArray:
     """The weighted sum of the plugins' scores of the feasible rows (in `feasible`'s order)."""
     n, every = snapshot.n, len(feasible) == snapshot.n
-    total: IntArray | None = None  # over every row: plugins may score every row (ScoreAllPlugin)
+    rows: IntArray | None = None  # the sum of the plugins that scored every row
+    picked: IntArray | None = None  # the sum of those that scored the feasible rows (feasible's order)
     offset = 0  # the uniform plugins' share, the same for every row
     for p, w, norm, v in zip(scores, weights, normalizers, vectorised, strict=True):
         t0 = time.perf_counter()
@@ -60,23 +61,28 @@ def weighted_total(
             offset += same * w
             continue
         full = len(s) == n
+        owned = False  # (plugins keep their arrays: only a copy made here is written)
         if norm is not None:  # normalises the feasible rows' scores, in a copy
-            s = (s.take(feasible) if full and not every else s).copy()
+            s, owned = (s.take(feasible) if full and not every else s.copy()), True
             norm.normalize_scores(state, pod, s)
             full = every
-        weighted = s * w if w != 1 else s
-        if total is None and full:
-            total = weighted.copy() if weighted is s else weighted  # (plugins keep their arrays)
-            continue
-        if total is None:
-            total = np.zeros(n, np.int64)
+        if w != 1:
+            s, owned = (np.multiply(s, w, out=s) if owned else s * w), True
         if full:
-            total += weighted
+            if rows is None:
+                rows = s if owned else s.copy()
+            else:
+                rows += s
+        elif picked is None:
+            picked = s if owned else s.copy()
         else:
-            total[feasible] += weighted  # (feasible rows are distinct)
-    if total is None:
-        return np.full(len(feasible), offset, np.int64)
-    out = total if every else total.take(feasible)
+            picked += s
+    if rows is None:
+        out = picked if picked is not None else np.zeros(len(feasible), np.int64)
+    else:
+        out = rows if every else rows.take(feasible)
+        if picked is not None:
+            out += picked
     if offset:
         out += offset
     return out

@@ -28,10 +28,11 @@ def snapshot(n: int) -> Snapshot:
 
 
 class Fixed:
-    """Scores every row from a list; `shared` hands a uniform list over as the shared array."""
+    """Scores every row from a list (`picked`: only the feasible rows, in their order); `shared` hands a
+    uniform list over as the shared array."""
 
-    def __init__(self, name: str, scores: list[int], shared: bool) -> None:
-        self._name, self.values, self.shared = name, scores, shared
+    def __init__(self, name: str, scores: list[int], shared: bool, picked: bool) -> None:
+        self._name, self.values, self.shared, self.picked = name, scores, shared, picked
 
     @property
     def name(self) -> str:
@@ -40,7 +41,9 @@ class Fixed:
     def score_all(self, state: CycleState, pod: Any, snap: Snapshot, feasible: IntArray) -> IntArray:
         if self.shared and len(set(self.values)) == 1:
             return uniform_scores(snap.n, self.values[0])
-        return np.array(self.values, np.int64)
+        return (
+            np.array(self.values, np.int64).take(feasible) if self.picked else np.array(self.values, np.int64)
+        )
 
 
 class ByRange(Fixed):
@@ -64,24 +67,26 @@ KINDS = (Fixed, ByRange, ByPosition)
 
 
 @st.composite
-def cases(draw: st.DrawFn) -> tuple[int, list[tuple[int, int, int, bool]], list[int]]:
+def cases(draw: st.DrawFn) -> tuple[int, list[tuple[int, int, int, bool, bool]], list[int]]:
     n = draw(st.integers(2, 7))
     plugins = []
     for _ in range(draw(st.integers(0, 5))):
         kind = draw(st.integers(0, len(KINDS) - 1))
         value = draw(st.integers(0, 100))
-        plugins.append((kind, value, draw(st.integers(1, 10_000)), draw(st.booleans())))
+        plugins.append((kind, value, draw(st.integers(1, 10_000)), draw(st.booleans()), draw(st.booleans())))
     feasible = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1)))
     return n, plugins, feasible
 
 
-def total(n: int, plugins: list[tuple[int, int, int, bool]], feasible: list[int], shared: bool) -> list[int]:
+def total(
+    n: int, plugins: list[tuple[int, int, int, bool, bool]], feasible: list[int], shared: bool
+) -> list[int]:
     snap = snapshot(n)
     made: list[Fixed] = []
-    for k, (kind, value, _, uniform) in enumerate(plugins):
+    for k, (kind, value, _, uniform, picked) in enumerate(plugins):
         values = [value] * n if uniform else [(value + 7 * i) % 101 for i in range(n)]
-        made.append(KINDS[kind](f"p{k}", values, shared))
-    weights = [w for _, _, w, _ in plugins]
+        made.append(KINDS[kind](f"p{k}", values, shared, picked))
+    weights = [p[2] for p in plugins]
     norms = [p if isinstance(p, (ByRange, ByPosition)) else None for p in made]
     rows = np.array(feasible, np.int64)
     out = weighted_total(made, weights, norms, made, None, CycleState(0), POD, snap, rows)  # type: ignore[arg-type]
@@ -97,11 +102,14 @@ def test_shared_uniform_scores_give_the_same_totals(case: tuple[int, list[Any], 
 
 def test_a_positional_normaliser_still_sees_every_row() -> None:
     # One uniform plugin with a normaliser that is not by range: rows must differ after it.
-    assert total(3, [(2, 5, 1, True)], [0, 1, 2], shared=True) == [5, 6, 7]
+    assert total(3, [(2, 5, 1, True, False)], [0, 1, 2], shared=True) == [5, 6, 7]
     # By range (reverse DefaultNormalizeScore of all-5: 100 - 100 = 0), weight 3: one integer.
-    assert total(3, [(1, 5, 3, True)], [0, 2], shared=True) == [0, 0]
+    assert total(3, [(1, 5, 3, True, False)], [0, 2], shared=True) == [0, 0]
     # All 0, reversed: every row 100.
-    assert total(3, [(1, 0, 2, True)], [1], shared=True) == [200]
+    assert total(3, [(1, 0, 2, True, False)], [1], shared=True) == [200]
+    # Every row and feasible rows only, weighted: [1, 8, 15] * 2 at rows 0 and 2, plus [1, 15] * 3.
+    mixed = [(0, 1, 2, False, False), (0, 1, 3, False, True)]
+    assert total(3, mixed, [0, 2], shared=True) == [1 * 2 + 1 * 3, 15 * 2 + 15 * 3]
 
 
 def test_uniform_value_names_only_the_kept_arrays() -> None:
