@@ -33,6 +33,7 @@ from bench._scheduler_world import (
     make_pod,
     metric_object,
     node_capacity,
+    pod_metric,
     pod_shape,
     rich_fields,
     time_string,
@@ -88,6 +89,7 @@ class LivePod:
     pod: Obj
     cpu_m: int  # usage the koordlet reports for it
     mem: int
+    entry: Obj  # its podsMetric entry (pod_metric), built once
 
 
 @dataclass(slots=True)
@@ -151,7 +153,8 @@ class World:
 
     def place(self, key: str, node: str, pod: Obj) -> None:
         cpu_m, mem = pod_usage(pod)
-        self.live[key] = LivePod(node, pod, cpu_m, mem)
+        entry = pod_metric(NAMESPACE, pod["metadata"]["name"], cpu_m, mem)
+        self.live[key] = LivePod(node, pod, cpu_m, mem, entry)
         self.nodes[node].pods.add(key)
 
     def metric(self, name: str, stamp: float) -> Obj:
@@ -160,8 +163,7 @@ class World:
         pods = [self.live[k] for k in state.pods]
         cpu = state.base[0] + sum(p.cpu_m for p in pods)
         mem = state.base[1] + sum(p.mem for p in pods)
-        rows = [(NAMESPACE, p.pod["metadata"]["name"], p.cpu_m, p.mem) for p in pods]
-        return metric_object(name, cpu, mem, stamp, rows)
+        return metric_object(name, cpu, mem, stamp, [p.entry for p in pods])
 
     def apply_initial(self, router: InitialSink, lifetime: float) -> None:
         """The informers' first list: every node, its bound pods and its NodeMetric (node i's written

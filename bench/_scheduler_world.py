@@ -63,23 +63,22 @@ def base_usage(shape: tuple[int, int], rnd: random.Random) -> tuple[int, int]:
     return int(cpu * 1000 * rnd.uniform(0.05, 0.55)), int(mem * GI * rnd.uniform(0.1, 0.7))
 
 
-def metric_object(
-    name: str,
-    used_cpu_m: int,
-    used_mem: int,
-    stamp: float,
-    pods: Iterable[tuple[str, str, int, int]] = (),
-) -> Obj:
-    """A NodeMetric CR as the koordlet writes it: node usage, and each pod's (namespace, name, cpu
-    millicores, memory bytes) usage in `podsMetric`."""
+def pod_metric(namespace: str, pod: str, cpu_m: int, mem: int) -> Obj:
+    """One pod's entry of a NodeMetric's `podsMetric`: its cpu (millicores) and memory (bytes) usage.
+    Built once per pod by the scale benchmark's cluster and shared by its node's NodeMetrics (the
+    decoders only read them), so the simulated API server costs little of the measured process."""
+    usage = {"resources": {"cpu": f"{cpu_m}m", "memory": str(mem)}}
+    return {"namespace": namespace, "name": pod, "podUsage": usage}
+
+
+def metric_object(name: str, used_cpu_m: int, used_mem: int, stamp: float, pods: Iterable[Obj] = ()) -> Obj:
+    """A NodeMetric CR as the koordlet writes it: node usage, and the pods' entries (`pod_metric`) in
+    `podsMetric`."""
     status: Obj = {
         "updateTime": time_string(stamp),
         "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{used_cpu_m}m", "memory": str(used_mem)}}},
     }
-    pods_metric = [
-        {"namespace": ns, "name": pod, "podUsage": {"resources": {"cpu": f"{c}m", "memory": str(m)}}}
-        for ns, pod, c, m in pods
-    ]
+    pods_metric = list(pods)
     if pods_metric:
         status["podsMetric"] = pods_metric
     return {

@@ -47,7 +47,7 @@ from apis.nodemetric import (  # noqa: E402
 )
 from apis.qos import PriorityClass, QoSClass  # noqa: E402
 from apis.quantity import Format, Quantity  # noqa: E402
-from bench._scheduler_world import metric_object  # noqa: E402
+from bench._scheduler_world import metric_object, pod_metric  # noqa: E402
 
 MAX_SECONDS = 30.0
 WINDOWS = ("5m", "10m", "30m")
@@ -139,7 +139,7 @@ def scale_driver_nodemetric(rnd: random.Random, index: int, pods: int) -> dict[s
         for k in range(pods)
     ]
     cpu, mem = sum(r[2] for r in rows) + 2000, sum(r[3] for r in rows) + (4 << 30)
-    return metric_object(f"node-{index:05d}", cpu, mem, NOW.timestamp(), rows)
+    return metric_object(f"node-{index:05d}", cpu, mem, NOW.timestamp(), [pod_metric(*r) for r in rows])
 
 
 def time_decodes(objects: list[dict[str, Any]], seconds: float) -> list[float]:
