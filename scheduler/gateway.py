@@ -50,6 +50,9 @@ from scheduler.shards.routing import ShardRouting
 log = logging.getLogger(__name__)
 CR_SOURCE = "cr"
 AnyInformer = Informer[Node] | Informer[Pod] | Informer[CustomResource] | Informer[KubeObject]
+# The router's ClusterEvents (immutable: one object each, not one per informer event)
+POD_DELETE = ClusterEvent("Pod", "Delete")
+METRIC_UPDATE, METRIC_DELETE = ClusterEvent("NodeMetric", "Update"), ClusterEvent("NodeMetric", "Delete")
 
 
 class APIBinder:
@@ -263,22 +266,21 @@ class EventRouter:
         """A membership change: the pending pods whose owner changed move (ShardRouting.reshard)."""
         return (0, 0) if self.shards is None else self.shards.reshard(members)
 
-    # --- pods -------------------------------------------------------------------------------------------
+    # --- pods (the `_pod_*` bodies run under the scheduler's lock: their callers take it) -----------------
     def pod_add(self, pod: Pod) -> None:
         with self.s.lock, self._moves:  # in that order everywhere (ShardRouting.reshard too)
             self._pod_add(pod)
 
     def _pod_add(self, pod: Pod) -> None:
+        assigned = _assigned(pod)
         if self.shards is not None:
-            self.shards.seen(pod, not _assigned(pod) and self._schedulable(pod))
-        if _assigned(pod):
-            with self.s.lock:
-                self.s.cache.add_pod(pod)
-                for p in self._pod_hooks:
-                    p.on_pod_add(pod)
+            self.shards.seen(pod, not assigned and self._schedulable(pod))
+        if assigned:
+            self.s.cache.add_pod(pod)
+            for p in self._pod_hooks:
+                p.on_pod_add(pod)
         elif self._ours(pod):
-            with self.s.lock:
-                self.s.nominated.add(pod)
+            self.s.nominated.add(pod)
             self.s.queue.add(pod)
 
     def pod_update(self, old: Pod, new: Pod) -> None:
@@ -286,23 +288,21 @@ class EventRouter:
             self._pod_update(old, new)
 
     def _pod_update(self, old: Pod, new: Pod) -> None:
+        assigned = _assigned(new)
         if self.shards is not None:
-            self.shards.seen(new, not _assigned(new) and self._schedulable(new))
-        if _assigned(new):
+            self.shards.seen(new, not assigned and self._schedulable(new))
+        if assigned:
             if not _assigned(old):
                 self.s.queue.delete(old)  # bound: it leaves the queue and enters the cache
-            with self.s.lock:
-                self.s.nominated.delete(old)
-                self.s.cache.update_pod(old, new)
-                for p in self._pod_hooks:
-                    p.on_pod_update(old, new)
+            self.s.nominated.delete(old)
+            self.s.cache.update_pod(old, new)
+            for p in self._pod_hooks:
+                p.on_pod_update(old, new)
         elif self._ours(new):
-            with self.s.lock:
-                self.s.nominated.update(old, new)
+            self.s.nominated.update(old, new)
             self.s.queue.update(old, new)
         else:
-            with self.s.lock:
-                self.s.nominated.delete(old)
+            self.s.nominated.delete(old)
             self.s.queue.delete(old)
 
     def pod_delete(self, pod: Pod) -> None:
@@ -315,18 +315,20 @@ class EventRouter:
         # A pod the scheduler assumed may be gone before the informer saw it bound (a relist finds it
         # deleted, last known pending): it is let go like a bound one, or the cache would hold it until
         # its assumption expired and the plugins' per-pod state (Reserve's) for good.
-        cached = None if _assigned(pod) else self.s.cache.get_pod(pod)
-        assumed = cached is not None and _uid(cached) == _uid(pod)
-        if _assigned(pod) or assumed:
-            with self.s.lock:
-                self.s.cache.remove_pod(pod)
-                for p in self._pod_hooks:
-                    p.on_pod_delete(pod)
-            self.s.on_event(ClusterEvent("Pod", "Delete"))
-        if not _assigned(pod):
-            with self.s.lock:
-                self.s.nominated.delete(pod)
-            self.s.queue.delete(pod)
+        if _assigned(pod):
+            self._let_go(pod)
+            return
+        cached = self.s.cache.get_pod(pod)
+        if cached is not None and _uid(cached) == _uid(pod):  # assumed
+            self._let_go(pod)
+        self.s.nominated.delete(pod)
+        self.s.queue.delete(pod)
+
+    def _let_go(self, pod: Pod) -> None:
+        self.s.cache.remove_pod(pod)
+        for p in self._pod_hooks:
+            p.on_pod_delete(pod)
+        self.s.on_event(POD_DELETE)
 
     # --- nodes ------------------------------------------------------------------------------------------
     def node_add(self, node: Node) -> None:
@@ -368,7 +370,7 @@ class EventRouter:
     def _apply_node_metric(self, name: str, nm: NodeMetric | None) -> None:
         for p in self._metric_hooks:
             p.on_node_metric(name, nm)
-        self.s.on_event(ClusterEvent("NodeMetric", "Delete" if nm is None else "Update"))
+        self.s.on_event(METRIC_DELETE if nm is None else METRIC_UPDATE)
 
 
 def start_informers(informers: list[AnyInformer], stop: threading.Event, timeout: float = 60.0) -> None:

@@ -78,10 +78,10 @@ class NodeInfo:
 
     def copy(self) -> NodeInfo:
         """A NodeInfo whose dicts later changes don't touch: pods can be added and removed on either
-        without the other seeing it (PodInfos and the pod/node dicts are shared: they are replaced,
-        never mutated)."""
+        without the other seeing it (PodInfos, the pod/node dicts and `allocatable` are shared: they
+        are replaced — `set_node` — never mutated)."""
         return NodeInfo(
-            self.name, self.node, dict(self.allocatable), dict(self.pods), dict(self.requested),
+            self.name, self.node, self.allocatable, self.pods.copy(), self.requested.copy(),
             self.generation, self.nonzero,
         )  # fmt: skip
 
@@ -192,6 +192,10 @@ class Snapshot:
         self.nonzero: I64 = np.zeros((2, 0), np.int64)  # the pods' non-zero cpu (row 0) and memory (row 1)
         self.nodes: list[Node] = []  # the Node object each row was last copied from
         self._views: dict[Hashable, RowView] = {}
+        # During `refresh`'s calls of the views: each re-copied row's NodeInfo before it (what the views
+        # hold), and the pod changes computed from it (`pod_changes`).
+        self._prior: dict[int, NodeInfo] = {}
+        self._changes: dict[int, tuple[list[str], list[str]]] = {}
         self.rebuild(list(infos), resources)
 
     @property
@@ -230,8 +234,7 @@ class Snapshot:
         n = len(self.infos)
         self._allocate(len(self.resources), n)
         self.nodes = [info.node for info in self.infos]
-        for i in range(n):
-            self._copy_row(i)
+        self._copy_rows(list(range(n)))
         self.layout += 1
         for v in self._views.values():
             v.rebuild(self)
@@ -245,47 +248,78 @@ class Snapshot:
         self.pod_count = np.zeros(capacity, np.int64)[:n]
         self.nonzero = np.zeros((2, capacity), np.int64)[:, :n]
 
-    def _copy_row(self, i: int) -> None:
-        """Row i from its NodeInfo, written through the public matrices (views of the buffers)."""
-        info = self.infos[i]
-        col = self.col
-        alloc, req = self.allocatable, self.requested
-        alloc[:, i] = 0
-        req[:, i] = 0
-        for r, v in info.allocatable.items():
-            alloc[col[r], i] = v
-        for r, v in info.requested.items():
-            req[col[r], i] = v
-        self.pod_count[i] = len(info.pods)
-        self.nonzero[:, i] = info.nonzero
-        self.nodes[i] = info.node
+    def _copy_rows(self, rows: list[int], alloc: list[int] | None = None) -> None:
+        """`rows` from their NodeInfos through the public matrices (views of the buffers), one numpy write
+        per matrix; allocatable only of the rows `alloc` (None: all)."""
+        if not rows:
+            return
+        infos = [self.infos[i] for i in rows]
+        if alloc is None or alloc:
+            some = infos if alloc is None else [self.infos[i] for i in alloc]
+            cols = [[info.allocatable.get(r, 0) for info in some] for r in self.resources]
+            self.allocatable[:, rows if alloc is None else alloc] = cols
+        self.requested[:, rows] = [[info.requested.get(r, 0) for info in infos] for r in self.resources]
+        self.pod_count[rows] = [len(info.pods) for info in infos]
+        self.nonzero[:, rows] = list(zip(*(info.nonzero for info in infos), strict=True))
+        for i, info in zip(rows, infos, strict=True):
+            self.nodes[i] = info.node
 
     def _has_columns(self, infos: Iterable[NodeInfo]) -> bool:
-        col = self.col
-        return all(r in col for info in infos for r in (*info.allocatable, *info.requested))
+        col = self.col.keys()
+        return all(info.allocatable.keys() <= col and info.requested.keys() <= col for info in infos)
 
     def refresh(self, changed: Iterable[NodeInfo]) -> None:
         """Re-copies the rows of changed NodeInfos already in the snapshot (same node set). A resource
         name without a column triggers one full rebuild that includes every changed row."""
         infos = list(changed)
+        held, index, prior = self.infos, self.index, self._prior
+        rows: list[int] = []
         for info in infos:
-            self.infos[self.index[info.name]] = info
-        if not self._has_columns(infos):
-            self.rebuild(self.infos, self.resources)
-            return
-        rows, replaced = self._recopy([self.index[info.name] for info in infos])
-        for v in self._views.values():
-            if v.reads_pods:
-                v.refresh(self, rows)
-            elif replaced:
-                v.refresh(self, replaced)
+            i = index[info.name]
+            if i not in prior:  # a row named twice: its first NodeInfo is what the views hold
+                prior[i] = held[i]
+                rows.append(i)
+            held[i] = info
+        try:
+            if not self._has_columns(infos):
+                self.rebuild(held, self.resources)
+                return
+            # allocatable dicts are replaced, never mutated (NodeInfo.set_node): a row whose dict is the
+            # one its column was written from keeps it
+            alloc = [
+                i for i in rows if (p := prior[i]) is held[i] or p.allocatable is not held[i].allocatable
+            ]
+            rows, replaced = self._recopy(rows, alloc)
+            for v in self._views.values():
+                if v.reads_pods:
+                    v.refresh(self, rows)
+                elif replaced:
+                    v.refresh(self, replaced)
+        finally:
+            prior.clear()
+            self._changes.clear()
 
-    def _recopy(self, rows: list[int]) -> tuple[list[int], list[int]]:
-        """Re-copies `rows`; returns them and those whose Node object is new (not only their pods),
-        against the one each row was copied from."""
-        replaced = [i for i in rows if self.infos[i].node is not self.nodes[i]]
-        for i in rows:
-            self._copy_row(i)
+    def pod_changes(self, i: int) -> tuple[list[str], list[str]] | None:
+        """While views refresh re-copied row `i`: the keys of its pods gone or replaced (a new PodInfo)
+        since the NodeInfo the views hold, and of those new or replaced, so a view touches only them.
+        None outside `refresh` or when the row's NodeInfo is the same object: compare every pod."""
+        found = self._changes.get(i)
+        if found is None:
+            old, new = self._prior.get(i), self.infos[i]
+            if old is None or old is new:
+                return None
+            a, b = old.pods, new.pods
+            found = self._changes[i] = (
+                [k for k, pi in a.items() if b.get(k) is not pi],
+                [k for k, pi in b.items() if a.get(k) is not pi],
+            )
+        return found
+
+    def _recopy(self, rows: list[int], alloc: list[int] | None = None) -> tuple[list[int], list[int]]:
+        """Re-copies `rows` (allocatable: `alloc`'s); returns them and those whose Node object is new."""
+        nodes, infos = self.nodes, self.infos
+        replaced = [i for i in rows if infos[i].node is not nodes[i]]
+        self._copy_rows(rows, alloc)
         return rows, replaced
 
     def _rerank(self, removed: Sequence[str], change: RowChange) -> None:
@@ -335,8 +369,7 @@ class Snapshot:
         self.allocatable, self.requested = change.array(self.allocatable), change.array(self.requested)
         self.pod_count, self.nonzero = change.array(self.pod_count), change.array(self.nonzero)
         rows, replaced = self._recopy([self.index[info.name] for info in changed])
-        for i in change.added:
-            self._copy_row(i)
+        self._copy_rows(list(change.added))
         self.layout += 1
         for v in self._views.values():
             resize = getattr(v, "resize", None)

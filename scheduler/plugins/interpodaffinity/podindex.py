@@ -102,15 +102,18 @@ class PodIndex:
                 self._add(self._entry(key, i, pi.pod, old.get(key)))
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        """Only the row's pods that changed (`Snapshot.pod_changes`), else every pod of the row."""
         for i in rows:
             current, pods = self.rows[i], snapshot.infos[i].pods
-            for key, e in list(current.items()):
-                pi = pods.get(key)
-                if pi is None or pi.pod is not e.pod:
+            changes = snapshot.pod_changes(i)
+            gone, came = (list(current), pods) if changes is None else changes
+            for key in gone:
+                e = current.get(key)
+                if e is not None and ((pi := pods.get(key)) is None or pi.pod is not e.pod):
                     self._remove(e)
-            for key, pi in pods.items():
+            for key in came:
                 if key not in current:
-                    self._add(self._entry(key, i, pi.pod, None))
+                    self._add(self._entry(key, i, pods[key].pod, None))
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
         for r in change.removed:

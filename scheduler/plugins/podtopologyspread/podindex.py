@@ -86,15 +86,19 @@ class PodIndex:
                 self._release(s)
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        """Only the row's pods that changed (`Snapshot.pod_changes`), else every pod of the row: a pod
+        whose object is new is re-indexed, one gone leaves, one new is indexed."""
         for i in rows:
             pods, kept = snapshot.infos[i].pods, self.rows[i]
-            for key in [
-                k for k, (_, obj) in kept.items() if (pi := pods.get(k)) is None or pi.pod is not obj
-            ]:
-                self._remove(i, key)
-            for key, pi in pods.items():
+            changes = snapshot.pod_changes(i)
+            gone, came = (list(kept), pods) if changes is None else changes
+            for key in gone:
+                entry = kept.get(key)
+                if entry is not None and ((pi := pods.get(key)) is None or pi.pod is not entry[1]):
+                    self._remove(i, key)
+            for key in came:
                 if key not in kept:
-                    self._add(i, key, pi)
+                    self._add(i, key, pods[key])
         self.results.changed(rows)
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:

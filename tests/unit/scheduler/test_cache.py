@@ -320,11 +320,11 @@ def test_incremental_snapshot_equals_scratch(ops: list[tuple[Any, ...]]) -> None
 
 def count_copies(monkeypatch: pytest.MonkeyPatch, snap: Snapshot) -> dict[str, int]:
     counts = {"rows": 0, "infos": 0, "rebuilds": 0}
-    copy_row, copy_info, rebuild = snap._copy_row, cache_mod.copy_node_info, snap.rebuild
+    copy_rows, copy_info, rebuild = snap._copy_rows, cache_mod.copy_node_info, snap.rebuild
 
-    def counting_row(i: int) -> None:
-        counts["rows"] += 1
-        copy_row(i)
+    def counting_rows(rows: list[int], alloc: list[int] | None = None) -> None:
+        counts["rows"] += len(rows)
+        copy_rows(rows, alloc)
 
     def counting_info(info: NodeInfo) -> NodeInfo:
         counts["infos"] += 1
@@ -334,7 +334,7 @@ def count_copies(monkeypatch: pytest.MonkeyPatch, snap: Snapshot) -> dict[str, i
         counts["rebuilds"] += 1
         rebuild(*args, **kwargs)
 
-    monkeypatch.setattr(snap, "_copy_row", counting_row)
+    monkeypatch.setattr(snap, "_copy_rows", counting_rows)
     monkeypatch.setattr(snap, "rebuild", counting_rebuild)
     monkeypatch.setattr(cache_mod, "copy_node_info", counting_info)
     return counts
