@@ -19,7 +19,6 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.noderesources_scoring import BALANCED_STRATEGY, score_all
 
 NAME: Final = "NodeResourcesBalancedAllocation"
-_KEY: Final = "PreScore" + NAME
 
 
 class NodeResourcesBalancedAllocation:
@@ -31,4 +30,4 @@ class NodeResourcesBalancedAllocation:
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         """Every row's score (kept: the rule costs the same for every row)."""
-        return score_all(BALANCED_STRATEGY, state, pod, snapshot, _KEY)
+        return score_all(BALANCED_STRATEGY, state, pod, snapshot)

@@ -36,8 +36,10 @@ cores) and ignored sidecars, which is not reproduced.
 
 The rule is docs/rules/scheduler.md#noderesourcesfit. Its arithmetic is Go's int64: numpy's int64
 wraps where Go's does, and divisions truncate (``resourcemath.go_div_all``). Vectorised over the
-snapshot's resource-major matrices; Score's results are kept per pod inputs (a view of the shared
-scoring module).
+snapshot's resource-major matrices. The Filter keeps, per checked tuple, each row's failure pattern
+(its reasons' bits packed to bytes, ``FitCodes``, a snapshot view patched on the rows the snapshot
+re-copies), and groups the failing rows' patterns into statuses only when some row fails; Score's
+results are kept per pod inputs (a view of the shared scoring module).
 Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins (resourcemath,
 noderesources_args, noderesources_scoring).
 """
@@ -49,23 +51,25 @@ from dataclasses import dataclass
 from typing import Any, Final, Self
 
 import numpy as np
+import numpy.typing as npt
 
 from apis.pod import pod_requests, resources_key
 from apis.quantity import QuantityError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import BoolArray, FilterResult, IntArray, Pod
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.rowresults import RowResults
+from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.units import to_values
 from scheduler.plugins.noderesources_args import FitArgs, fit_args
-from scheduler.plugins.noderesources_scoring import pod_inputs, score_all
+from scheduler.plugins.noderesources_scoring import score_all
 from scheduler.plugins.resourcemath import MEMO_LIMIT, is_checked_resource, is_extended_resource, reason_order
 
 NAME: Final = "NodeResourcesFit"
 PRE_FILTER_KEY: Final = "PreFilter" + NAME
-PRE_SCORE_KEY: Final = "PreScore" + NAME
 REASON_TOO_MANY_PODS: Final = "Too many pods"
 BASE_CHECKED: Final = ("cpu", "memory", "ephemeral-storage")
+U8Array = npt.NDArray[np.uint8]
 _checked_memo: dict[Hashable, tuple[tuple[tuple[str, int], ...], dict[str, int]]] = {}  # by resources_key
 
 
@@ -99,6 +103,22 @@ def pre_filter_state(pod: Pod) -> PreFilterState:
     return PreFilterState(hit[0], dict(hit[1]))
 
 
+def fit_matrix(
+    requests: IntArray,
+    allocatable: IntArray,
+    requested: IntArray,
+    pod_count: IntArray,
+    pods_allocatable: IntArray,
+) -> BoolArray:
+    """The rule over k nodes and c checked resources as one ``(1 + c, k)`` matrix (reason order): row
+    0 ``pod_count + 1 > pods_allocatable``, row ``1 + j`` ``allocatable[j] < requested[j] + requests[j]``
+    in Go's wrapping int64 (``requests``: a ``(c, 1)`` column; ``allocatable``, ``requested``: ``(c, k)``)."""
+    out = np.empty((1 + len(requests), len(pod_count)), np.bool_)
+    np.greater(pod_count + 1, pods_allocatable, out=out[0])
+    np.less(allocatable, requested + requests, out=out[1:])
+    return out
+
+
 def fit_failures(
     checked: Sequence[tuple[str, int]],
     n: int,
@@ -110,14 +130,27 @@ def fit_failures(
     """The Filter's rule over `n` nodes, each reason with the nodes it fails (reason order): ``Too many
     pods`` where ``pod_count + 1 > pods_allocatable``, ``Insufficient <r>`` where ``allocatable(r) <
     requested(r) + request`` in Go's wrapping int64 (``allocatable(r)`` None: no node has ``r``, so
-    every node fails when the pod requests it). The one form of the rule: the Filter, preemption's
-    pruning (the node less its lower-priority pods) and victim search, and the shards' arbiter
-    (`insufficient`, one node) all call it."""
-    out = [(REASON_TOO_MANY_PODS, pod_count + 1 > pods_allocatable)]
-    for r, v in checked:
+    allocatable and requested are 0 and every node fails when the pod requests it). The one form of the
+    rule (`fit_matrix`): the Filter, preemption's pruning (the node less its lower-priority pods) and
+    victim search, and the shards' arbiter (`insufficient`, one node) all call it."""
+    zero = np.zeros(n, np.int64)
+    alloc_rows, requested_rows = [], []
+    for r, _ in checked:
         a = allocatable(r)
-        out.append((f"Insufficient {r}", np.full(n, v > 0, np.bool_) if a is None else a < requested(r) + v))
-    return out
+        alloc_rows.append(zero if a is None else a)
+        requested_rows.append(zero if a is None else requested(r))
+    c = len(checked)
+    found = fit_matrix(
+        np.array([v for _, v in checked], np.int64).reshape(c, 1),
+        np.array(alloc_rows, np.int64).reshape(c, n),
+        np.array(requested_rows, np.int64).reshape(c, n),
+        pod_count,
+        pods_allocatable,
+    )
+    return [
+        (REASON_TOO_MANY_PODS, found[0]),
+        *((f"Insufficient {r}", found[1 + j]) for j, (r, _) in enumerate(checked)),
+    ]
 
 
 def insufficient(
@@ -135,6 +168,98 @@ def insufficient(
     pods_alloc = np.array([allocatable.get("pods", 0)], np.int64)
     found = fit_failures(checked, 1, one(allocatable), one(requested), np.array([pods], np.int64), pods_alloc)
     return [reason for reason, failed in found if failed[0]]
+
+
+class Plan:
+    """What `fit_codes` reads for one checked tuple in one column layout: the columns of the checked
+    resources that have one, their places among the checked (None: all of them), and the requests."""
+
+    __slots__ = ("columns", "places", "requests")
+
+    def __init__(self, checked: Sequence[tuple[str, int]], col: Mapping[str, int]) -> None:
+        found = [(j, col[r]) for j, (r, _) in enumerate(checked) if r in col]
+        self.columns = np.array([c for _, c in found], np.intp).reshape(-1, 1)
+        self.places = None if len(found) == len(checked) else np.array([j for j, _ in found], np.intp)
+        self.requests = np.array([v for _, v in checked], np.int64).reshape(-1, 1)
+
+
+def fit_codes(snapshot: Snapshot, rows: IntArray | None, plan: Plan) -> U8Array:
+    """The rule (`fit_matrix`) over the snapshot's rows (or only `rows`), each row's failed reasons
+    packed to bytes: ``(bytes, rows)``, reason j at bit ``7 - j % 8`` of byte ``j // 8``
+    (``np.packbits``' order, so comparing two rows' bytes compares their patterns as the grouping
+    does). One gather per matrix, whatever the number of resources; a resource without a column has
+    allocatable and requested 0 (`fit_failures`)."""
+    alloc, requested, pod_count = snapshot.allocatable, snapshot.requested, snapshot.pod_count
+    pods = snapshot.col.get("pods")
+    cols = plan.columns
+    if rows is None:
+        a, q, pa = alloc[cols[:, 0]], requested[cols[:, 0]], alloc[pods] if pods is not None else None
+    else:
+        a, q, pod_count = alloc[cols, rows], requested[cols, rows], pod_count[rows]
+        pa = alloc[pods, rows] if pods is not None else None
+    k = len(pod_count)
+    if pa is None:
+        pa = np.zeros(k, np.int64)
+    if plan.places is not None:  # resources without a column: rows of zeros
+        c = len(plan.requests)
+        a_all, q_all = np.zeros((c, k), np.int64), np.zeros((c, k), np.int64)
+        a_all[plan.places], q_all[plan.places] = a, q
+        a, q = a_all, q_all
+    return np.packbits(fit_matrix(plan.requests, a, q, pod_count, pa), axis=0)
+
+
+def grouped(codes: U8Array, reasons: Sequence[str]) -> FilterResult:
+    """One status per distinct failure pattern among the rows failing something, ordered as their
+    packed bytes compare (the first reason the most significant bit); `which` gives each failing row
+    its pattern's index."""
+    n = codes.shape[1]
+    failing = np.flatnonzero(codes[0] if len(codes) == 1 else codes.any(axis=0))
+    packed = np.ascontiguousarray(codes[:, failing].T)  # (failing rows, bytes)
+    keys = packed[:, 0] if packed.shape[1] == 1 else packed.view(f"V{packed.shape[1]}").ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    hits = np.unpackbits(packed[first], axis=1, count=len(reasons))
+    statuses = tuple(
+        Status.unschedulable(*(r for r, hit in zip(reasons, row, strict=True) if hit), plugin=NAME)
+        for row in hits.tolist()
+    )
+    which = np.full(n, -1, np.int32)
+    which[failing] = np.asarray(inverse, np.int32).reshape(-1)
+    return FilterResult(which, statuses)
+
+
+class FitCodes:
+    """Each row's packed failure pattern (`fit_codes`) per checked tuple, a snapshot view: kept with
+    ``RowResults`` and patched on the rows the snapshot re-copies (their requests, pod counts or
+    allocatable changed), moved with the rows when nodes join or leave; so a pod shaped like a recent
+    one costs the changed rows and one count (docs/rules/scheduler.md#noderesourcesfit)."""
+
+    reads_pods = True  # the rows' requested and pod counts
+
+    def __init__(self) -> None:
+        self.results = RowResults(0)
+        self.plans: dict[tuple[tuple[str, int], ...], Plan] = {}  # in this column layout
+
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self.results = RowResults(snapshot.n)
+        self.plans.clear()  # (columns change only on a rebuild)
+
+    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
+        self.results.changed(rows)
+
+    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
+        self.results.resize(change)  # the new rows are then refreshed, so patched on the next read
+
+    def codes(self, checked: tuple[tuple[str, int], ...], snapshot: Snapshot) -> U8Array:
+        """Every row's pattern (kept: callers must not modify it)."""
+        plan = self.plans.get(checked)
+        if plan is None:
+            if len(self.plans) >= MEMO_LIMIT:
+                self.plans.clear()
+            plan = self.plans[checked] = Plan(checked, snapshot.col)
+        return self.results.get(checked, lambda rows: fit_codes(snapshot, rows, plan))
+
+
+VIEW_KEY: Final = ("noderesources", "fit-codes")
 
 
 def ignored(name: str, args: FitArgs) -> bool:
@@ -182,43 +307,13 @@ class NodeResourcesFit:
         n = snapshot.n
         if isinstance(s, Status):
             return FilterResult(np.zeros(n, np.int32), (s,))
-        alloc, requested, col = snapshot.allocatable, snapshot.requested, snapshot.col
-        pods = col.get("pods")
-        found = fit_failures(
-            s.checked, n,
-            lambda r: alloc[col[r]] if r in col else None,
-            lambda r: requested[col[r]],
-            snapshot.pod_count,
-            alloc[pods] if pods is not None else np.zeros(n, np.int64),
-        )  # fmt: skip
-        reasons = [reason for reason, _ in found]
-        masks: list[BoolArray] = [m for _, m in found]
-        failed = masks[0].copy()
-        for m in masks[1:]:
-            failed |= m
-        if not np.count_nonzero(failed):
+        codes = snapshot.view(VIEW_KEY, FitCodes).codes(s.checked, snapshot)
+        if not np.count_nonzero(codes):
             return FilterResult.all_pass(n)
-        failing = np.flatnonzero(failed)
-        # One status per distinct failure pattern: rows' patterns packed to bytes and grouped.
-        hits = np.stack([m[failing] for m in masks], axis=1)
-        packed = np.ascontiguousarray(np.packbits(hits, axis=1))
-        _, first, inverse = np.unique(
-            packed.view(f"V{packed.shape[1]}").ravel(), return_index=True, return_inverse=True
-        )
-        statuses = tuple(
-            Status.unschedulable(*(r for r, hit in zip(reasons, row, strict=True) if hit), plugin=NAME)
-            for row in hits[first].tolist()
-        )
-        which = np.full(n, -1, np.int32)
-        which[failing] = np.asarray(inverse, np.int32).reshape(-1)
-        return FilterResult(which, statuses)
+        return grouped(codes, [REASON_TOO_MANY_PODS, *(f"Insufficient {r}" for r, _ in s.checked)])
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         """Every row's score under the scoring strategy (kept: the rule costs the same for every row)."""
-        inputs = state.get(PRE_SCORE_KEY)
-        if not isinstance(inputs, tuple):
-            s = state.get(PRE_FILTER_KEY)
-            requests = s.requests if isinstance(s, PreFilterState) else None
-            inputs = pod_inputs(self.args.strategy, pod, requests)
-            state.write(PRE_SCORE_KEY, inputs)
-        return score_all(self.args.strategy, state, pod, snapshot, PRE_SCORE_KEY)
+        s = state.get(PRE_FILTER_KEY)
+        requests = s.requests if isinstance(s, PreFilterState) else None
+        return score_all(self.args.strategy, state, pod, snapshot, requests)

@@ -40,7 +40,6 @@ class _AllocationScore:
 
     def __init__(self, strategy: Strategy) -> None:
         self.strategy = strategy
-        self._key = "PreScore" + self.NAME
 
     @property
     def name(self) -> str:
@@ -48,7 +47,7 @@ class _AllocationScore:
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
         """Every row's score (kept: the rule costs the same for every row)."""
-        return score_all(self.strategy, state, pod, snapshot, self._key)
+        return score_all(self.strategy, state, pod, snapshot)
 
 
 class NodeResourcesLeastAllocated(_AllocationScore):

@@ -102,7 +102,9 @@ def node_columns(
         pod_column = np.array(pod, np.int64).reshape(-1, 1)
         if rows is None:
             return snapshot.allocatable[cols], snapshot.nonzero[order] + pod_column
-        return snapshot.allocatable[:, rows][cols], snapshot.nonzero[:, rows][order] + pod_column
+        alloc = snapshot.allocatable[np.array(cols, np.intp).reshape(-1, 1), rows]
+        used = snapshot.nonzero[:, rows] if order[0] == 0 else snapshot.nonzero[::-1, rows]
+        return alloc, used + pod_column
     n = snapshot.n if rows is None else len(rows)
     alloc = np.zeros((len(strategy.resources), n), np.int64)
     req = np.zeros((len(strategy.resources), n), np.int64)
@@ -225,14 +227,31 @@ def evaluate(strategy: Strategy, alloc: IntArray, req: IntArray) -> IntArray:
     raise ValueError(f"unknown scoring strategy {strategy.type!r}")
 
 
+@functools.lru_cache(maxsize=64)
+def resource_names(strategy: Strategy) -> tuple[str, ...]:
+    """The scored resources' names: all `pod_inputs` and `node_columns` read of the strategy."""
+    return tuple(name for name, _ in strategy.resources)
+
+
+@functools.lru_cache(maxsize=64)
+def inputs_key(names: tuple[str, ...]) -> str:
+    """The CycleState key of the pod's inputs for strategies scoring `names` (shared by the plugins
+    scoring the same resources, as their inputs are the same)."""
+    return "PreScoreNodeResources/" + ",".join(names)
+
+
 class AllocationScores:
-    """Scores of every row per (strategy, pod inputs), a snapshot view: kept and patched on the rows
-    the snapshot re-copies."""
+    """Scores of every row per (strategies, pod inputs), a snapshot view: kept and patched on the rows
+    the snapshot re-copies, moved with the rows when nodes join or leave. Strategies scoring the same
+    resources (NodeResourcesFit's LeastAllocated and BalancedAllocation: cpu and memory) form one group
+    kept in one entry: one gather of the node columns and one patch serve all of them, and the second
+    plugin of a cycle finds its scores up to date."""
 
     reads_pods = True  # the rows' requested and non-zero sums
 
     def __init__(self) -> None:
         self.results = RowResults(0)
+        self.groups: dict[tuple[str, ...], tuple[Strategy, ...]] = {}  # by resource names, in arrival order
 
     def rebuild(self, snapshot: Snapshot) -> None:
         self.results = RowResults(snapshot.n)
@@ -241,27 +260,46 @@ class AllocationScores:
         self.results.changed(rows)
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
-        """Nodes joined or left (docs/scheduler-scale.md#node-list): kept results are dropped (each is
-        one vectorised evaluation away), not moved row by row."""
-        self.results = RowResults(change.n)
+        """Nodes joined or left (docs/scheduler-scale.md#node-list): kept results move with the rows
+        (the new rows are then refreshed, so patched on the next read)."""
+        self.results.resize(change)
 
     def scores(self, strategy: Strategy, snapshot: Snapshot, pod: tuple[int, ...]) -> IntArray:
         """Every row's score (kept: callers must not modify it)."""
+        names = resource_names(strategy)
+        group = self.groups.get(names, ())
+        if strategy in group:
+            at = group.index(strategy)
+        else:  # a group only grows, so its length names it in the entries' keys
+            at, group = len(group), (*group, strategy)
+            self.groups[names] = group
 
         def rule(rows: IntArray | None) -> IntArray:
             alloc, req = node_columns(strategy, snapshot, pod, rows)
-            return evaluate(strategy, alloc, req)
+            out = np.empty((len(group), alloc.shape[1]), np.int64)
+            for k, s in enumerate(group):
+                out[k] = evaluate(s, alloc, req)
+            return out
 
-        return self.results.get((strategy, pod), rule)
+        values: IntArray = self.results.get((names, len(group), pod), rule)[at]
+        return values
 
 
 VIEW_KEY: Final = ("noderesources", "allocation-scores")
 
 
-def score_all(strategy: Strategy, state: CycleState, pod: Pod, snapshot: Snapshot, key: str) -> IntArray:
-    """Every row's score under ``strategy``; the pod's inputs are kept in ``state`` under ``key``."""
+def score_all(
+    strategy: Strategy,
+    state: CycleState,
+    pod: Pod,
+    snapshot: Snapshot,
+    requests: dict[str, int] | None = None,
+) -> IntArray:
+    """Every row's score under ``strategy``; the pod's inputs are kept in ``state`` (``requests``: its
+    effective requests when the caller has them)."""
+    key = inputs_key(resource_names(strategy))
     inputs: Any = state.get(key)
     if not isinstance(inputs, tuple):
-        inputs = pod_inputs(strategy, pod)
+        inputs = pod_inputs(strategy, pod, requests)
         state.write(key, inputs)
     return snapshot.view(VIEW_KEY, AllocationScores).scores(strategy, snapshot, inputs)
