@@ -9,7 +9,7 @@ thresholds and existing usage a pod reads depend only on whether it is a Prod po
 are kept (index 0: other pods, 1: Prod pods). ``Block`` holds the arrays. A row is ``exact`` when every
 value has magnitude at most ``EXACT_LIMIT`` and capacities and usages are non-negative: then numpy's
 int64 sums and float64 conversions equal Go's and Python's, and, for an estimate that is ``exact`` too,
-every result is a small integer (a Filter code, a score in [0, 100]) that ``RESULT_DTYPE`` holds. Such
+every result is a small integer (a Filter code, a score in [0, 100]) that ``CODE_DTYPE`` holds. Such
 rows are all but a few; the others (``big``) are evaluated from a Python-int ``Block`` of just those
 rows, by the same rules. Nodes joining or leaving in place (``resize``) move the arrays
 (``RowChange.array``, in place) and the rows' lists, O(moved rows); the new rows are derived by the
@@ -34,6 +34,7 @@ from scheduler.framework.rows import RowChange
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.assign_cache import AssignCache
+from scheduler.plugins.loadaware.freshness import Freshness
 from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
 from scheduler.plugins.loadaware.profile import (
     ThresholdProfile,
@@ -48,8 +49,10 @@ from scheduler.plugins.loadaware.usage import existing_usage
 #: overflow, and float64 holds every value (thresholds compare exactly).
 EXACT_LIMIT: Final = 1 << 53
 #: The rules' results over exact rows for an exact estimate: Filter codes (-1 .. 2R + 1) and scores (0 ..
-#: 100), kept per estimate (``RowResults``) in one byte each, so that a pod's evaluation moves little memory.
-RESULT_DTYPE: Final = np.int8
+#: 100), kept per estimate (``RowResults``) in the dtypes the framework reads (FilterResult.which, scores)
+#: so that a pod's evaluation hands them over without a copy.
+CODE_DTYPE: Final = np.int32
+SCORE_DTYPE: Final = np.int64
 _CONTENT_LIMIT: Final = 4096
 
 
@@ -69,11 +72,6 @@ class Row:
     exact: bool = True  # every value fits the int64 block (see ``make_row``)
 
 
-def within_exact(values: Iterable[int]) -> bool:
-    """Every value fits the int64 block exactly (magnitude at most ``EXACT_LIMIT``)."""
-    return all(-EXACT_LIMIT <= v <= EXACT_LIMIT for v in values)
-
-
 def exact_estimate(estimate: Iterable[int]) -> bool:
     """An estimate the int64 block evaluates (non-negative, at most ``EXACT_LIMIT``)."""
     return all(0 <= v <= EXACT_LIMIT for v in estimate)
@@ -84,7 +82,13 @@ def make_row(*fields: Any) -> Row:
     (which no sane node reports; they could put a score outside [0, 100])."""
     x = Row(*fields)
     counts = (*x.capacity, *x.score_usage, *x.prod_usage, *x.existing2[0], *x.existing2[1])
-    if all(0 <= v <= EXACT_LIMIT for v in counts) and within_exact((*x.thresholds2[0], *x.thresholds2[1])):
+    limits = (*x.thresholds2[0], *x.thresholds2[1])
+    if (
+        min(counts, default=0) >= 0
+        and max(counts, default=0) <= EXACT_LIMIT
+        and min(limits, default=0) >= -EXACT_LIMIT
+        and max(limits, default=0) <= EXACT_LIMIT
+    ):
         return x
     return dataclasses.replace(x, exact=False)
 
@@ -96,32 +100,31 @@ def _clip(v: Vector) -> Vector:
 def _ints(x: Row, clip: bool) -> list[int]:
     """capacity, capacity with 0 → 1, Score's usage (node or aggregated), Score's Prod usage, Filter's
     usage [k], thresholds [k] (R values each); Filter's code of resource 0 [k]."""
-    fit = _clip if clip and not x.exact else tuple
     cap_safe = tuple(c if c != 0 else 1 for c in x.capacity)
-    vectors = [x.capacity, cap_safe, x.score_usage, x.prod_usage, *x.existing2, *x.thresholds2]
     codes = [1 + len(x.capacity) if x.aggregated2[k] else 1 for k in (0, 1)]
-    return [v for vector in vectors for v in fit(vector)] + codes
+    (e0, e1), (t0, t1) = x.existing2, x.thresholds2
+    if x.exact or not clip:
+        return [*x.capacity, *cap_safe, *x.score_usage, *x.prod_usage, *e0, *e1, *t0, *t1, *codes]
+    vectors = [x.capacity, cap_safe, x.score_usage, x.prod_usage, e0, e1, t0, t1]
+    return [v for vector in vectors for v in _clip(vector)] + codes
 
 
 def _active(x: Row) -> tuple[bool, bool]:
-    """Some threshold set and a metric entry [k]."""
-    return (
-        x.has_entry and any(t != 0 for t in x.thresholds2[0]),
-        x.has_entry and any(t != 0 for t in x.thresholds2[1]),
-    )
+    """Some threshold set and a metric entry [k] (a threshold is set when it is not 0)."""
+    return (x.has_entry and any(x.thresholds2[0]), x.has_entry and any(x.thresholds2[1]))
 
 
-def _bools(x: Row) -> list[bool]:
+def _bools(x: Row, active: tuple[bool, bool] | None = None) -> list[bool]:
     """capacity 0, threshold and capacity non-zero [k] (R each); active [k] and a node metric."""
     zero = [c == 0 for c in x.capacity]
     checked = [t != 0 and not z for k in (0, 1) for t, z in zip(x.thresholds2[k], zero, strict=True)]
-    a0, a1 = _active(x)
+    a0, a1 = _active(x) if active is None else active
     return [*zero, *checked, a0 and x.has_node_metric, a1 and x.has_node_metric]
 
 
-def _flags(x: Row) -> list[bool]:
+def _flags(x: Row, active: tuple[bool, bool] | None = None) -> list[bool]:
     """has a node metric; active [k]; no updateTime."""
-    return [x.has_node_metric, *_active(x), math.isnan(x.update_time)]
+    return [x.has_node_metric, *(_active(x) if active is None else active), math.isnan(x.update_time)]
 
 
 class Block:
@@ -146,7 +149,7 @@ class Block:
         self._views()
         self.has_node_metric, self.no_update_time = self.flags[0], self.flags[3]
         self.active = [self.flags[1], self.flags[2]]
-        self._expired: tuple[int, float, npt.NDArray[np.bool_]] | None = None
+        self.fresh = Freshness()
 
     def _views(self) -> None:
         r, ints, bools = self.r, self.ints, self.bools
@@ -176,6 +179,7 @@ class Block:
         out.n, out.r, out.dtype = len(rows), self.r, self.dtype
         out.ints, out.bools = self.ints.take(rows, axis=1), self.bools.take(rows, axis=1)
         out._views()
+        out._estimate = self._estimate  # an (R, 1) column: it broadcasts over any rows
         return out
 
     def resize(self, change: RowChange) -> None:
@@ -187,30 +191,34 @@ class Block:
         self._views()
         self.has_node_metric, self.no_update_time = self.flags[0], self.flags[3]
         self.active = [self.flags[1], self.flags[2]]
-        self._expired = None
+        self.fresh.reset()
 
-    def write(self, i: int, x: Row) -> None:
-        """Row ``i`` (of an int64 block)."""
-        self.ints[:, i] = _ints(x, True)
-        self.bools[:, i] = _bools(x)
-        self.flags[:, i] = _flags(x)
-        self.update_time[i] = x.update_time
-        self._expired = None
+    def write(self, rows: Sequence[int], xs: Sequence[Row]) -> None:
+        """Rows ``rows`` (distinct) of an int64 block become ``xs``: one store per array."""
+        active = [_active(x) for x in xs]
+        if len(rows) == 1:
+            i, x = rows[0], xs[0]
+            self.ints[:, i] = _ints(x, True)
+            self.bools[:, i] = _bools(x, active[0])
+            self.flags[:, i] = _flags(x, active[0])
+            self.update_time[i] = x.update_time
+        else:
+            at = np.array(rows, np.intp)
+            self.ints[:, at] = np.array([_ints(x, True) for x in xs], np.int64).T
+            self.bools[:, at] = np.array([_bools(x, a) for x, a in zip(xs, active, strict=True)], np.bool_).T
+            self.flags[:, at] = np.array([_flags(x, a) for x, a in zip(xs, active, strict=True)], np.bool_).T
+            self.update_time[at] = [x.update_time for x in xs]
+        for i in rows:
+            self.fresh.changed(i)
 
     def expired(self, expiration_seconds: int, now: float) -> npt.NDArray[np.bool_]:
-        """``updateTime`` unset, or ``now − updateTime ≥ nodeMetricExpirationSeconds`` (kept for the
-        ``now`` of the cycle: Filter and Score both ask)."""
-        known = self._expired
-        if known is not None and known[0] == expiration_seconds and known[1] == now:
-            return known[2]
-        age = now - self.update_time
-        if float(expiration_seconds) == expiration_seconds:
-            over = age >= float(expiration_seconds)
-        else:  # not a double: compare exactly, as Python's float-int comparison does
-            over = np.array([a >= expiration_seconds for a in age.tolist()], np.bool_).reshape(self.n)
-        out: npt.NDArray[np.bool_] = self.no_update_time | over
-        self._expired = (expiration_seconds, now, out)
-        return out
+        """Per row, the metric expired at ``now`` (read-only; kept across cycles, see ``freshness``)."""
+        return self.freshness(expiration_seconds, now).expired
+
+    def freshness(self, expiration_seconds: int, now: float) -> Freshness:
+        """The expiry rule's masks at ``now`` (``freshness.Freshness``: read-only arrays)."""
+        return self.fresh.at(self.update_time, self.no_update_time, self.active, self.has_node_metric,
+                             expiration_seconds, now)  # fmt: skip
 
 
 class LoadRows:
@@ -230,7 +238,9 @@ class LoadRows:
             ("", 0) if agg is None else (agg.score_aggregation_type, agg.score_aggregated_duration)
         )
         self.names: list[str] = []
-        self.results = RowResults(0)  # the plugin's rule results per estimate, patched on ``_set``
+        # the plugin's Filter codes and Score scores per estimate, patched on ``_set``
+        self.results, self.score_results = RowResults(0), RowResults(0)
+        self._selected: tuple[bytes, Block] | None = None
         self.rows: list[Row] = []
         self.block = Block([], len(self.resources), np.int64)
         self.big: list[int] = []
@@ -272,7 +282,8 @@ class LoadRows:
         sums = self.assign.sums_of(name)
         e_other = existing_usage(entry, sums, False, profile.agg_type, profile.agg_duration)
         e_prod = existing_usage(entry, sums, True, "", 0)
-        e_score = existing_usage(entry, sums, False, *self.score_agg)
+        same = self.score_agg == (profile.agg_type, profile.agg_duration)  # (the same inputs)
+        e_score = e_other if same else existing_usage(entry, sums, False, *self.score_agg)
         update_time = math.nan if entry.update_time is None else entry.update_time
         return make_row(capacity, (other, prod), agg2, (e_other, e_prod if profile.prod_set else e_other),
                         e_score, e_prod, True, True, update_time)  # fmt: skip
@@ -285,14 +296,15 @@ class LoadRows:
         self.rows = [self._row(i, info.name, info.node) for i, info in enumerate(snapshot.infos)]
         self.big = [i for i, x in enumerate(self.rows) if not x.exact]
         self.block = Block(self.rows, len(self.resources), np.int64)
-        self.results = RowResults(len(self.rows))
+        self.results, self.score_results = RowResults(len(self.rows)), RowResults(len(self.rows))
+        self._selected = None
 
     def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
         """Rows whose Node object was replaced (``reads_pods`` is false: the assigned pods the rows
         depend on are the assign cache's, whose changes come through ``refresh_names``)."""
         infos = snapshot.infos
-        for i in rows:
-            self._set(i, self._row(i, infos[i].name, infos[i].node))
+        rows = sorted(set(rows))
+        self._set(rows, [self._row(i, infos[i].name, infos[i].node) for i in rows])
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
         """The rows follow the new layout; new rows hold a placeholder until ``refresh`` derives them."""
@@ -309,22 +321,42 @@ class LoadRows:
             self.big = sorted(new_of.get(i, i) for i in self.big if i not in gone)
         self.block.resize(change)
         self.results.resize(change)
+        self.score_results.resize(change)
+        self._selected = None
 
     def refresh_names(self, snapshot: Snapshot, names: Iterable[str]) -> None:
         """Rows of nodes whose metric or assigned pods changed (names not in the snapshot are skipped)."""
         index, infos = snapshot.index, snapshot.infos
-        for name in names:
-            i = index.get(name)
-            if i is not None:
-                self._set(i, self._row(i, name, infos[i].node))
+        found = [(i, name) for i, name in ((index.get(name), name) for name in names) if i is not None]
+        if found:  # (names are distinct, so are their rows)
+            self._set([i for i, _ in found], [self._row(i, name, infos[i].node) for i, name in found])
 
-    def _set(self, i: int, x: Row) -> None:
-        was_exact = self.rows[i].exact
-        self.rows[i] = x
-        self.block.write(i, x)
-        self.results.changed((i,))
-        if was_exact != x.exact:
+    def _set(self, rows: Sequence[int], xs: Sequence[Row]) -> None:
+        """Rows ``rows`` (distinct) become ``xs``."""
+        if not rows:
+            return
+        old = self.rows
+        big = any(old[i].exact != x.exact for i, x in zip(rows, xs, strict=True))
+        for i, x in zip(rows, xs, strict=True):
+            old[i] = x
+        self.block.write(rows, xs)
+        self.results.changed(rows)
+        self.score_results.changed(rows)
+        self._selected = None
+        if big:
             self.big = [k for k, row in enumerate(self.rows) if not row.exact]
+
+    def select(self, rows: npt.NDArray[np.intp] | None) -> Block:
+        """The int64 block (``rows`` None) or its ``rows`` (kept for the last rows asked: Filter's codes
+        and Score's scores are patched on the same rows)."""
+        if rows is None:
+            return self.block
+        key = rows.tobytes()
+        known = self._selected
+        if known is None or known[0] != key:
+            known = (key, self.block.select(rows))
+            self._selected = known
+        return known[1]
 
     def big_block(self, all_rows: bool = False) -> Block:
         """The big rows (or every row) as Python ints, in row order."""

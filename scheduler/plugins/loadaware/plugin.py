@@ -26,12 +26,19 @@ from apis.pod import is_daemonset_pod
 from apis.qos import PriorityClass
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import ClusterEvent, FilterResult, IntArray
+from scheduler.framework.rowresults import RowResults
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.plugins.loadaware import rules
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.assign_cache import AssignCache
-from scheduler.plugins.loadaware.columns import RESULT_DTYPE, Block, LoadRows, exact_estimate
+from scheduler.plugins.loadaware.columns import (
+    CODE_DTYPE,
+    SCORE_DTYPE,
+    Block,
+    LoadRows,
+    exact_estimate,
+)
 from scheduler.plugins.loadaware.estimator import Estimator
 from scheduler.plugins.loadaware.nodemetric_cache import NodeMetricCache
 from scheduler.plugins.loadaware.usage import (
@@ -44,6 +51,8 @@ from scheduler.plugins.loadaware.usage import (
 
 STATE_KEY: Final = f"{NAME}/preFilter"
 RESULTS_KEY: Final = f"{NAME}/results"
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
 
 __all__ = ["NAME", "LoadAwareScheduling"]
 
@@ -81,6 +90,8 @@ class LoadAwareScheduling:
         self._views: weakref.WeakKeyDictionary[Snapshot, tuple[LoadRows, set[str]]] = (
             weakref.WeakKeyDictionary()
         )
+        # the live views' pending sets, walked on every read (a snapshot's finalizer drops its own)
+        self._pending: dict[int, set[str]] = {}
 
     @property
     def name(self) -> str:
@@ -129,7 +140,7 @@ class LoadAwareScheduling:
         the nodes whose metric or assigned pods changed since that snapshot's last read."""
         dirty = self.assign.dirty
         if dirty:
-            for _, pending in self._views.values():
+            for pending in self._pending.values():
                 pending |= dirty
             dirty.clear()
         entry = self._views.get(snapshot)
@@ -143,7 +154,10 @@ class LoadAwareScheduling:
             view = snapshot.view(self, make)  # (a snapshot never replaces a registered view)
             if not made:
                 view.rebuild(snapshot)
-            self._views[snapshot] = (view, set())
+            names: set[str] = set()
+            self._views[snapshot] = (view, names)
+            self._pending[id(names)] = names
+            weakref.finalize(snapshot, self._pending.pop, id(names), None)
             return view
         view, pending = entry
         if pending:
@@ -152,19 +166,28 @@ class LoadAwareScheduling:
         return view
 
     # --- Filter / Score ---------------------------------------------------------------------------
-    def _evaluate(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> npt.NDArray[Any]:
-        """Filter's codes (row 0, before the expiry rule) and Score's scores (row 1, before the
-        freshness rule) of every row, once per cycle: both depend on the same estimate (read-only)."""
+    def _evaluate(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> tuple[I32, I64]:
+        """Filter's codes (before the expiry rule) and Score's scores (before the freshness rule) of
+        every row, once per cycle: both depend on the same estimate. Read-only: they may be the
+        view's kept results."""
         found = state.get(RESULTS_KEY)
         if isinstance(found, tuple) and found[0] is snapshot:  # computed on this snapshot's rows
             return found[1]  # type: ignore[no-any-return]
         incoming = self.incoming(state, pod)
         est, prod = incoming.estimate, incoming.prod
+        view = self.rows(snapshot)
 
-        def rule(b: Block) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-            return rules.filter_codes(b, est, prod), rules.scores(b, self.args, self.weights, est, prod)
+        def codes(b: Block) -> Any:
+            return rules.filter_codes(b, est, prod)
 
-        out: npt.NDArray[Any] = _per_block(self.rows(snapshot), (est, prod), est, rule)
+        def scores(b: Block) -> Any:
+            return rules.scores(b, self.args, self.weights, est, prod)
+
+        key = (est, prod)
+        out = (
+            _per_block(view, view.results, key, est, codes, CODE_DTYPE),
+            _per_block(view, view.score_results, key, est, scores, SCORE_DTYPE),
+        )
         state.write(RESULTS_KEY, (snapshot, out))
         return out
 
@@ -172,15 +195,25 @@ class LoadAwareScheduling:
         incoming = self.incoming(state, pod)
         if incoming.daemonset:
             return FilterResult.all_pass(snapshot.n)
-        which = self._evaluate(state, pod, snapshot)[0].astype(np.int32)
-        rules.filter_expiry(which, self.rows(snapshot).block, self.args, incoming.prod, state.now)
-        return FilterResult(which, self.statuses)
+        which = self._evaluate(state, pod, snapshot)[0]
+        args = self.args
+        if args.filter_expired_node_metrics:  # the expiry rule (docs/rules/scheduler.md#filter)
+            k = 1 if incoming.prod else 0
+            fresh = self.rows(snapshot).block.freshness(args.node_metric_expiration_seconds, state.now)
+            if fresh.count_gone[k]:
+                which = which.copy()
+                which[fresh.gone[k]] = -1 if args.enable_schedule_when_node_metrics_expired else 0
+        return FilterResult(_read_only(which), self.statuses)
 
     def score_all(self, state: CycleState, pod: Pod, snapshot: Snapshot, feasible: IntArray) -> IntArray:
-        """Every row's score (the rule costs the same for every row)."""
-        full: IntArray = self._evaluate(state, pod, snapshot)[1].astype(np.int64)
-        rules.score_freshness(full, self.rows(snapshot).block, self.args, state.now)
-        return full
+        """Every row's score (the rule costs the same for every row); read-only."""
+        full = self._evaluate(state, pod, snapshot)[1]
+        # the freshness rule (docs/rules/scheduler.md#score): 0 without a node metric or when it expired
+        fresh = self.rows(snapshot).block.freshness(self.args.node_metric_expiration_seconds, state.now)
+        if fresh.count_stale:
+            full = full.copy()
+            full[fresh.stale] = 0
+        return _read_only(full)
 
     # --- Reserve ----------------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
@@ -192,22 +225,32 @@ class LoadAwareScheduling:
         self.assign.unassign(node_name, pod)
 
 
+def _read_only(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A read-only view of ``a`` (the view's kept results stay writable for their patches)."""
+    out = a.view()
+    out.flags.writeable = False
+    return out
+
+
 def _per_block(
-    view: LoadRows, key: Hashable, estimate: tuple[int, ...], rule: Callable[[Block], tuple[Any, Any]]
+    view: LoadRows,
+    results: RowResults,
+    key: Hashable,
+    estimate: tuple[int, ...],
+    rule: Callable[[Block], Any],
+    dtype: type[Any],
 ) -> Any:
-    """``rule`` over every row (its last axis; read-only): the int64 block's result kept per ``key`` in
-    the view (rows rewritten since are re-evaluated by ``rule`` over just those rows) in
-    ``RESULT_DTYPE``, the big rows (or, for an estimate outside the exact range, every row) evaluated on
-    Python ints."""
+    """``rule`` over every row (read-only): the int64 block's result kept per ``key`` in ``results``
+    (rows rewritten since are re-evaluated by ``rule`` over just those rows) in ``dtype``, the big rows
+    (or, for an estimate outside the exact range, every row) evaluated on Python ints."""
     if not exact_estimate(estimate):
-        return np.array(rule(view.big_block(all_rows=True)), np.int64)
-    block = view.block
+        return np.asarray(rule(view.big_block(all_rows=True)), dtype)
 
     def kept(rows: npt.NDArray[np.intp] | None) -> Any:
-        return np.array(rule(block if rows is None else block.select(rows)), RESULT_DTYPE)
+        return np.asarray(rule(view.select(rows)), dtype)
 
-    out = view.results.get(key, kept)
+    out = results.get(key, kept)
     if view.big:
-        out = out.astype(np.int64)
-        out[..., view.big] = np.array(rule(view.big_block()), np.int64)
+        out = out.copy()
+        out[view.big] = np.asarray(rule(view.big_block()), dtype)
     return out

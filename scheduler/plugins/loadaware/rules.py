@@ -18,7 +18,6 @@ from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler.plugins.loadaware.columns import Block
 
 Array = npt.NDArray[Any]
-I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
 
 
@@ -42,9 +41,10 @@ def round_half_away(x: npt.NDArray[np.float64], finite: bool = False) -> npt.NDA
 
 
 def filter_codes(b: Block, estimate: Sequence[int], prod: bool) -> I64:
-    """Per row, before the expiry rule: -1 pass, ``1 + j`` resource j over its usage threshold,
-    ``1 + R + j`` over its aggregated threshold. Daemonset pods are not filtered (the caller's check).
-    Prod pods read the prod thresholds and usage where the node sets them (``k = 1``)."""
+    """Per row, before the expiry rule (scheduler.plugins.loadaware.freshness): -1 pass, ``1 + j``
+    resource j over its usage threshold, ``1 + R + j`` over its aggregated threshold. Daemonset pods are
+    not filtered (the caller's check). Prod pods read the prod thresholds and usage where the node sets
+    them (``k = 1``)."""
     k = 1 if prod else 0
     exact = b.dtype is not object
     if b.r == 0:
@@ -63,16 +63,6 @@ def filter_codes(b: Block, estimate: Sequence[int], prod: bool) -> I64:
     first = over.argmax(axis=0)  # the first resource over
     which: I64 = np.where(failed, first + b.code_base[k], -1)
     return which
-
-
-def filter_expiry(which: I32, b: Block, args: LoadAwareSchedulingArgs, prod: bool, now: float) -> None:
-    """The expiry rule over ``filter_codes``' result (in place): with filterExpiredNodeMetrics, a node
-    whose thresholds apply and whose metric expired passes (enableScheduleWhenNodeMetricsExpired) or
-    gets code 0."""
-    if args.filter_expired_node_metrics:
-        gone = b.active[1 if prod else 0] & b.expired(args.node_metric_expiration_seconds, now)
-        if np.count_nonzero(gone):
-            which[gone] = -1 if args.enable_schedule_when_node_metrics_expired else 0
 
 
 def scores(
@@ -100,11 +90,3 @@ def scores(
     node_score //= weight_sum
     result: I64 = node_score.astype(np.int64, copy=False)
     return result
-
-
-def score_freshness(out: I64, b: Block, args: LoadAwareSchedulingArgs, now: float) -> None:
-    """The freshness rule over ``scores``' result (in place): 0 without a node metric or when it
-    expired."""
-    stale = ~b.has_node_metric
-    stale |= b.expired(args.node_metric_expiration_seconds, now)
-    np.copyto(out, 0, where=stale)

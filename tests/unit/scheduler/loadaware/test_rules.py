@@ -16,7 +16,7 @@ from apis.nodemetric import NodeMetric
 from apis.qos import priority_class_with_default
 from scheduler.framework.snapshot import Snapshot
 from scheduler.plugins.loadaware import LoadAwareScheduling, LoadAwareSchedulingArgs, estimator, rules
-from scheduler.plugins.loadaware.columns import RESULT_DTYPE, Block, LoadRows, Row, exact_estimate, make_row
+from scheduler.plugins.loadaware.columns import CODE_DTYPE, Block, LoadRows, Row, exact_estimate, make_row
 from tests.oracles.loadaware import least_used
 
 from .test_property import NOW, check_equal, pod_st, world_st
@@ -149,7 +149,7 @@ def test_estimate_memo_equals_a_fresh_estimate(pods: list[dict[str, Any]], custo
 def test_exact_rows_give_results_the_kept_dtype_holds(
     capacity: int, threshold: int, used: int, est: int
 ) -> None:
-    """The int64 block's results are kept per estimate in RESULT_DTYPE: over exact rows and an exact
+    """The int64 block's results are kept per estimate in CODE_DTYPE: over exact rows and an exact
     estimate every Filter code and score fits it (non-negative capacity and usage bound the score)."""
     x = row(capacity, threshold, used)
     if not x.exact or not exact_estimate((est,)):
@@ -157,6 +157,6 @@ def test_exact_rows_give_results_the_kept_dtype_holds(
     b = Block([x], 1, np.int64)
     code = int(rules.filter_codes(b, (est,), False)[0])
     score = int(rules.scores(b, ARGS, [1], (est,), False)[0])
-    info = np.iinfo(RESULT_DTYPE)
+    info = np.iinfo(CODE_DTYPE)
     assert -1 <= code <= 3 and 0 <= score <= 100
     assert info.min <= code <= info.max and info.min <= score <= info.max
