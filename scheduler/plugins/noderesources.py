@@ -62,11 +62,11 @@ from scheduler.framework.snapshot import RowChange, Snapshot
 from scheduler.framework.status import Status
 from scheduler.framework.units import to_values
 from scheduler.plugins.noderesources_args import FitArgs, fit_args
-from scheduler.plugins.noderesources_scoring import score_all
+from scheduler.plugins.noderesources_scoring import FIT_PRE_FILTER_KEY, score_all
 from scheduler.plugins.resourcemath import MEMO_LIMIT, is_checked_resource, is_extended_resource, reason_order
 
 NAME: Final = "NodeResourcesFit"
-PRE_FILTER_KEY: Final = "PreFilter" + NAME
+PRE_FILTER_KEY: Final = FIT_PRE_FILTER_KEY  # "PreFilter" + NAME, read by the scores too
 REASON_TOO_MANY_PODS: Final = "Too many pods"
 BASE_CHECKED: Final = ("cpu", "memory", "ephemeral-storage")
 U8Array = npt.NDArray[np.uint8]
@@ -183,6 +183,22 @@ class Plan:
         self.requests = np.array([v for _, v in checked], np.int64).reshape(-1, 1)
 
 
+_BITS: Final = (np.uint8(1) << np.arange(7, -1, -1, dtype=np.uint8)).reshape(-1, 1)  # 128, 64, ..., 1
+_PACKBITS_COLUMNS: Final = 256  # np.packbits along axis 0 is strided: beyond this, weighted sums
+
+
+def pack_rows(m: BoolArray) -> U8Array:
+    """``np.packbits(m, axis=0)``: row j is bit ``7 - j % 8`` of byte ``j // 8``. Over many columns
+    computed as one weighted sum per byte (distinct powers of two: no carry), ~30x faster there."""
+    if m.shape[1] <= _PACKBITS_COLUMNS:
+        return np.packbits(m, axis=0)
+    out = np.empty(((len(m) + 7) // 8, m.shape[1]), np.uint8)
+    for b in range(len(out)):
+        part = m[8 * b : 8 * b + 8]
+        np.sum(part * _BITS[: len(part)], axis=0, dtype=np.uint8, out=out[b])
+    return out
+
+
 def fit_codes(snapshot: Snapshot, rows: IntArray | None, plan: Plan) -> U8Array:
     """The rule (`fit_matrix`) over the snapshot's rows (or only `rows`), each row's failed reasons
     packed to bytes: ``(bytes, rows)``, reason j at bit ``7 - j % 8`` of byte ``j // 8``
@@ -205,7 +221,7 @@ def fit_codes(snapshot: Snapshot, rows: IntArray | None, plan: Plan) -> U8Array:
         a_all, q_all = np.zeros((c, k), np.int64), np.zeros((c, k), np.int64)
         a_all[plan.places], q_all[plan.places] = a, q
         a, q = a_all, q_all
-    return np.packbits(fit_matrix(plan.requests, a, q, pod_count, pa), axis=0)
+    return pack_rows(fit_matrix(plan.requests, a, q, pod_count, pa))
 
 
 def grouped(codes: U8Array, reasons: Sequence[str]) -> FilterResult:

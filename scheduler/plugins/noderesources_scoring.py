@@ -53,6 +53,8 @@ F64 = npt.NDArray[np.float64]
 BALANCED: Final = "BalancedAllocation"
 BALANCED_STRATEGY: Final = Strategy(BALANCED)  # cpu and memory, weights unused
 MAX_UTILIZATION: Final = 100
+# NodeResourcesFit's PreFilter state (its ``requests``: the pod's effective requests in snapshot units)
+FIT_PRE_FILTER_KEY: Final = "PreFilterNodeResourcesFit"
 _requests_memo: dict[Hashable, dict[str, int]] = {}
 
 
@@ -128,7 +130,14 @@ def node_columns(
 
 def _weighted_mean(scores: IntArray, weights: IntArray) -> IntArray:
     """``Σ score × weight / Σ weight`` over axis 0 in int64 (weights are validated positive)."""
-    return go_div_all(weights @ scores, int(weights.sum()))
+    return go_div_all(weights @ scores, _weight_sum(weights.tobytes()))
+
+
+@functools.lru_cache(maxsize=64)
+def _weight_sum(weights: bytes) -> int:
+    """Σ weight (Python ints: exact), kept per weights (a strategy's are fixed; summing each call costs
+    a numpy reduction)."""
+    return sum(np.frombuffer(weights, np.int64).tolist())
 
 
 @functools.lru_cache(maxsize=64)
@@ -177,7 +186,7 @@ def go_round(x: F64) -> F64:
 def go_int64_all(x: F64) -> IntArray:
     """``int64(x)`` on amd64 element-wise: truncation; NaN and out-of-range values give MinInt64."""
     ok = np.abs(x) < 2.0**63  # NaN compares false; -2^63 itself converts to MinInt64 either way
-    if ok.all():  # the usual case: one conversion (astype truncates toward zero)
+    if np.count_nonzero(ok) == ok.size:  # the usual case: one conversion (astype truncates toward zero)
         return x.astype(np.int64)
     out = np.full(x.shape, np.iinfo(np.int64).min, np.int64)
     out[ok] = x[ok].astype(np.int64)
@@ -300,6 +309,9 @@ def score_all(
     key = inputs_key(resource_names(strategy))
     inputs: Any = state.get(key)
     if not isinstance(inputs, tuple):
+        if requests is None:  # NodeResourcesFit's PreFilter ran this cycle: its requests are the pod's
+            found = getattr(state.get(FIT_PRE_FILTER_KEY), "requests", None)
+            requests = found if isinstance(found, dict) else None
         inputs = pod_inputs(strategy, pod, requests)
         state.write(key, inputs)
     return snapshot.view(VIEW_KEY, AllocationScores).scores(strategy, snapshot, inputs)

@@ -22,6 +22,7 @@ from scheduler.plugins.noderesources import (
     REASON_TOO_MANY_PODS,
     NodeResourcesFit,
     fit_failures,
+    pack_rows,
     pre_filter_state,
 )
 from scheduler.plugins.noderesources_allocated import NodeResourcesMostAllocated
@@ -161,3 +162,12 @@ def test_a_row_that_stops_fitting_gets_its_status_and_the_pattern_order_follows_
         Status.unschedulable(REASON_TOO_MANY_PODS, plugin=NAME),
     )
     assert got.which.tolist() == [-1, 0, 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 20), st.sampled_from([0, 1, 7, 256, 257, 600]), st.integers(0, 2**32 - 1))
+def test_pack_rows_is_packbits_along_the_rows(reasons: int, columns: int, seed: int) -> None:
+    m = np.random.default_rng(seed).random((reasons, columns)) < 0.3
+    got = pack_rows(m)
+    assert got.dtype == np.uint8
+    assert got.tolist() == np.packbits(m, axis=0).tolist()
