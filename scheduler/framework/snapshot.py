@@ -77,9 +77,8 @@ class NodeInfo:
     nonzero: tuple[int, int] = (0, 0)
 
     def copy(self) -> NodeInfo:
-        """A NodeInfo whose dicts later changes don't touch: pods can be added and removed on either
-        without the other seeing it (PodInfos, the pod/node dicts and `allocatable` are shared: they
-        are replaced — `set_node` — never mutated)."""
+        """A NodeInfo whose pods either can gain or lose without the other seeing it (PodInfos, the
+        pod/node dicts and `allocatable` are shared: replaced — `set_node` — never mutated)."""
         return NodeInfo(
             self.name, self.node, self.allocatable, self.pods.copy(), self.requested.copy(),
             self.generation, self.nonzero,
@@ -251,13 +250,9 @@ class Snapshot:
     def _copy_rows(self, rows: list[int], alloc: list[int] | None = None) -> None:
         """`rows` from their NodeInfos through the public matrices (views of the buffers), one numpy write
         per matrix; allocatable only of the rows `alloc` (None: all)."""
-        if not rows:
-            return
         infos = [self.infos[i] for i in rows]
-        if alloc is None or alloc:
-            some = infos if alloc is None else [self.infos[i] for i in alloc]
-            cols = [[info.allocatable.get(r, 0) for info in some] for r in self.resources]
-            self.allocatable[:, rows if alloc is None else alloc] = cols
+        some, at = (infos, rows) if alloc is None else ([self.infos[i] for i in alloc], alloc)
+        self.allocatable[:, at] = [[info.allocatable.get(r, 0) for info in some] for r in self.resources]
         self.requested[:, rows] = [[info.requested.get(r, 0) for info in infos] for r in self.resources]
         self.pod_count[rows] = [len(info.pods) for info in infos]
         self.nonzero[:, rows] = list(zip(*(info.nonzero for info in infos), strict=True))
@@ -284,12 +279,7 @@ class Snapshot:
             if not self._has_columns(infos):
                 self.rebuild(held, self.resources)
                 return
-            # allocatable dicts are replaced, never mutated (NodeInfo.set_node): a row whose dict is the
-            # one its column was written from keeps it
-            alloc = [
-                i for i in rows if (p := prior[i]) is held[i] or p.allocatable is not held[i].allocatable
-            ]
-            rows, replaced = self._recopy(rows, alloc)
+            replaced = self._recopy(rows, prior)
             for v in self._views.values():
                 if v.reads_pods:
                     v.refresh(self, rows)
@@ -315,12 +305,17 @@ class Snapshot:
             )
         return found
 
-    def _recopy(self, rows: list[int], alloc: list[int] | None = None) -> tuple[list[int], list[int]]:
-        """Re-copies `rows` (allocatable: `alloc`'s); returns them and those whose Node object is new."""
-        nodes, infos = self.nodes, self.infos
-        replaced = [i for i in rows if infos[i].node is not nodes[i]]
+    def _recopy(self, rows: list[int], prior: dict[int, NodeInfo] | None = None) -> list[int]:
+        """Re-copies `rows`; returns those whose Node object is new. Given each row's `prior` NodeInfo,
+        allocatable only where its dict is new (they are replaced, never mutated: set_node)."""
+        infos, alloc = self.infos, None
+        replaced = [i for i in rows if infos[i].node is not self.nodes[i]]
+        if prior is not None:
+            alloc = [
+                i for i in rows if (a := prior[i]) is (b := infos[i]) or a.allocatable is not b.allocatable
+            ]
         self._copy_rows(rows, alloc)
-        return rows, replaced
+        return replaced
 
     def _rerank(self, removed: Sequence[str], change: RowChange) -> None:
         """`name_rank` after `removed` left and `change.added` joined: O(n) in C per node, no sort."""
@@ -368,7 +363,8 @@ class Snapshot:
             return change
         self.allocatable, self.requested = change.array(self.allocatable), change.array(self.requested)
         self.pod_count, self.nonzero = change.array(self.pod_count), change.array(self.nonzero)
-        rows, replaced = self._recopy([self.index[info.name] for info in changed])
+        rows = [self.index[info.name] for info in changed]
+        replaced = self._recopy(rows)
         self._copy_rows(list(change.added))
         self.layout += 1
         for v in self._views.values():
