@@ -94,19 +94,33 @@ _NONZERO_ROWS: Final[dict[tuple[str, ...], list[int]]] = {
 }  # snapshot.nonzero's rows
 
 
+@functools.lru_cache(maxsize=64)
+def resource_names(strategy: Strategy) -> tuple[str, ...]:
+    """The scored resources' names: all `pod_inputs` and `node_columns` read of the strategy."""
+    return tuple(name for name, _ in strategy.resources)
+
+
+@functools.lru_cache(maxsize=256)
+def _column(values: tuple[int, ...]) -> IntArray:
+    """``values`` as a read-only ``(len, 1)`` int64 column (column indices, a pod's inputs: few)."""
+    a = np.array(values, np.int64).reshape(-1, 1)
+    a.setflags(write=False)
+    return a
+
+
 def node_columns(
     strategy: Strategy, snapshot: Snapshot, pod: Sequence[int], rows: IntArray | None
 ) -> tuple[IntArray, IntArray]:
     """Allocatable and requested (node's plus pod's) per scored resource: ``(resources, rows)``."""
-    order = _NONZERO_ROWS.get(tuple(name for name, _ in strategy.resources))
+    order = _NONZERO_ROWS.get(resource_names(strategy))
     if order is not None:  # the usual cpu and memory (always columns): two gathers, no loop
-        cols = [snapshot.col["cpu" if k == 0 else "memory"] for k in order]
-        pod_column = np.array(pod, np.int64).reshape(-1, 1)
+        cpu, memory = snapshot.col["cpu"], snapshot.col["memory"]
+        cols = _column((cpu, memory) if order[0] == 0 else (memory, cpu))
+        pod_column = _column(tuple(pod))
         if rows is None:
-            return snapshot.allocatable[cols], snapshot.nonzero[order] + pod_column
-        alloc = snapshot.allocatable[np.array(cols, np.intp).reshape(-1, 1), rows]
+            return snapshot.allocatable[cols[:, 0]], snapshot.nonzero[order] + pod_column
         used = snapshot.nonzero[:, rows] if order[0] == 0 else snapshot.nonzero[::-1, rows]
-        return alloc, used + pod_column
+        return snapshot.allocatable[cols, rows], used + pod_column
     n = snapshot.n if rows is None else len(rows)
     alloc = np.zeros((len(strategy.resources), n), np.int64)
     req = np.zeros((len(strategy.resources), n), np.int64)
@@ -219,7 +233,8 @@ def balanced_allocation(alloc: IntArray, req: IntArray) -> IntArray:
     f = fractions(alloc, req)
     cpu, memory = f[0], f[1]
     score = go_int64_all((1 - np.abs(cpu - memory)) * float(MAX_NODE_SCORE))
-    return np.where((cpu >= 1) | (memory >= 1), 0, score)
+    full = f >= 1
+    return np.where(np.logical_or(full[0], full[1]), 0, score)
 
 
 def evaluate(strategy: Strategy, alloc: IntArray, req: IntArray) -> IntArray:
@@ -234,12 +249,6 @@ def evaluate(strategy: Strategy, alloc: IntArray, req: IntArray) -> IntArray:
     if strategy.type == BALANCED:
         return balanced_allocation(alloc, req)
     raise ValueError(f"unknown scoring strategy {strategy.type!r}")
-
-
-@functools.lru_cache(maxsize=64)
-def resource_names(strategy: Strategy) -> tuple[str, ...]:
-    """The scored resources' names: all `pod_inputs` and `node_columns` read of the strategy."""
-    return tuple(name for name, _ in strategy.resources)
 
 
 @functools.lru_cache(maxsize=64)
