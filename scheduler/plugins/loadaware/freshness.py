@@ -12,7 +12,8 @@ instead and re-evaluates the rule only where the result can have changed:
   and shrinks as ``t`` grows; an expired row stays expired, and no live row can expire while the
   live row with the smallest ``updateTime`` (``soonest``) has not: while the rule says ``soonest`` is not
   expired at ``now``, every mask is unchanged. Otherwise (and when ``now`` moves back, or the expiration
-  changes) every row is evaluated again.
+  changes) every row is evaluated again. By the same argument a rewritten row whose ``updateTime`` is
+  at least ``soonest`` is not expired: when it was fresh before and has a node metric, its masks stay.
 
 Every mask therefore equals a fresh evaluation at every ``now``.
 Imports: the standard library, numpy.
@@ -81,13 +82,22 @@ class Freshness:
         if full:
             self._evaluate(None, update_time, no_update_time, active, has_node_metric, seconds, now)
         elif self.rows:
-            pending = self.rows
+            # A row that was fresh (not stale) and still has a node metric and an updateTime no older
+            # than ``soonest`` is not expired either (see the module docstring): its masks stand.
+            soonest, stale = self.soonest, self.stale
+            pending = [
+                i
+                for i in (self.rows if len(self.rows) == 1 else set(self.rows))
+                if stale[i] or not has_node_metric[i] or not update_time[i] >= soonest
+            ]
+            self.rows = []
             rows: slice | npt.NDArray[np.intp]
             if len(pending) == 1:  # (a slice: basic indexing, cheaper than a gather)
                 rows = slice(pending[0], pending[0] + 1)
-            else:
-                rows = np.array(sorted(set(pending)), np.intp)
-            self._evaluate(rows, update_time, no_update_time, active, has_node_metric, seconds, now)
+            elif pending:
+                rows = np.array(sorted(pending), np.intp)
+            if pending:
+                self._evaluate(rows, update_time, no_update_time, active, has_node_metric, seconds, now)
         self.now = now
         return self
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import add
 from typing import Final
 
 from scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
@@ -132,8 +133,8 @@ def existing_usage(
     """Estimated usage of the node's existing pods: prod mode → prodUsage + prodDelta; else the base
     (nodeUsage or aggregated) + nodeDelta, or nodeEstimated when the base is nil."""
     if prod_mode:
-        return tuple(a + b for a, b in zip(sums.prod_usage, sums.prod_delta, strict=True))
+        return tuple(map(add, sums.prod_usage, sums.prod_delta))  # (vectors of one length)
     base = entry.usage_base(agg_type, duration)
     if base is None:
         return sums.node_estimated
-    return tuple(a + b for a, b in zip(base, sums.node_delta, strict=True))
+    return tuple(map(add, base, sums.node_delta))
