@@ -18,8 +18,9 @@ plus the pod's effective request; any other name counts 0 and 0. Then, in Go's i
 - BalancedAllocation (cpu and memory only): fractions ``req / alloc`` in float64 (1 when alloc is 0);
   0 when either is ≥ 1, else ``int64((1 - |cpu - memory|) * 100)``.
 
-Vectorised over the snapshot's resource-major matrices; results are kept per (rule, pod inputs) and
-patched on the rows the snapshot re-copies (``AllocationScores``, a view with ``RowResults``).
+Vectorised over the snapshot's resource-major matrices; results are kept per (rules, pod inputs) and
+patched on the rows the snapshot re-copies (``AllocationScores``, a view with ``RowResults``): the
+rules scoring the same resources share one entry, so one patch serves every plugin of a cycle.
 Imports: numpy, apis (pod, quantity), scheduler.framework, scheduler.plugins (resourcemath,
 noderesources_args).
 """
