@@ -208,8 +208,7 @@ class Block:
             self.bools[:, at] = np.array([_bools(x, a) for x, a in zip(xs, active, strict=True)], np.bool_).T
             self.flags[:, at] = np.array([_flags(x, a) for x, a in zip(xs, active, strict=True)], np.bool_).T
             self.update_time[at] = [x.update_time for x in xs]
-        for i in rows:
-            self.fresh.changed(i)
+        self.fresh.changed(rows)
 
     def expired(self, expiration_seconds: int, now: float) -> npt.NDArray[np.bool_]:
         """Per row, the metric expired at ``now`` (read-only; kept across cycles, see ``freshness``)."""
@@ -335,9 +334,9 @@ class LoadRows:
         """Rows ``rows`` (distinct) become ``xs``."""
         if not rows:
             return
-        old = self.rows
-        big = any(old[i].exact != x.exact for i, x in zip(rows, xs, strict=True))
+        old, big = self.rows, False
         for i, x in zip(rows, xs, strict=True):
+            big = big or old[i].exact != x.exact
             old[i] = x
         self.block.write(rows, xs)
         self.results.changed(rows)

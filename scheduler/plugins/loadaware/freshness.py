@@ -22,6 +22,7 @@ Imports: the standard library, numpy.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -61,9 +62,9 @@ class Freshness:
         self.count_gone = [0, 0]
         self.count_stale = 0
 
-    def changed(self, i: int) -> None:
+    def changed(self, rows: Iterable[int]) -> None:
         if self.seconds is not None:
-            self.rows.append(i)
+            self.rows.extend(rows)
 
     def at(
         self,

@@ -43,7 +43,7 @@ def test_kept_masks_equal_a_fresh_evaluation(n: int, data: st.DataObject) -> Non
             update_time[i] = data.draw(times)
             no_update_time[i] = math.isnan(update_time[i])
             flags[:, i] = data.draw(st.lists(st.booleans(), min_size=3, max_size=3))
-            kept.changed(i)
+            kept.changed((i,))
         step = data.draw(st.sampled_from([0.0, 0.5, 30.0, 60.0, 100.0, 150.0, -1.0]))
         now = data.draw(st.just(now + step) | st.floats(-100.0, 2.0**54)) if step >= 0 else now + step
         seconds = data.draw(st.sampled_from([180, 180, 180, 1, 2**53 + 1]))
