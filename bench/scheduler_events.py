@@ -1,4 +1,4 @@
-"""Informer-event micro-benchmark (docs/testing.md#scheduler-scale-benchmark): what the scheduling thread
+"""Informer-event micro-benchmark (docs/scheduler-scale.md#events-and-cycles): what the scheduling thread
 pays per informer event and per snapshot update, outside the live run's noise. The scale benchmark's world
 (bench/_scale_driver.py: `--nodes` nodes filled to half their capacity with bound pods, a tenth of them
 "rich" — spread and anti-affinity — with NodeMetrics) is listed into the daemon's EventRouter, one rich
@@ -12,8 +12,9 @@ default profile's snapshot every `--every` events, as the scheduling loop does b
 Prints one JSON object: nodes, pods, events per kind, us_per_event (mean per kind), us_per_update (mean,
 p50, p90 of the snapshot updates), rows_per_update (mean NodeInfos re-copied), us_per_event_all (events
 and updates, per event), setup_s, total_s, and `digest`: a hash of the snapshot and its pod views at the
-end, equal before and after a change that keeps the state the same.
-Usage: python bench/scheduler_events.py [--nodes 20000] [--events 20000] [--every 10] [--seed 7]
+end, equal before and after a change that keeps the state the same; with `--check`, `digest_from_scratch`
+of a snapshot and views built from the cache anew, which `digest` must equal.
+Usage: python bench/scheduler_events.py [--nodes 20000] [--events 20000] [--every 10] [--seed 7] [--check]
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from scheduler.scheduler import Scheduler, freeze_heap  # noqa: E402
 # updates, binds coming back (the pod assumed, then its update), bound pods the scheduler never saw.
 MIX: tuple[tuple[str, int], ...] = (("delete", 1700), ("metric", 550), ("bind", 200), ("add", 20))
 Event = tuple[str, Any]
+BIND_LAG = 25  # events between a pod's assumption and its bind's update
 
 
 def setup(nodes: int, seed: int) -> tuple[Scheduler, EventRouter, World]:
@@ -62,14 +64,24 @@ def setup(nodes: int, seed: int) -> tuple[Scheduler, EventRouter, World]:
 
 def stream(world: World, events: int, seed: int) -> list[Event]:
     """The events, drawn before the clock starts; `world` follows them (a deleted pod is not deleted
-    again, a NodeMetric lists the node's pods of that moment)."""
+    again, a NodeMetric lists the node's pods of that moment). A bind's pod is assumed (`assume`, the
+    scheduler's own part, untimed) BIND_LAG events before its update comes back, as in the live loop
+    where snapshot updates fall in between."""
     rnd = random.Random(seed + 1)
     kinds = [k for k, _ in MIX]
     weights = [w for _, w in MIX]
     out: list[Event] = []
     live = list(world.live)
     stamp = time.time()
-    for i in range(events):
+    later: dict[int, list[Event]] = {}
+    for i in range(events + BIND_LAG):
+        for ev in later.pop(i, []):
+            key = _key(ev[1][1])
+            world.place(key, ev[1][1]["spec"]["nodeName"], ev[1][1])
+            live.append(key)
+            out.append(ev)
+        if i >= events:
+            continue
         kind = rnd.choices(kinds, weights)[0]
         if kind == "delete" and live:
             j = rnd.randrange(len(live))
@@ -88,6 +100,10 @@ def stream(world: World, events: int, seed: int) -> list[Event]:
             cond = {"type": "PodScheduled", "status": "True", "lastTransitionTime": time_string(stamp)}
             pod = {**pending, "spec": {**pending["spec"], "nodeName": name}, "status": {"phase": "Running"}}
             pod["status"]["conditions"] = [cond]
+            if kind == "bind":
+                out.append(("assume", (pending, pod)))
+                later.setdefault(i + BIND_LAG, []).append(("bind", (pending, pod)))
+                continue
             key = _key(pod)
             world.place(key, name, pod)
             live.append(key)
@@ -108,18 +124,40 @@ def digest(snapshot: Snapshot) -> str:
         h.update(snapshot.requested[:, i].tobytes() + snapshot.nonzero[:, i].tobytes())
         h.update(snapshot.allocatable[:, i].tobytes())
     for key, view in sorted(snapshot._views.items(), key=lambda kv: repr(kv[0])):
-        rows = getattr(view, "rows", None)
-        if isinstance(rows, list) and all(isinstance(r, dict) for r in rows):
+        rows = _pod_rows(view)
+        if rows is not None:
             h.update(repr(key).encode())
             for i in order:
                 h.update(repr(sorted(rows[i])).encode())
+                # each entry holds the pod object the row holds (interpodaffinity: .pod; spread: (slot, pod))
+                pods = snapshot.infos[i].pods
+                stale = [k for k, e in rows[i].items() if getattr(e, "pod", None) is not pods[k].pod
+                         and not (isinstance(e, tuple) and e[1] is pods[k].pod)]  # fmt: skip
+                h.update(repr(stale).encode())
         groups = getattr(view, "groups", None)
-        if isinstance(groups, dict):
+        if rows is not None and isinstance(groups, dict):
             h.update(repr(sorted(sorted(map(repr, m)) for m in groups.values())).encode())  # (keys vary)
     return h.hexdigest()[:16]
 
 
-def run(nodes: int, events: int, every: int, seed: int) -> dict[str, Any]:
+def _pod_rows(view: object) -> list[dict[str, Any]] | None:
+    """A pod view's per-row dicts of pod keys (InterPodAffinity's, PodTopologySpread's), else None."""
+    rows = getattr(view, "rows", None)
+    return rows if isinstance(rows, list) and all(isinstance(r, dict) for r in rows) else None
+
+
+def scratch_digest(sched: Scheduler, snapshot: Snapshot) -> str:
+    """`digest` of a snapshot built from the cache from scratch, with new views of the kinds `snapshot`
+    holds that `digest` reads (made without arguments): what the incremental updates must equal."""
+    fresh = Snapshot()
+    sched.cache.update_snapshot(fresh)
+    for key, view in snapshot._views.items():
+        if _pod_rows(view) is not None:
+            fresh.view(key, type(view))
+    return digest(fresh)
+
+
+def run(nodes: int, events: int, every: int, seed: int, check: bool = False) -> dict[str, Any]:
     t0 = time.monotonic()
     sched, router, world = setup(nodes, seed)
     evs = stream(world, events, seed)
@@ -131,10 +169,13 @@ def run(nodes: int, events: int, every: int, seed: int) -> dict[str, Any]:
     rows = 0
     cache = sched.cache
     t1 = time.monotonic()
-    for i, (kind, arg) in enumerate(evs):
-        if kind == "bind":  # the scheduler's own part, not the event's: the pod assumed on its node
+    timed = 0
+    for kind, arg in evs:
+        if kind == "assume":  # the scheduler's own part, not an event's: the pod assumed on its node
             with sched.lock:
                 cache.assume_pod(cast(Pod, arg[1]), arg[1]["spec"]["nodeName"])
+            continue
+        timed += 1
         t = time.perf_counter()
         if kind == "delete":
             router.pod_delete(cast(Pod, arg))
@@ -146,7 +187,7 @@ def run(nodes: int, events: int, every: int, seed: int) -> dict[str, Any]:
             router.merger.update(CR_SOURCE, arg[0], arg[1])
         spent[kind] += time.perf_counter() - t
         counts[kind] += 1
-        if (i + 1) % every == 0:
+        if timed % every == 0:
             gen = cache.generation
             rows += sum(1 for _ in _changed_since(cache, snapshot))
             t = time.perf_counter()
@@ -155,6 +196,8 @@ def run(nodes: int, events: int, every: int, seed: int) -> dict[str, Any]:
             updates.append(time.perf_counter() - t)
             assert cache.generation == gen
     t2 = time.monotonic()
+    with sched.lock:  # the events after the last update (untimed): the digests see every event
+        cache.update_snapshot(snapshot)
     ordered = sorted(updates)
     return {
         "nodes": nodes,
@@ -168,10 +211,11 @@ def run(nodes: int, events: int, every: int, seed: int) -> dict[str, Any]:
             "p90": round(ordered[int(0.9 * (len(ordered) - 1))] * 1e6, 1) if updates else None,
         },
         "rows_per_update": round(rows / len(updates), 2) if updates else None,
-        "us_per_event_all": round((sum(spent.values()) + sum(updates)) * 1e6 / max(1, len(evs)), 1),
+        "us_per_event_all": round((sum(spent.values()) + sum(updates)) * 1e6 / max(1, timed), 1),
         "setup_s": round(t1 - t0, 1),
         "total_s": round(t2 - t0, 1),
         "digest": digest(snapshot),
+        **({"digest_from_scratch": scratch_digest(sched, snapshot)} if check else {}),
     }
 
 
@@ -194,10 +238,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--events", type=int, default=20000)
     ap.add_argument("--every", type=int, default=10, help="events between two snapshot updates")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--check", action="store_true", help="also digest a snapshot rebuilt from scratch")
     a = ap.parse_args(argv)
     if not 1 <= a.nodes <= 100_000 or not 1 <= a.events <= 1_000_000 or not 1 <= a.every <= 100_000:
         ap.error("--nodes 1..100000, --events 1..1000000, --every 1..100000")
-    result = run(a.nodes, a.events, a.every, a.seed)
+    result = run(a.nodes, a.events, a.every, a.seed, a.check)
     print(json.dumps(result), flush=True)
     return result
 
