@@ -28,6 +28,7 @@ Rows = npt.NDArray[np.intp]
 Rule = Callable[[Rows | None], npt.NDArray[Any]]
 LOG_LIMIT: Final = 1 << 14  # rewritten rows remembered before every entry is dropped instead
 _PYTHON_REMAP: Final = 512  # pending rows renumbered in Python (beyond: with numpy, O(rows))
+_PYTHON_DISTINCT: Final = 24  # pending rows deduplicated in Python (beyond: sorted in C, ~3x faster at 50)
 
 
 class RowResults:
@@ -88,8 +89,20 @@ class RowResults:
         else:
             values, seen = found
             if seen < len(self.log):
-                pending = self.log[seen:]
-                rows: Rows = np.array(pending if len(pending) == 1 else sorted(set(pending)), np.intp)
+                rows = _distinct(self.log, seen)
                 values[..., rows] = rule(rows)
         self.entries[key] = (values, len(self.log))
         return values
+
+
+def _distinct(log: list[int], start: int) -> Rows:
+    """The distinct rows of ``log[start:]``, ascending (a few in Python; more sorted in C)."""
+    m = len(log) - start
+    if m < _PYTHON_DISTINCT:
+        return np.array(sorted(set(log[start:])), np.intp)
+    rows = np.fromiter(log[start:], np.intp, m)
+    rows.sort()
+    keep = np.empty(m, np.bool_)
+    keep[0] = True
+    np.not_equal(rows[1:], rows[:-1], out=keep[1:])
+    return rows[keep]

@@ -99,3 +99,26 @@ def test_row_change_array_equals_the_take_in_place_when_there_is_room(
             assert np.shares_memory(arr, room)
         for i in change.added:  # the owner writes new rows afterwards, through the view
             arr[..., i] = want[..., i] = 100 + step
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 60), max_size=120), st.integers(0, 130))
+def test_rows_to_recompute_are_the_distinct_pending_ones_ascending(log: list[int], start: int) -> None:
+    """Both ways of listing the pending rows (a few in Python, many sorted in C) give the same rows,
+    and an entry read after the changes is patched on exactly those rows."""
+    start = min(start, len(log))
+    want = sorted(set(log[start:]))
+    if not want:
+        return
+    assert rowresults._distinct(log, start).tolist() == want
+    results, calls = RowResults(61), []
+    results.get("k", lambda rows: np.zeros(61, np.int64) if rows is None else np.ones(len(rows), np.int64))
+    results.changed(log[start:])
+
+    def rule(rows: Rows | None) -> npt.NDArray[np.int64]:
+        assert rows is not None
+        calls.append(rows.tolist())
+        return np.ones(len(rows), np.int64)
+
+    got = results.get("k", rule)
+    assert calls == [want] and np.flatnonzero(got).tolist() == want
