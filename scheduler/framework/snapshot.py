@@ -248,15 +248,16 @@ class Snapshot:
         self.nonzero = np.zeros((2, capacity), np.int64)[:, :n]
 
     def _copy_rows(self, rows: list[int], alloc: list[int] | None = None) -> None:
-        """`rows` from their NodeInfos through the public matrices (views of the buffers), one numpy write
-        per matrix; allocatable only of the rows `alloc` (None: all)."""
-        infos = [self.infos[i] for i in rows]
-        some, at = (infos, rows) if alloc is None else ([self.infos[i] for i in alloc], alloc)
-        self.allocatable[:, at] = [[info.allocatable.get(r, 0) for info in some] for r in self.resources]
-        self.requested[:, rows] = [[info.requested.get(r, 0) for info in infos] for r in self.resources]
-        self.pod_count[rows] = [len(info.pods) for info in infos]
-        self.nonzero[:, rows] = list(zip(*(info.nonzero for info in infos), strict=True))
-        for i, info in zip(rows, infos, strict=True):
+        """`rows` from their NodeInfos through the public matrices (views of the buffers), a column per
+        call (a cycle re-copies a few rows: numpy's per-call cost rules); allocatable only `alloc`'s."""
+        infos, resources, zeros = self.infos, self.resources, [0] * len(self.resources)
+        for i in rows if alloc is None else alloc:
+            self.allocatable[:, i] = list(map(infos[i].allocatable.get, resources, zeros))
+        for i in rows:
+            info = infos[i]
+            self.requested[:, i] = list(map(info.requested.get, resources, zeros))
+            self.pod_count[i] = len(info.pods)
+            self.nonzero[:, i] = info.nonzero
             self.nodes[i] = info.node
 
     def _has_columns(self, infos: Iterable[NodeInfo]) -> bool:
