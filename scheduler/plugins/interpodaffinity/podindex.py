@@ -56,6 +56,7 @@ class Existing:
     namespace: str
     labels: dict[str, str]
     terms: PodTerms
+    groups: list[GroupKey]  # _groups_of(terms), made once per pod object (its entries come and go)
 
 
 def _groups_of(terms: PodTerms) -> list[GroupKey]:
@@ -122,7 +123,7 @@ class PodIndex:
         for old, new in change.moves:
             for e in self.rows[old].values():
                 e.row = new
-                for g in _groups_of(e.terms):
+                for g in e.groups:
                     self._rows.pop(g, None)  # its cached rows hold the old row
         change.list(self.rows)
         for i in change.added:
@@ -131,8 +132,9 @@ class PodIndex:
     @staticmethod
     def _entry(key: str, row: int, pod: Pod, old: Existing | None) -> Existing:
         if old is not None and old.pod is pod:
-            return Existing(key, row, pod, old.namespace, old.labels, old.terms)
-        return Existing(key, row, pod, pod_namespace(pod), pod_label_set(pod), parse_pod_terms(pod))
+            return Existing(key, row, pod, old.namespace, old.labels, old.terms, old.groups)
+        terms = parse_pod_terms(pod)
+        return Existing(key, row, pod, pod_namespace(pod), pod_label_set(pod), terms, _groups_of(terms))
 
     def _add(self, e: Existing) -> None:
         self.rows[e.row][e.key] = e
@@ -141,7 +143,7 @@ class PodIndex:
         for k, v in e.labels.items():
             self.by_key.setdefault((ns, k), {})[e.key] = e
             self.by_label.setdefault((ns, k, v), {})[e.key] = e
-        for pos, g in enumerate(_groups_of(e.terms)):
+        for pos, g in enumerate(e.groups):
             members = self.groups.get(g)
             if members is None:
                 members = self.groups[g] = {}
@@ -158,7 +160,7 @@ class PodIndex:
         for k, v in e.labels.items():
             _drop(self.by_key, (ns, k), e)
             _drop(self.by_label, (ns, k, v), e)
-        for pos, g in enumerate(_groups_of(e.terms)):
+        for pos, g in enumerate(e.groups):
             members = self.groups.get(g)
             if members is not None and members.get((e.key, pos)) is e:
                 del members[(e.key, pos)]
