@@ -291,9 +291,9 @@ class Snapshot:
             self._changes.clear()
 
     def pod_changes(self, i: int) -> tuple[list[str], list[str]] | None:
-        """While views refresh re-copied row `i`: the keys of its pods gone or replaced (a new PodInfo)
-        since the NodeInfo the views hold, and of those new or replaced, so a view touches only them.
-        None outside `refresh` or when the row's NodeInfo is the same object: compare every pod."""
+        """While views refresh re-copied row `i` (`refresh`, `apply_nodes`): the keys of its pods gone or
+        replaced (a new PodInfo) since the NodeInfo the views hold, and of those new or replaced, so a
+        view touches only them. None otherwise, or when the NodeInfo is the same: compare every pod."""
         found = self._changes.get(i)
         if found is None:
             old, new = self._prior.get(i), self.infos[i]
@@ -357,27 +357,34 @@ class Snapshot:
         change.list(self.nodes)
         for i in change.added:
             self.infos[i] = fresh[self.names[i]]
+        prior = self._prior  # a changed row's NodeInfo before, which its moved view rows hold
         for info in changed:
-            self.infos[self.index[info.name]] = info
-        if not self._has_columns([*fresh.values(), *changed]):
-            self.rebuild(self.infos, self.resources)
+            i = self.index[info.name]
+            prior.setdefault(i, self.infos[i])
+            self.infos[i] = info
+        try:
+            if not self._has_columns([*fresh.values(), *changed]):
+                self.rebuild(self.infos, self.resources)
+                return change
+            self.allocatable, self.requested = change.array(self.allocatable), change.array(self.requested)
+            self.pod_count, self.nonzero = change.array(self.pod_count), change.array(self.nonzero)
+            rows = list(prior)
+            replaced = self._recopy(rows, prior)
+            self._copy_rows(list(change.added))
+            self.layout += 1
+            for v in self._views.values():
+                resize = getattr(v, "resize", None)
+                if resize is None:
+                    v.rebuild(self)  # a view that cannot follow: correct, O(n)
+                    continue
+                resize(self, change)
+                some = sorted({*change.added, *(rows if v.reads_pods else replaced)})
+                if some:
+                    v.refresh(self, some)
             return change
-        self.allocatable, self.requested = change.array(self.allocatable), change.array(self.requested)
-        self.pod_count, self.nonzero = change.array(self.pod_count), change.array(self.nonzero)
-        rows = [self.index[info.name] for info in changed]
-        replaced = self._recopy(rows)
-        self._copy_rows(list(change.added))
-        self.layout += 1
-        for v in self._views.values():
-            resize = getattr(v, "resize", None)
-            if resize is None:
-                v.rebuild(self)  # a view that cannot follow: correct, O(n)
-                continue
-            resize(self, change)
-            some = sorted({*change.added, *(rows if v.reads_pods else replaced)})
-            if some:
-                v.refresh(self, some)
-        return change
+        finally:
+            prior.clear()
+            self._changes.clear()
 
     def view(self, key: Hashable, make: Callable[[], V]) -> V:
         """The view registered under `key`, made (and built) on first use; kept up to date with every

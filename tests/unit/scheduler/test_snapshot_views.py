@@ -87,14 +87,17 @@ def _spread_state(v: Any) -> Any:
     return rows, indexes
 
 
+OPS, APPS = st.sampled_from(["add", "delete", "sync", "leave", "join"]), st.sampled_from(["a", "b"])
+
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["add", "delete", "sync"]), st.integers(0, 5), st.integers(0, 2),
-                          st.sampled_from(["a", "b"]), st.booleans()), max_size=40))  # fmt: skip
+@given(st.lists(st.tuples(OPS, st.integers(0, 5), st.integers(0, 3), APPS, st.booleans()), max_size=40))
 @example([("add", 1, 0, "a", True), ("sync", 0, 0, "a", False), ("add", 1, 0, "b", True)])  # replaced
 def test_pod_views_follow_cache_changes_like_a_rebuild(ops: list[tuple[str, int, int, str, bool]]) -> None:
     """Each sync re-copies the changed rows; the two pod views (InterPodAffinity's, PodTopologySpread's)
     then hold what views built from scratch over the same snapshot hold: pods added, deleted, replaced
-    (a new object under the key: relabelled, or moved to another node) on rows changed several times."""
+    (a new object under the key: relabelled, or moved to another node) on rows changed several times,
+    and with nodes leaving and joining in the same update (Snapshot.apply_nodes)."""
     from scheduler.cache import SchedulerCache
     from scheduler.plugins.interpodaffinity.podindex import PodIndex as AffinityIndex
     from scheduler.plugins.podtopologyspread.podindex import PodIndex as SpreadIndex
@@ -110,6 +113,10 @@ def test_pod_views_follow_cache_changes_like_a_rebuild(ops: list[tuple[str, int,
             cache.add_pod(cast(Pod, _pod(f"p{k}", f"n{n}", app, anti, "ns" if k % 3 else "other")))
         elif op == "delete":
             cache.remove_pod(f"{'ns' if k % 3 else 'other'}/p{k}")
+        elif op == "leave":  # its pods stay in the cache, on no row
+            cache.remove_node(f"n{n}")
+        elif op == "join":
+            cache.add_node(cast(Node, node(f"n{n}")))
         else:
             cache.update_snapshot(snap)
             fresh_affinity, fresh_spread = AffinityIndex(), SpreadIndex()
