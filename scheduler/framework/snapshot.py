@@ -16,7 +16,7 @@ Plugins keep what they derive from Node objects as row-aligned data owned by the
 (`column` for one value per node, `view` for anything richer): the snapshot re-derives exactly the
 rows it re-copies, so no plugin tracks which nodes changed.
 Imports: the standard library, numpy, apis (gonum, kubeobjects, quantity, pod), scheduler.framework
-(nonzero, rows, units).
+(nodecolumn, nonzero, rows, units).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from apis.gonum import wrap_int64
 from apis.kubeobjects import Node, Pod
 from apis.pod import pod_key, pod_requests
 from apis.quantity import parse_resource_list
+from scheduler.framework.nodecolumn import NodeColumn as NodeColumn  # re-exported
 from scheduler.framework.nonzero import nonzero_requests
 from scheduler.framework.rows import RowChange as RowChange  # re-exported: views import it from here
 from scheduler.framework.rows import move_rows
@@ -142,27 +143,6 @@ class ResizableRowView(RowView, Protocol):
 
 
 V = TypeVar("V", bound=RowView)
-
-
-class NodeColumn:
-    """One value per row, `fn(Node object)`, in a numpy array of `dtype`."""
-
-    reads_pods = False
-
-    def __init__(self, fn: Callable[[Node], Any], dtype: type[Any]) -> None:
-        self.fn = fn
-        self.dtype = dtype
-        self.values: npt.NDArray[Any] = np.zeros(0, dtype)
-
-    def rebuild(self, snapshot: Snapshot) -> None:
-        self.values = np.fromiter((self.fn(info.node) for info in snapshot.infos), self.dtype, snapshot.n)
-
-    def refresh(self, snapshot: Snapshot, rows: Sequence[int]) -> None:
-        for i in rows:
-            self.values[i] = self.fn(snapshot.infos[i].node)
-
-    def resize(self, snapshot: Snapshot, change: RowChange) -> None:
-        self.values = change.array(self.values)
 
 
 class Snapshot:
