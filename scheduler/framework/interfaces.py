@@ -33,7 +33,7 @@ IntArray = npt.NDArray[np.int64]
 
 _ALL_PASS: dict[int, npt.NDArray[np.int32]] = {}
 _UNIFORM: dict[tuple[int, int], IntArray] = {}
-_UNIFORM_VALUE: dict[int, int] = {}  # id of a kept array in _UNIFORM -> its value
+_UNIFORM_BY_ID: dict[int, tuple[IntArray, int]] = {}  # id of a kept array in _UNIFORM -> it, its value
 
 
 def uniform_scores(n: int, value: int) -> IntArray:
@@ -46,18 +46,16 @@ def uniform_scores(n: int, value: int) -> IntArray:
         got.setflags(write=False)
         if len(_UNIFORM) >= 32:
             _UNIFORM.clear()
-            _UNIFORM_VALUE.clear()
+            _UNIFORM_BY_ID.clear()
         _UNIFORM[n, value] = got
-        _UNIFORM_VALUE[id(got)] = value
+        _UNIFORM_BY_ID[id(got)] = (got, value)
     return got
 
 
 def uniform_value(scores: IntArray) -> int | None:
     """The value of an array `uniform_scores` returned (and still keeps), else None."""
-    value = _UNIFORM_VALUE.get(id(scores))
-    if value is None or _UNIFORM.get((len(scores), value)) is not scores:
-        return None
-    return value
+    kept = _UNIFORM_BY_ID.get(id(scores))
+    return kept[1] if kept is not None and kept[0] is scores else None
 
 
 @dataclass(frozen=True, slots=True)
