@@ -275,6 +275,9 @@ class SchedulingQueue:
         `interested` counts as registered for every event (kube's default for plugins without
         EnqueueExtensions). Records a move request either way (the moveRequestCycle rule)."""
         with self._cond:
+            if not self._unschedulable:  # (every pod delete lands here: nothing to wake anyone for)
+                self._move_request_cycle = self._scheduling_cycle
+                return 0
             moved = [info for info in self._unschedulable.values() if self._matches(info, event, interested)]
             self._move_locked(moved, self._clock())
             return len(moved)
