@@ -270,15 +270,16 @@ class Snapshot:
             prior.clear()
             self._changes.clear()
 
-    def pod_changes(self, i: int) -> tuple[list[str], list[str]] | None:
+    def pod_changes(self, i: int, held: Iterable[str]) -> tuple[Iterable[str], Iterable[str]]:
         """While views refresh re-copied row `i` (`refresh`, `apply_nodes`): the keys of its pods gone or
         replaced (a new PodInfo) since the NodeInfo the views hold, and of those new or replaced, so a
-        view touches only them. None otherwise, or when the NodeInfo is the same: compare every pod."""
+        view touches only them. Otherwise, or when the NodeInfo is the same, every candidate: the keys
+        the view `held` and the row's pods' (the view compares each)."""
         found = self._changes.get(i)
         if found is None:
             old, new = self._prior.get(i), self.infos[i]
             if old is None or old is new:
-                return None
+                return list(held), new.pods
             a, b = old.pods, new.pods
             found = self._changes[i] = (
                 [k for k, pi in a.items() if b.get(k) is not pi],

@@ -106,8 +106,7 @@ class PodIndex:
         """Only the row's pods that changed (`Snapshot.pod_changes`), else every pod of the row."""
         for i in rows:
             current, pods = self.rows[i], snapshot.infos[i].pods
-            changes = snapshot.pod_changes(i)
-            gone, came = (list(current), pods) if changes is None else changes
+            gone, came = snapshot.pod_changes(i, current)
             for key in gone:
                 e = current.get(key)
                 if e is not None and ((pi := pods.get(key)) is None or pi.pod is not e.pod):

@@ -90,8 +90,7 @@ class PodIndex:
         whose object is new is re-indexed, one gone leaves, one new is indexed."""
         for i in rows:
             pods, kept = snapshot.infos[i].pods, self.rows[i]
-            changes = snapshot.pod_changes(i)
-            gone, came = (list(kept), pods) if changes is None else changes
+            gone, came = snapshot.pod_changes(i, kept)
             for key in gone:
                 entry = kept.get(key)
                 if entry is not None and ((pi := pods.get(key)) is None or pi.pod is not entry[1]):
