@@ -106,6 +106,7 @@ def filter_window(
     rejected_by = np.full(n, -1, np.int32)
     first_at = np.full(n, count, np.int32) if per_node else None  # profile position of the first
     found: list[Status] = []  # vectorised rejection: per-node plugins before it still run
+    position: list[int] = []  # per status in `found`: its plugin's position in the profile
     for pos, (p, v) in enumerate(zip(filters, vectorised, strict=True)):
         if v is None:
             continue
@@ -113,9 +114,11 @@ def filter_window(
         res = v.filter_all(state, pod, snapshot)
         if observer is not None:
             observer(p.name, "Filter", time.perf_counter() - t0)
-        newly = record_rejections(res, p.name, rejected_by, found)
-        if newly is not None and first_at is not None:
-            first_at[newly] = pos
+        record_rejections(res, p.name, rejected_by, found)
+        position.extend([pos] * (len(found) - len(position)))
+    if first_at is not None and found:
+        rejected = rejected_by >= 0
+        first_at[rejected] = np.array(position, np.int32).take(rejected_by[rejected])
     checked: dict[int, Status | None] = {}
     if first_at is None:
         feasible, processed = _vectorised_window(rejected_by < 0, k, start, nominated, checked)
