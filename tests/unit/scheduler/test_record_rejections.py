@@ -52,7 +52,7 @@ def test_an_int64_result_is_read_as_the_same_indices() -> None:
     # a plugin handing over int64 indices must not be reinterpreted bytewise
     res = FilterResult(
         np.array([-1, 1, 0, -1], np.int64), (Status.unschedulable("a"), Status.unschedulable("b"))
-    )  # type: ignore[arg-type]
+    )
     rejected_by = np.array([-1, -1, 5, -1], np.int32)
     found = [Status.unschedulable(str(j)) for j in range(6)]
     record_rejections(res, "X", rejected_by, found)
