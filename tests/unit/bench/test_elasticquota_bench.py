@@ -1,5 +1,6 @@
-"""Smoke test of bench/elasticquota.py: a short run prints the documented JSON for the tree it built, and a
-pod's bind (used only, no recomputation) costs less than its arrival (the tree's runtime recomputed)."""
+"""Smoke test of bench/elasticquota.py: a short run prints the documented JSON for the tree it built, with
+positive timings in order (median ≤ p90). The timings are the bench's output, never compared with each
+other here: a busy machine may slow either one."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def test_elasticquota_bench_smoke() -> None:
     assert set(result) == {"quotas", "pods", "events", "arrive_ms", "bind_us"}
     assert result["quotas"] == 3 + 3 * (1 + 4)  # root, system, default; each parent and its leaves
     assert result["pods"] == 640 and result["events"] == 40
-    assert 0 < result["bind_us"]["median"] < result["arrive_ms"]["median"] * 1000
+    for key in ("arrive_ms", "bind_us"):
+        assert 0 < result[key]["median"] <= result[key]["p90"], (key, result[key])
 
 
 def test_elasticquota_bench_refuses_a_bad_size() -> None:
