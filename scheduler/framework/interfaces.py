@@ -205,9 +205,9 @@ class ScoreAllPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class NormalizeScorePlugin(Plugin, Protocol):
-    """A plugin may also declare `normalizes_by_range = True` (class attribute): each normalised score
-    depends only on the score and the scores' minimum and maximum, so scores that are all equal
-    normalise as one (docs/architecture.md#uniform-scores)."""
+    """A plugin may also declare `normalizes_by_range = True` (class attribute): when it returns
+    `uniform_scores`, each normalised score depends only on the score and the scores' minimum and
+    maximum, so they normalise as one element does (docs/architecture.md#uniform-scores)."""
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: IntArray) -> Status:
         """Rewrites `scores` (aligned with the feasible rows) in place."""

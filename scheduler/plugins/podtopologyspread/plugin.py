@@ -46,6 +46,10 @@ DEFAULT_WEIGHT: Final = 2
 class PodTopologySpread:
     """PreFilter + Filter (vectorised) + PreScore + Score (vectorised) + NormalizeScore."""
 
+    # Its only uniform scores are a pod's without soft constraints: no row is ignored, so they
+    # normalise by their range alone (docs/architecture.md#uniform-scores).
+    normalizes_by_range = True
+
     def __init__(self, objects: ClusterObjects | None = None, args: SpreadArgs | None = None) -> None:
         self.objects = objects
         self.args = args or SpreadArgs()

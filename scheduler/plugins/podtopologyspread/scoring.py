@@ -26,7 +26,7 @@ import numpy as np
 
 from apis.kubeobjects import Pod
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import BoolArray, IntArray
+from scheduler.framework.interfaces import BoolArray, IntArray, uniform_scores
 from scheduler.framework.listers import ClusterObjects
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import MAX_NODE_SCORE, Status
@@ -73,8 +73,8 @@ def pre_score_state(
     feasible ones, which cost more than the rows they skip); only the sizes read the feasible set."""
     constraints = constraints_for(pod, SCHEDULE_ANYWAY, defaults, objects)
     n = snapshot.n
-    if not constraints:
-        return ScoreState(feasible, np.zeros(n, np.int64), None)
+    if not constraints:  # every row 0 and none ignored: normalised, every row gets 100
+        return ScoreState(feasible, uniform_scores(n, 0), None)
     keys = [c.topology_key for c in constraints]
     has_all = has_keys(snapshot, keys)
     if len(feasible) == n:

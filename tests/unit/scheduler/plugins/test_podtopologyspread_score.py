@@ -191,3 +191,24 @@ def test_in_a_framework_the_pod_goes_to_the_emptiest_domain() -> None:
     )
     snap = Snapshot.build(nodes, [pod(f"e{n}", n, labels={"foo": "x"}) for n in ("a", "b", "c")])
     assert fw.schedule(CycleState(0.0), hard, snap).node == "d"  # type: ignore[arg-type]
+
+
+def test_without_soft_constraints_the_weighted_total_is_100_times_the_weight_on_every_row() -> None:
+    # Its scores are then uniform (docs/architecture.md#uniform-scores): the runtime normalises one
+    # element, as every row would be.
+    from scheduler.framework.interfaces import uniform_value
+    from scheduler.framework.runtime import Framework
+
+    snap = Snapshot.build(four_hosts(), foo_pods(SPREAD_2103))
+    plugin = PodTopologySpread()
+    fw = Framework([plugin], {"PodTopologySpread": DEFAULT_WEIGHT})
+    feasible = np.array([0, 2, 3], np.int64)
+    state = CycleState(0.0)
+    assert plugin.pre_score(state, pod(labels={"foo": ""}), snap, feasible).is_success()  # type: ignore[arg-type]
+    assert uniform_value(plugin.score_all(state, pod(labels={"foo": ""}), snap, feasible)) == 0  # type: ignore[arg-type]
+    totals = fw.score_all(state, pod(labels={"foo": ""}), snap, feasible)  # type: ignore[arg-type]
+    assert totals.tolist() == [100 * DEFAULT_WEIGHT] * 3
+    # with a soft constraint the scores are the rows' own
+    state = CycleState(0.0)
+    assert plugin.pre_score(state, host_pod(1), snap, feasible).is_success()  # type: ignore[arg-type]
+    assert uniform_value(plugin.score_all(state, host_pod(1), snap, feasible)) is None  # type: ignore[arg-type]
