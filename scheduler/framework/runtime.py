@@ -141,6 +141,7 @@ class Framework:
         ]
         self._filter_all = [p if isinstance(p, FilterAllPlugin) else None for p in self.filters]
         self._score_all = [p if isinstance(p, ScoreAllPlugin) else None for p in self.scores]
+        self._normalised: dict[tuple[int, int], int] = {}  # uniform scores normalised (scoresum.py)
 
     # --- filtering --------------------------------------------------------------------------------
     def pre_enqueue(self, pod: Pod) -> Status:
@@ -202,7 +203,7 @@ class Framework:
         """The weighted sum of the plugins' scores of the feasible rows (in `feasible`'s order)."""
         return weighted_total(
             self.scores, self.weights, self._normalizers, self._score_all, self.observer,
-            state, pod, snapshot, feasible,
+            state, pod, snapshot, feasible, self._normalised,
         )  # fmt: skip
 
     # --- one pod ------------------------------------------------------------------------------------

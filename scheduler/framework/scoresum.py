@@ -27,6 +27,8 @@ from scheduler.framework.interfaces import (
 from scheduler.framework.points import score_rows
 from scheduler.framework.snapshot import Snapshot
 
+_NORMALISED_LIMIT = 4096  # remembered normalised uniform scores per framework
+
 
 def weighted_total(
     scores: Sequence[ScorePlugin | ScoreAllPlugin],
@@ -38,13 +40,16 @@ def weighted_total(
     pod: Pod,
     snapshot: Snapshot,
     feasible: IntArray,
+    normalised: dict[tuple[int, int], int] | None = None,
 ) -> IntArray:
-    """The weighted sum of the plugins' scores of the feasible rows (in `feasible`'s order)."""
+    """The weighted sum of the plugins' scores of the feasible rows (in `feasible`'s order).
+    `normalised` (the caller's, kept across cycles): (plugin position, uniform score) → its normalised
+    value — by `normalizes_by_range` a function of the score alone."""
     n, every = snapshot.n, len(feasible) == snapshot.n
     rows: IntArray | None = None  # the sum of the plugins that scored every row
     picked: IntArray | None = None  # the sum of those that scored the feasible rows (feasible's order)
     offset = 0  # the uniform plugins' share, the same for every row
-    for p, w, norm, v in zip(scores, weights, normalizers, vectorised, strict=True):
+    for j, (p, w, norm, v) in enumerate(zip(scores, weights, normalizers, vectorised, strict=True)):
         t0 = time.perf_counter()
         if v is not None:
             s = np.asarray(v.score_all(state, pod, snapshot, feasible), np.int64)
@@ -55,9 +60,14 @@ def weighted_total(
         same = uniform_value(s)
         if same is not None and (norm is None or getattr(norm, "normalizes_by_range", False)):
             if norm is not None:
-                one = np.array([same], np.int64)
-                norm.normalize_scores(state, pod, one)
-                same = int(one[0])
+                got = None if normalised is None else normalised.get((j, same))
+                if got is None:
+                    one = np.array([same], np.int64)
+                    norm.normalize_scores(state, pod, one)
+                    got = int(one[0])
+                    if normalised is not None and len(normalised) < _NORMALISED_LIMIT:
+                        normalised[j, same] = got
+                same = got
             offset += same * w
             continue
         full = len(s) == n

@@ -79,7 +79,11 @@ def cases(draw: st.DrawFn) -> tuple[int, list[tuple[int, int, int, bool, bool]],
 
 
 def total(
-    n: int, plugins: list[tuple[int, int, int, bool, bool]], feasible: list[int], shared: bool
+    n: int,
+    plugins: list[tuple[int, int, int, bool, bool]],
+    feasible: list[int],
+    shared: bool,
+    normalised: dict[tuple[int, int], int] | None = None,
 ) -> list[int]:
     snap = snapshot(n)
     made: list[Fixed] = []
@@ -89,7 +93,7 @@ def total(
     weights = [p[2] for p in plugins]
     norms = [p if isinstance(p, (ByRange, ByPosition)) else None for p in made]
     rows = np.array(feasible, np.int64)
-    out = weighted_total(made, weights, norms, made, None, CycleState(0), POD, snap, rows)  # type: ignore[arg-type]
+    out = weighted_total(made, weights, norms, made, None, CycleState(0), POD, snap, rows, normalised)  # type: ignore[arg-type]
     return [int(x) for x in out]
 
 
@@ -97,7 +101,14 @@ def total(
 @given(cases())
 def test_shared_uniform_scores_give_the_same_totals(case: tuple[int, list[Any], list[int]]) -> None:
     n, plugins, feasible = case
-    assert total(n, plugins, feasible, shared=True) == total(n, plugins, feasible, shared=False)
+    expected = total(n, plugins, feasible, shared=False)
+    assert total(n, plugins, feasible, shared=True) == expected
+    # the normalised uniform scores one call remembers serve the next, whatever its scores
+    normalised: dict[tuple[int, int], int] = {}
+    other = [(kind, (value * 3 + 1) % 101, *rest) for kind, value, *rest in plugins]
+    for case_plugins in (plugins, other, plugins, other):
+        want = total(n, case_plugins, feasible, shared=False)
+        assert total(n, case_plugins, feasible, shared=True, normalised=normalised) == want
 
 
 def test_a_positional_normaliser_still_sees_every_row() -> None:
