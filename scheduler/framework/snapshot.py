@@ -231,14 +231,23 @@ class Snapshot:
         """`rows` from their NodeInfos through the public matrices (views of the buffers), a column per
         call (a cycle re-copies a few rows: numpy's per-call cost rules); allocatable only `alloc`'s."""
         infos, resources, zeros = self.infos, self.resources, [0] * len(self.resources)
-        for i in rows if alloc is None else alloc:
-            self.allocatable[:, i] = list(map(infos[i].allocatable.get, resources, zeros))
-        for i in rows:
-            info = infos[i]
-            self.requested[:, i] = list(map(info.requested.get, resources, zeros))
-            self.pod_count[i] = len(info.pods)
-            self.nonzero[:, i] = info.nonzero
-            self.nodes[i] = info.node
+        # One numpy assignment per matrix for all the rows (rows are distinct), not one per row
+        some = rows if alloc is None else alloc
+        if some:
+            self.allocatable[:, some] = np.array(
+                [list(map(infos[i].allocatable.get, resources, zeros)) for i in some], np.int64
+            ).T
+        if not rows:
+            return
+        held = [infos[i] for i in rows]
+        self.requested[:, rows] = np.array(
+            [list(map(info.requested.get, resources, zeros)) for info in held], np.int64
+        ).T
+        self.pod_count[rows] = [len(info.pods) for info in held]
+        self.nonzero[:, rows] = np.array([info.nonzero for info in held], np.int64).T
+        nodes = self.nodes
+        for i, info in zip(rows, held, strict=True):
+            nodes[i] = info.node
 
     def _has_columns(self, infos: Iterable[NodeInfo]) -> bool:
         col = self.col.keys()
@@ -281,9 +290,10 @@ class Snapshot:
             if old is None or old is new:
                 return list(held), new.pods
             a, b = old.pods, new.pods
+            a_get, b_get = a.get, b.get  # (bound once: two lookups saved per pod of the row)
             found = self._changes[i] = (
-                [k for k, pi in a.items() if b.get(k) is not pi],
-                [k for k, pi in b.items() if a.get(k) is not pi],
+                [k for k, pi in a.items() if b_get(k) is not pi],
+                [k for k, pi in b.items() if a_get(k) is not pi],
             )
         return found
 
