@@ -93,6 +93,22 @@ def make_row(*fields: Any) -> Row:
     return dataclasses.replace(x, exact=False)
 
 
+def same_inputs(a: Row, b: Row) -> bool:
+    """``a`` and ``b`` agree on every field but ``update_time``: the int64 block's ``ints`` and
+    ``bools`` (all that Filter's codes and Score's scores read) are the same for both."""
+    return (
+        a.existing2 == b.existing2
+        and a.score_usage == b.score_usage
+        and a.prod_usage == b.prod_usage
+        and a.capacity == b.capacity
+        and a.thresholds2 == b.thresholds2
+        and a.aggregated2 == b.aggregated2
+        and a.has_entry == b.has_entry
+        and a.has_node_metric == b.has_node_metric
+        and a.exact == b.exact
+    )
+
+
 def _clip(v: Vector) -> Vector:
     return tuple(max(-EXACT_LIMIT, min(EXACT_LIMIT, e)) for e in v)
 
@@ -210,6 +226,14 @@ class Block:
             self.update_time[at] = [x.update_time for x in xs]
         self.fresh.changed(rows)
 
+    def write_times(self, rows: Sequence[int], xs: Sequence[Row]) -> None:
+        """Rows ``rows`` (distinct) of an int64 block become ``xs``, which differ from them in
+        ``update_time`` only (``same_inputs``): only what the expiry and freshness rules read is stored."""
+        for i, x in zip(rows, xs, strict=True):
+            self.flags[:, i] = _flags(x)
+            self.update_time[i] = x.update_time
+        self.fresh.changed(rows)
+
     def expired(self, expiration_seconds: int, now: float) -> npt.NDArray[np.bool_]:
         """Per row, the metric expired at ``now`` (read-only; kept across cycles, see ``freshness``)."""
         return self.freshness(expiration_seconds, now).expired
@@ -303,7 +327,7 @@ class LoadRows:
         depend on are the assign cache's, whose changes come through ``refresh_names``)."""
         infos = snapshot.infos
         rows = sorted(set(rows))
-        self._set(rows, [self._row(i, infos[i].name, infos[i].node) for i in rows])
+        self._set(rows, [self._row(i, infos[i].name, infos[i].node) for i in rows], force=True)
 
     def resize(self, snapshot: Snapshot, change: RowChange) -> None:
         """The rows follow the new layout; new rows hold a placeholder until ``refresh`` derives them."""
@@ -330,17 +354,38 @@ class LoadRows:
         if found:  # (names are distinct, so are their rows)
             self._set([i for i, _ in found], [self._row(i, name, infos[i].node) for i, name in found])
 
-    def _set(self, rows: Sequence[int], xs: Sequence[Row]) -> None:
-        """Rows ``rows`` (distinct) become ``xs``."""
+    def _set(self, rows: Sequence[int], xs: Sequence[Row], force: bool = False) -> None:
+        """Rows ``rows`` (distinct) become ``xs``; ``force``: write every row's arrays (rows of a
+        replaced or new Node object, whose arrays may hold ``resize``'s zeros rather than the old row)."""
         if not rows:
             return
         old, big = self.rows, False
+        # A row whose Filter/Score inputs are unchanged (a NodeMetric rewrite or a pod event that moved
+        # no sum the rules read) keeps its arrays and its kept results; only a new update_time is stored
+        # (docs/rules/scheduler.md#loadawarescheduling).
+        changed: list[int] = []
+        new: list[Row] = []
+        timed: list[int] = []
+        new_times: list[Row] = []
         for i, x in zip(rows, xs, strict=True):
-            big = big or old[i].exact != x.exact
+            o = old[i]
+            if force or not same_inputs(o, x):
+                big = big or o.exact != x.exact
+                changed.append(i)
+                new.append(x)
+            elif o.update_time != x.update_time and not (
+                math.isnan(o.update_time) and math.isnan(x.update_time)
+            ):
+                timed.append(i)
+                new_times.append(x)
             old[i] = x
-        self.block.write(rows, xs)
-        self.results.changed(rows)
-        self.score_results.changed(rows)
+        if timed:
+            self.block.write_times(timed, new_times)
+        if not changed:
+            return
+        self.block.write(changed, new)
+        self.results.changed(changed)
+        self.score_results.changed(changed)
         self._selected = None
         if big:
             self.big = [k for k, row in enumerate(self.rows) if not row.exact]
