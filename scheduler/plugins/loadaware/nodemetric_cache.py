@@ -26,7 +26,9 @@ GO_ZERO_TIME: Final = -math.inf
 
 
 def _vector(resources: Sequence[str], values: Mapping[str, Quantity]) -> Vector:
-    return tuple(resource_value(r, values[r]) if r in values else 0 for r in resources)
+    # a list, not a generator: this runs per pod of every NodeMetric update, where the generator's
+    # frames cost more than the values
+    return tuple([resource_value(r, values[r]) if r in values else 0 for r in resources])
 
 
 @dataclass(frozen=True, slots=True)
